@@ -1,0 +1,2 @@
+//! Engine benchmarks (placeholder until the criterion suite lands).
+fn main() {}

@@ -1,0 +1,193 @@
+//! Reverse-mode automatic differentiation, to any order.
+//!
+//! Ops on tensors that [require grad](crate::Tensor::requires_grad) record a graph of
+//! nodes. [`Tensor::backward`] (for a scalar) and [`grad`] (for any outputs, with given
+//! cotangents) walk it backwards and return gradients as values: there is no `.grad`
+//! field to mutate. With [`GradOptions::create_graph`] the backward pass is itself
+//! recorded, so gradients can be differentiated again (Hessian-vector products, third
+//! derivatives).
+//!
+//! Semantics follow PyTorch's `torch.autograd.grad`:
+//! - every VJP is written with differentiable tensor ops, so higher orders need nothing
+//!   special;
+//! - a node has several outputs, any of which may receive no cotangent (treated as zero);
+//! - outputs of integer or bool dtype (pivots, ranks, comparison results) never carry
+//!   gradients: asking for one is an error ([`Error::NoGradFn`] or
+//!   [`Error::InputNoGrad`]), never a silent zero;
+//! - gradients reaching an input along several paths are summed;
+//! - the traversal is iterative (a chain of any length works) and deterministic;
+//! - the graph lives as long as some tensor refers to it and is freed with them.
+//!
+//! Complex numbers (when their arithmetic lands) follow PyTorch's convention: the
+//! gradient is the conjugate Wirtinger derivative, and a real input that receives a
+//! complex cotangent takes its real part.
+
+pub(crate) mod check;
+pub(crate) mod engine;
+pub(crate) mod mode;
+pub(crate) mod node;
+
+use std::collections::HashMap;
+
+pub use check::{gradcheck, gradgradcheck, GradcheckOptions, GradcheckReport};
+pub use mode::{enable_grad, is_grad_enabled, no_grad, GradModeGuard};
+
+use crate::error::{Error, Result};
+use crate::tensor::{Tensor, TensorId};
+
+/// Options of [`grad`].
+#[derive(Debug, Clone, Copy, Default)]
+pub struct GradOptions {
+    /// Record the backward pass so the returned gradients can be differentiated again.
+    pub create_graph: bool,
+    /// Return `None` for inputs that the outputs do not depend on, instead of failing with
+    /// [`Error::UnusedInput`].
+    pub allow_unused: bool,
+}
+
+/// Gradients of the leaves reached by [`Tensor::backward`], looked up by tensor.
+#[derive(Debug, Default, Clone)]
+pub struct Gradients {
+    map: HashMap<TensorId, Tensor>,
+}
+
+impl Gradients {
+    /// The gradient of `t`, or `None` if the output does not depend on it (or it does not
+    /// require grad).
+    pub fn get(&self, t: &Tensor) -> Option<&Tensor> {
+        self.map.get(&t.id())
+    }
+
+    /// The number of leaves with a gradient.
+    pub fn len(&self) -> usize {
+        self.map.len()
+    }
+
+    /// True if no leaf received a gradient.
+    pub fn is_empty(&self) -> bool {
+        self.map.is_empty()
+    }
+}
+
+fn check_output(index: usize, t: &Tensor) -> Result<()> {
+    if !t.requires_grad() {
+        return Err(Error::NoGradFn { index });
+    }
+    Ok(())
+}
+
+fn check_cotangent(t: &Tensor, g: &Tensor) -> Result<()> {
+    if t.dims() != g.dims() {
+        return Err(Error::ShapeMismatch {
+            op: "autograd.grad",
+            lhs: t.shape().clone(),
+            rhs: g.shape().clone(),
+        });
+    }
+    Ok(())
+}
+
+impl Tensor {
+    /// Gradients of this scalar with respect to every leaf that requires grad
+    /// (`torch.Tensor.backward()`, returning the gradients instead of storing them).
+    ///
+    /// Errors: `NonScalarBackward` if the tensor has more than one element (use
+    /// [`Tensor::backward_with`]); `NoGradFn` if it does not require grad.
+    ///
+    /// ```
+    /// # use cotangent::Tensor;
+    /// let x = Tensor::from_vec(vec![3.0f64], ())?.with_requires_grad(true)?;
+    /// let y = x.mul(&x)?.mul(&x)?; // y = x³
+    /// let g = y.backward()?;
+    /// assert_eq!(g.get(&x).unwrap().item::<f64>()?, 27.0); // 3x²
+    /// # Ok::<(), cotangent::Error>(())
+    /// ```
+    pub fn backward(&self) -> Result<Gradients> {
+        if self.numel() != 1 {
+            return Err(Error::NonScalarBackward { shape: self.shape().clone() });
+        }
+        let ones = Tensor::ones(self.shape().clone(), self.dtype())?;
+        self.backward_with(&ones)
+    }
+
+    /// Like [`Tensor::backward`] for any shape, with the output's cotangent given.
+    pub fn backward_with(&self, grad_output: &Tensor) -> Result<Gradients> {
+        check_output(0, self)?;
+        check_cotangent(self, grad_output)?;
+        let out = engine::run(
+            &[(self.clone(), grad_output.clone())],
+            &engine::Targets::AllLeaves,
+            false,
+        )?;
+        Ok(Gradients { map: out.leaves })
+    }
+}
+
+/// Gradients of `outputs` with respect to `inputs` (`torch.autograd.grad`).
+///
+/// The result is `Σ_k J_kᵀ g_k` for each input, where `J_k` is the Jacobian of output `k`
+/// and `g_k` its cotangent (`grad_outputs[k]`; `None` is allowed for one-element outputs
+/// and means 1). Inputs may be leaves or intermediate tensors.
+///
+/// Errors: `NoGradFn` if an output does not require grad; `InputNoGrad` if an input does
+/// not; `UnusedInput` if an input is not reached and `allow_unused` is false;
+/// `ShapeMismatch` if a cotangent's shape differs from its output's; `NonScalarBackward`
+/// for a missing cotangent of a non-scalar output.
+///
+/// ```
+/// # use cotangent::{Tensor, autograd::{self, GradOptions}};
+/// // d/dx (x³) = 3x², d²/dx² = 6x
+/// let x = Tensor::from_vec(vec![2.0f64], ())?.with_requires_grad(true)?;
+/// let y = x.pow_scalar(3.0)?;
+/// let opts = GradOptions { create_graph: true, allow_unused: false };
+/// let dy = autograd::grad(&[&y], &[None], &[&x], opts)?[0].clone().unwrap();
+/// let d2y = autograd::grad(&[&dy], &[None], &[&x], GradOptions::default())?[0].clone().unwrap();
+/// assert_eq!((dy.item::<f64>()?, d2y.item::<f64>()?), (12.0, 12.0));
+/// # Ok::<(), cotangent::Error>(())
+/// ```
+pub fn grad(
+    outputs: &[&Tensor],
+    grad_outputs: &[Option<&Tensor>],
+    inputs: &[&Tensor],
+    opts: GradOptions,
+) -> Result<Vec<Option<Tensor>>> {
+    if grad_outputs.len() != outputs.len() {
+        return Err(Error::InvalidArgument {
+            op: "autograd.grad",
+            arg: "grad_outputs",
+            reason: "needs one entry per output",
+        });
+    }
+    let mut roots = Vec::with_capacity(outputs.len());
+    for (k, (&t, g)) in outputs.iter().zip(grad_outputs).enumerate() {
+        check_output(k, t)?;
+        let g = match g {
+            Some(g) => {
+                check_cotangent(t, g)?;
+                (*g).clone()
+            }
+            None if t.numel() == 1 => Tensor::ones(t.shape().clone(), t.dtype())?,
+            None => return Err(Error::NonScalarBackward { shape: t.shape().clone() }),
+        };
+        roots.push((t.clone(), g));
+    }
+    for (k, t) in inputs.iter().enumerate() {
+        if !t.requires_grad() {
+            return Err(Error::InputNoGrad { index: k });
+        }
+    }
+    let out = engine::run(&roots, &engine::Targets::Tensors(inputs), opts.create_graph)?;
+    let mut res = Vec::with_capacity(inputs.len());
+    for (k, t) in inputs.iter().enumerate() {
+        let g = if t.is_leaf() {
+            out.leaves.get(&t.id()).cloned()
+        } else {
+            out.non_leaves.get(&k).cloned()
+        };
+        if g.is_none() && !opts.allow_unused {
+            return Err(Error::UnusedInput { index: k });
+        }
+        res.push(g);
+    }
+    Ok(res)
+}

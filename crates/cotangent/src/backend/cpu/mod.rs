@@ -1,0 +1,686 @@
+//! The CPU backend: a typed buffer per dtype and generic kernels over strided layouts.
+
+pub(crate) mod strided;
+
+use half::{bf16, f16};
+use num_complex::Complex;
+
+use super::{BackendStorage, BinaryKernel, CmpOp, ReduceOp, UnaryKernel};
+use crate::dtype::{DType, Element, Float};
+use crate::error::{Error, Result};
+use crate::layout::Layout;
+use crate::shape::Shape;
+use strided::walk;
+
+/// A host buffer of one dtype.
+#[derive(Debug, Clone)]
+#[doc(hidden)]
+pub enum CpuStorage {
+    Bool(Vec<bool>),
+    I64(Vec<i64>),
+    Bf16(Vec<bf16>),
+    F16(Vec<f16>),
+    F32(Vec<f32>),
+    F64(Vec<f64>),
+    C64(Vec<Complex<f32>>),
+    C128(Vec<Complex<f64>>),
+}
+
+/// Applies `$body` to the buffer whatever its dtype, rewrapping a `Vec` result in the same
+/// variant.
+macro_rules! map_any {
+    ($s:expr, $v:ident => $body:expr) => {
+        match $s {
+            CpuStorage::Bool($v) => CpuStorage::Bool($body),
+            CpuStorage::I64($v) => CpuStorage::I64($body),
+            CpuStorage::Bf16($v) => CpuStorage::Bf16($body),
+            CpuStorage::F16($v) => CpuStorage::F16($body),
+            CpuStorage::F32($v) => CpuStorage::F32($body),
+            CpuStorage::F64($v) => CpuStorage::F64($body),
+            CpuStorage::C64($v) => CpuStorage::C64($body),
+            CpuStorage::C128($v) => CpuStorage::C128($body),
+        }
+    };
+}
+
+/// Elements of `v` at the offsets of `l`, in row-major order, mapped through `f`.
+#[inline]
+pub(crate) fn map_strided<T: Copy, U>(v: &[T], l: &Layout, f: impl Fn(T) -> U) -> Vec<U> {
+    if let Some(r) = l.contiguous_range() {
+        return v[r].iter().map(|&x| f(x)).collect();
+    }
+    let mut out = Vec::with_capacity(l.numel());
+    walk(l.dims(), [l.strides()], [l.offset()], |[o]| out.push(f(v[o])));
+    out
+}
+
+#[inline]
+fn zip_strided<T: Copy, U>(
+    a: &[T],
+    al: &Layout,
+    b: &[T],
+    bl: &Layout,
+    f: impl Fn(T, T) -> U,
+) -> Vec<U> {
+    if let (Some(ra), Some(rb)) = (al.contiguous_range(), bl.contiguous_range()) {
+        return a[ra].iter().zip(&b[rb]).map(|(&x, &y)| f(x, y)).collect();
+    }
+    let mut out = Vec::with_capacity(al.numel());
+    walk(al.dims(), [al.strides(), bl.strides()], [al.offset(), bl.offset()], |[i, j]| {
+        out.push(f(a[i], b[j]));
+    });
+    out
+}
+
+fn unsupported(op: &'static str, dtype: DType) -> Error {
+    Error::UnsupportedDType { op, dtype }
+}
+
+/// Adds two elements of a buffer's type (used by accumulating kernels).
+trait AddElem: Copy {
+    fn add(self, o: Self) -> Self;
+}
+impl AddElem for bool {
+    fn add(self, o: Self) -> Self {
+        self || o
+    }
+}
+impl AddElem for i64 {
+    fn add(self, o: Self) -> Self {
+        self.wrapping_add(o)
+    }
+}
+impl AddElem for bf16 {
+    fn add(self, o: Self) -> Self {
+        bf16::from_f32(self.to_f32() + o.to_f32())
+    }
+}
+impl AddElem for f16 {
+    fn add(self, o: Self) -> Self {
+        f16::from_f32(self.to_f32() + o.to_f32())
+    }
+}
+impl AddElem for f32 {
+    fn add(self, o: Self) -> Self {
+        self + o
+    }
+}
+impl AddElem for f64 {
+    fn add(self, o: Self) -> Self {
+        self + o
+    }
+}
+impl AddElem for Complex<f32> {
+    fn add(self, o: Self) -> Self {
+        self + o
+    }
+}
+impl AddElem for Complex<f64> {
+    fn add(self, o: Self) -> Self {
+        self + o
+    }
+}
+
+/// Iterates the multi-indices of `dims` in row-major order.
+fn for_each_index(dims: &[usize], mut f: impl FnMut(&[usize])) {
+    if dims.contains(&0) {
+        return;
+    }
+    let mut idx = vec![0usize; dims.len()];
+    loop {
+        f(&idx);
+        let mut d = dims.len();
+        loop {
+            if d == 0 {
+                return;
+            }
+            d -= 1;
+            idx[d] += 1;
+            if idx[d] < dims[d] {
+                break;
+            }
+            idx[d] = 0;
+        }
+    }
+}
+
+fn offset_of(l: &Layout, idx: &[usize]) -> usize {
+    l.offset() + idx.iter().zip(l.strides()).map(|(&i, &s)| i * s).sum::<usize>()
+}
+
+fn reduce_generic<T: Copy>(
+    v: &[T],
+    l: &Layout,
+    dims: &[usize],
+    init: T,
+    f: impl Fn(T, T) -> T,
+) -> Vec<T> {
+    let (mut kd, mut ks, mut rd, mut rs) = (vec![], vec![], vec![], vec![]);
+    for (i, (&d, &s)) in l.dims().iter().zip(l.strides()).enumerate() {
+        if dims.contains(&i) {
+            rd.push(d);
+            rs.push(s);
+        } else {
+            kd.push(d);
+            ks.push(s);
+        }
+    }
+    let n_out: usize = kd.iter().product();
+    let mut out = Vec::with_capacity(n_out);
+    if n_out == 0 {
+        return out;
+    }
+    walk(&kd, [&ks], [l.offset()], |[o]| {
+        let mut acc = init;
+        walk(&rd, [&rs], [o], |[i]| acc = f(acc, v[i]));
+        out.push(acc);
+    });
+    out
+}
+
+fn reduce_float<T: Float>(v: &[T], l: &Layout, dims: &[usize], op: ReduceOp) -> Vec<T> {
+    match op {
+        ReduceOp::Sum => reduce_generic(v, l, dims, T::ZERO, |a, b| a + b),
+        ReduceOp::Prod => reduce_generic(v, l, dims, T::ONE, |a, b| a * b),
+        ReduceOp::Max => {
+            reduce_generic(v, l, dims, -T::INFINITY, |a, b| if b.is_nan() || b > a { b } else { a })
+        }
+        ReduceOp::Min => {
+            reduce_generic(v, l, dims, T::INFINITY, |a, b| if b.is_nan() || b < a { b } else { a })
+        }
+    }
+}
+
+fn to_f32_vec<T: Copy>(v: &[T], l: &Layout, f: impl Fn(T) -> f32) -> (Vec<f32>, Layout) {
+    (map_strided(v, l, f), Layout::contiguous(l.shape().clone()))
+}
+
+impl CpuStorage {
+    /// The buffer as a slice of `T`, if it has that dtype.
+    pub(crate) fn as_slice<T: Element>(&self) -> Option<&[T]> {
+        T::slice(self)
+    }
+
+    pub(crate) fn len(&self) -> usize {
+        match self {
+            CpuStorage::Bool(v) => v.len(),
+            CpuStorage::I64(v) => v.len(),
+            CpuStorage::Bf16(v) => v.len(),
+            CpuStorage::F16(v) => v.len(),
+            CpuStorage::F32(v) => v.len(),
+            CpuStorage::F64(v) => v.len(),
+            CpuStorage::C64(v) => v.len(),
+            CpuStorage::C128(v) => v.len(),
+        }
+    }
+
+    /// The elements at `l` as `f64` (real parts of complex values).
+    pub(crate) fn to_f64_vec(&self, l: &Layout) -> Vec<f64> {
+        match self {
+            CpuStorage::Bool(v) => map_strided(v, l, Element::to_f64),
+            CpuStorage::I64(v) => map_strided(v, l, Element::to_f64),
+            CpuStorage::Bf16(v) => map_strided(v, l, Element::to_f64),
+            CpuStorage::F16(v) => map_strided(v, l, Element::to_f64),
+            CpuStorage::F32(v) => map_strided(v, l, Element::to_f64),
+            CpuStorage::F64(v) => map_strided(v, l, Element::to_f64),
+            CpuStorage::C64(v) => map_strided(v, l, Element::to_f64),
+            CpuStorage::C128(v) => map_strided(v, l, Element::to_f64),
+        }
+    }
+
+    fn from_f64_vec(v: Vec<f64>, to: DType) -> CpuStorage {
+        match to {
+            DType::Bool => CpuStorage::Bool(v.into_iter().map(|x| x != 0.0).collect()),
+            DType::I64 => CpuStorage::I64(v.into_iter().map(|x| x as i64).collect()),
+            DType::Bf16 => CpuStorage::Bf16(v.into_iter().map(bf16::from_f64).collect()),
+            DType::F16 => CpuStorage::F16(v.into_iter().map(f16::from_f64).collect()),
+            DType::F32 => CpuStorage::F32(v.into_iter().map(|x| x as f32).collect()),
+            DType::F64 => CpuStorage::F64(v),
+            DType::C64 => {
+                CpuStorage::C64(v.into_iter().map(|x| Complex::new(x as f32, 0.0)).collect())
+            }
+            DType::C128 => CpuStorage::C128(v.into_iter().map(|x| Complex::new(x, 0.0)).collect()),
+        }
+    }
+
+    /// The elements at `l` as `f32` (for the 16-bit types, which compute in `f32`).
+    fn half_to_f32(&self, l: &Layout) -> Option<(Vec<f32>, Layout)> {
+        match self {
+            CpuStorage::Bf16(v) => Some(to_f32_vec(v, l, bf16::to_f32)),
+            CpuStorage::F16(v) => Some(to_f32_vec(v, l, f16::to_f32)),
+            _ => None,
+        }
+    }
+
+    fn f32_to(dtype: DType, v: Vec<f32>) -> CpuStorage {
+        match dtype {
+            DType::Bf16 => CpuStorage::Bf16(v.into_iter().map(bf16::from_f32).collect()),
+            DType::F16 => CpuStorage::F16(v.into_iter().map(f16::from_f32).collect()),
+            _ => CpuStorage::F32(v),
+        }
+    }
+}
+
+impl BackendStorage for CpuStorage {
+    fn dtype(&self) -> DType {
+        match self {
+            CpuStorage::Bool(_) => DType::Bool,
+            CpuStorage::I64(_) => DType::I64,
+            CpuStorage::Bf16(_) => DType::Bf16,
+            CpuStorage::F16(_) => DType::F16,
+            CpuStorage::F32(_) => DType::F32,
+            CpuStorage::F64(_) => DType::F64,
+            CpuStorage::C64(_) => DType::C64,
+            CpuStorage::C128(_) => DType::C128,
+        }
+    }
+
+    fn zeros(n: usize, dtype: DType) -> CpuStorage {
+        match dtype {
+            DType::Bool => CpuStorage::Bool(vec![false; n]),
+            DType::I64 => CpuStorage::I64(vec![0; n]),
+            DType::Bf16 => CpuStorage::Bf16(vec![bf16::ZERO; n]),
+            DType::F16 => CpuStorage::F16(vec![f16::ZERO; n]),
+            DType::F32 => CpuStorage::F32(vec![0.0; n]),
+            DType::F64 => CpuStorage::F64(vec![0.0; n]),
+            DType::C64 => CpuStorage::C64(vec![Complex::new(0.0, 0.0); n]),
+            DType::C128 => CpuStorage::C128(vec![Complex::new(0.0, 0.0); n]),
+        }
+    }
+
+    fn copy_strided(&self, l: &Layout) -> CpuStorage {
+        map_any!(self, v => map_strided(v, l, |x| x))
+    }
+
+    fn cast(&self, l: &Layout, to: DType) -> Result<CpuStorage> {
+        let from = self.dtype();
+        if from == to {
+            return Ok(self.copy_strided(l));
+        }
+        Ok(match (self, to) {
+            (CpuStorage::F32(v), DType::Bf16) => {
+                CpuStorage::Bf16(map_strided(v, l, bf16::from_f32))
+            }
+            (CpuStorage::F32(v), DType::F16) => CpuStorage::F16(map_strided(v, l, f16::from_f32)),
+            (CpuStorage::Bf16(v), DType::F32) => CpuStorage::F32(map_strided(v, l, bf16::to_f32)),
+            (CpuStorage::F16(v), DType::F32) => CpuStorage::F32(map_strided(v, l, f16::to_f32)),
+            (CpuStorage::C64(v), DType::C128) => CpuStorage::C128(map_strided(v, l, |z| {
+                Complex::new(f64::from(z.re), f64::from(z.im))
+            })),
+            (CpuStorage::C128(v), DType::C64) => {
+                CpuStorage::C64(map_strided(v, l, |z| Complex::new(z.re as f32, z.im as f32)))
+            }
+            (CpuStorage::C64(v), _) => {
+                CpuStorage::from_f64_vec(map_strided(v, l, |z| f64::from(z.re)), to)
+            }
+            (CpuStorage::C128(v), _) => CpuStorage::from_f64_vec(map_strided(v, l, |z| z.re), to),
+            (CpuStorage::I64(v), DType::F64) => CpuStorage::F64(map_strided(v, l, |x| x as f64)),
+            _ => CpuStorage::from_f64_vec(self.to_f64_vec(l), to),
+        })
+    }
+
+    fn unary<K: UnaryKernel>(&self, l: &Layout, k: K) -> Result<CpuStorage> {
+        Ok(match self {
+            CpuStorage::F32(v) => CpuStorage::F32(map_strided(v, l, |x| k.f(x))),
+            CpuStorage::F64(v) => CpuStorage::F64(map_strided(v, l, |x| k.f(x))),
+            CpuStorage::Bf16(_) | CpuStorage::F16(_) => {
+                let (x, _) = self
+                    .half_to_f32(l)
+                    .ok_or(Error::Internal { op: K::NAME, reason: "half conversion" })?;
+                CpuStorage::f32_to(self.dtype(), x.into_iter().map(|x| k.f(x)).collect())
+            }
+            _ => return Err(unsupported(K::NAME, self.dtype())),
+        })
+    }
+
+    fn binary<K: BinaryKernel>(
+        &self,
+        l: &Layout,
+        rhs: &CpuStorage,
+        rl: &Layout,
+        k: K,
+    ) -> Result<CpuStorage> {
+        Ok(match (self, rhs) {
+            (CpuStorage::F32(a), CpuStorage::F32(b)) => {
+                CpuStorage::F32(zip_strided(a, l, b, rl, |x, y| k.f(x, y)))
+            }
+            (CpuStorage::F64(a), CpuStorage::F64(b)) => {
+                CpuStorage::F64(zip_strided(a, l, b, rl, |x, y| k.f(x, y)))
+            }
+            (CpuStorage::Bf16(_), CpuStorage::Bf16(_))
+            | (CpuStorage::F16(_), CpuStorage::F16(_)) => {
+                let bad = Error::Internal { op: K::NAME, reason: "half conversion" };
+                let (a, al) = self.half_to_f32(l).ok_or(bad.clone())?;
+                let (b, bl) = rhs.half_to_f32(rl).ok_or(bad)?;
+                CpuStorage::f32_to(self.dtype(), zip_strided(&a, &al, &b, &bl, |x, y| k.f(x, y)))
+            }
+            _ if self.dtype() != rhs.dtype() => {
+                return Err(Error::DTypeMismatch {
+                    op: K::NAME,
+                    lhs: self.dtype(),
+                    rhs: rhs.dtype(),
+                })
+            }
+            _ => return Err(unsupported(K::NAME, self.dtype())),
+        })
+    }
+
+    fn cmp(&self, l: &Layout, rhs: &CpuStorage, rl: &Layout, op: CmpOp) -> Result<CpuStorage> {
+        fn go<T: Copy + PartialOrd>(
+            a: &[T],
+            al: &Layout,
+            b: &[T],
+            bl: &Layout,
+            op: CmpOp,
+        ) -> Vec<bool> {
+            match op {
+                CmpOp::Eq => zip_strided(a, al, b, bl, |x, y| x == y),
+                CmpOp::Ne => zip_strided(a, al, b, bl, |x, y| x != y),
+                CmpOp::Lt => zip_strided(a, al, b, bl, |x, y| x < y),
+                CmpOp::Le => zip_strided(a, al, b, bl, |x, y| x <= y),
+                CmpOp::Gt => zip_strided(a, al, b, bl, |x, y| x > y),
+                CmpOp::Ge => zip_strided(a, al, b, bl, |x, y| x >= y),
+            }
+        }
+        Ok(CpuStorage::Bool(match (self, rhs) {
+            (CpuStorage::Bool(a), CpuStorage::Bool(b)) => go(a, l, b, rl, op),
+            (CpuStorage::I64(a), CpuStorage::I64(b)) => go(a, l, b, rl, op),
+            (CpuStorage::Bf16(a), CpuStorage::Bf16(b)) => go(a, l, b, rl, op),
+            (CpuStorage::F16(a), CpuStorage::F16(b)) => go(a, l, b, rl, op),
+            (CpuStorage::F32(a), CpuStorage::F32(b)) => go(a, l, b, rl, op),
+            (CpuStorage::F64(a), CpuStorage::F64(b)) => go(a, l, b, rl, op),
+            (CpuStorage::C64(a), CpuStorage::C64(b)) if matches!(op, CmpOp::Eq | CmpOp::Ne) => {
+                zip_strided(a, l, b, rl, |x, y| (x == y) == (op == CmpOp::Eq))
+            }
+            (CpuStorage::C128(a), CpuStorage::C128(b)) if matches!(op, CmpOp::Eq | CmpOp::Ne) => {
+                zip_strided(a, l, b, rl, |x, y| (x == y) == (op == CmpOp::Eq))
+            }
+            _ if self.dtype() != rhs.dtype() => {
+                return Err(Error::DTypeMismatch {
+                    op: "compare",
+                    lhs: self.dtype(),
+                    rhs: rhs.dtype(),
+                })
+            }
+            _ => return Err(unsupported("compare", self.dtype())),
+        }))
+    }
+
+    fn where_cond(
+        &self,
+        l: &Layout,
+        t: &CpuStorage,
+        tl: &Layout,
+        f: &CpuStorage,
+        fl: &Layout,
+    ) -> Result<CpuStorage> {
+        let CpuStorage::Bool(c) = self else {
+            return Err(Error::DTypeMismatch { op: "where", lhs: self.dtype(), rhs: DType::Bool });
+        };
+        fn go<T: Copy>(
+            c: &[bool],
+            l: &Layout,
+            t: &[T],
+            tl: &Layout,
+            f: &[T],
+            fl: &Layout,
+        ) -> Vec<T> {
+            let mut out = Vec::with_capacity(l.numel());
+            walk(
+                l.dims(),
+                [l.strides(), tl.strides(), fl.strides()],
+                [l.offset(), tl.offset(), fl.offset()],
+                |[i, j, k]| out.push(if c[i] { t[j] } else { f[k] }),
+            );
+            out
+        }
+        Ok(match (t, f) {
+            (CpuStorage::Bool(a), CpuStorage::Bool(b)) => CpuStorage::Bool(go(c, l, a, tl, b, fl)),
+            (CpuStorage::I64(a), CpuStorage::I64(b)) => CpuStorage::I64(go(c, l, a, tl, b, fl)),
+            (CpuStorage::Bf16(a), CpuStorage::Bf16(b)) => CpuStorage::Bf16(go(c, l, a, tl, b, fl)),
+            (CpuStorage::F16(a), CpuStorage::F16(b)) => CpuStorage::F16(go(c, l, a, tl, b, fl)),
+            (CpuStorage::F32(a), CpuStorage::F32(b)) => CpuStorage::F32(go(c, l, a, tl, b, fl)),
+            (CpuStorage::F64(a), CpuStorage::F64(b)) => CpuStorage::F64(go(c, l, a, tl, b, fl)),
+            (CpuStorage::C64(a), CpuStorage::C64(b)) => CpuStorage::C64(go(c, l, a, tl, b, fl)),
+            (CpuStorage::C128(a), CpuStorage::C128(b)) => CpuStorage::C128(go(c, l, a, tl, b, fl)),
+            _ => return Err(Error::DTypeMismatch { op: "where", lhs: t.dtype(), rhs: f.dtype() }),
+        })
+    }
+
+    fn reduce(&self, l: &Layout, dims: &[usize], op: ReduceOp) -> Result<CpuStorage> {
+        Ok(match self {
+            CpuStorage::F32(v) => CpuStorage::F32(reduce_float(v, l, dims, op)),
+            CpuStorage::F64(v) => CpuStorage::F64(reduce_float(v, l, dims, op)),
+            CpuStorage::Bf16(_) | CpuStorage::F16(_) => {
+                let (x, xl) = self
+                    .half_to_f32(l)
+                    .ok_or(Error::Internal { op: "reduce", reason: "half conversion" })?;
+                CpuStorage::f32_to(self.dtype(), reduce_float(&x, &xl, dims, op))
+            }
+            CpuStorage::I64(v) => CpuStorage::I64(match op {
+                ReduceOp::Sum => reduce_generic(v, l, dims, 0, i64::wrapping_add),
+                ReduceOp::Prod => reduce_generic(v, l, dims, 1, i64::wrapping_mul),
+                ReduceOp::Max => reduce_generic(v, l, dims, i64::MIN, i64::max),
+                ReduceOp::Min => reduce_generic(v, l, dims, i64::MAX, i64::min),
+            }),
+            CpuStorage::Bool(v) => CpuStorage::Bool(match op {
+                ReduceOp::Sum | ReduceOp::Max => reduce_generic(v, l, dims, false, |a, b| a || b),
+                ReduceOp::Prod | ReduceOp::Min => reduce_generic(v, l, dims, true, |a, b| a && b),
+            }),
+            _ => return Err(unsupported("reduce", self.dtype())),
+        })
+    }
+
+    fn scatter_strided(
+        &self,
+        src: &Layout,
+        numel: usize,
+        dst: &Layout,
+        accumulate: bool,
+    ) -> Result<CpuStorage> {
+        fn go<T: AddElem + Default>(
+            v: &[T],
+            src: &Layout,
+            numel: usize,
+            dst: &Layout,
+            acc: bool,
+        ) -> Vec<T> {
+            let mut out = vec![T::default(); numel];
+            walk(
+                src.dims(),
+                [src.strides(), dst.strides()],
+                [src.offset(), dst.offset()],
+                |[i, j]| {
+                    out[j] = if acc { out[j].add(v[i]) } else { v[i] };
+                },
+            );
+            out
+        }
+        if dst.storage_extent() > numel || src.dims() != dst.dims() {
+            return Err(Error::Internal { op: "scatter_strided", reason: "layout outside buffer" });
+        }
+        Ok(map_any!(self, v => go(v, src, numel, dst, accumulate)))
+    }
+
+    fn cat(parts: &[(&CpuStorage, &Layout)], dim: usize, out: &Shape) -> Result<CpuStorage> {
+        let Some((first, _)) = parts.first() else {
+            return Err(Error::Internal { op: "cat", reason: "no parts" });
+        };
+        let dtype = first.dtype();
+        let outl = Layout::contiguous(out.clone());
+        let mut buf = CpuStorage::zeros(out.numel(), dtype);
+        let mut start = 0;
+        for (s, l) in parts {
+            if s.dtype() != dtype {
+                return Err(Error::DTypeMismatch { op: "cat", lhs: dtype, rhs: s.dtype() });
+            }
+            let len = l.dims().get(dim).copied().unwrap_or(0);
+            let dst = outl.slice(dim, start, len, 1);
+            start += len;
+            fn put<T: Copy>(o: &mut [T], v: &[T], l: &Layout, dst: &Layout) {
+                walk(
+                    l.dims(),
+                    [l.strides(), dst.strides()],
+                    [l.offset(), dst.offset()],
+                    |[i, j]| {
+                        o[j] = v[i];
+                    },
+                );
+            }
+            match (&mut buf, s) {
+                (CpuStorage::Bool(o), CpuStorage::Bool(v)) => put(o, v, l, &dst),
+                (CpuStorage::I64(o), CpuStorage::I64(v)) => put(o, v, l, &dst),
+                (CpuStorage::Bf16(o), CpuStorage::Bf16(v)) => put(o, v, l, &dst),
+                (CpuStorage::F16(o), CpuStorage::F16(v)) => put(o, v, l, &dst),
+                (CpuStorage::F32(o), CpuStorage::F32(v)) => put(o, v, l, &dst),
+                (CpuStorage::F64(o), CpuStorage::F64(v)) => put(o, v, l, &dst),
+                (CpuStorage::C64(o), CpuStorage::C64(v)) => put(o, v, l, &dst),
+                (CpuStorage::C128(o), CpuStorage::C128(v)) => put(o, v, l, &dst),
+                _ => return Err(Error::Internal { op: "cat", reason: "dtype" }),
+            }
+        }
+        Ok(buf)
+    }
+
+    fn flip(&self, l: &Layout, dims: &[usize]) -> CpuStorage {
+        fn go<T: Copy>(v: &[T], l: &Layout, flip: &[usize]) -> Vec<T> {
+            let mut out = Vec::with_capacity(l.numel());
+            let d = l.dims();
+            for_each_index(d, |idx| {
+                let mut o = l.offset();
+                for (k, (&i, &s)) in idx.iter().zip(l.strides()).enumerate() {
+                    o += if flip.contains(&k) { (d[k] - 1 - i) * s } else { i * s };
+                }
+                out.push(v[o]);
+            });
+            out
+        }
+        map_any!(self, v => go(v, l, dims))
+    }
+
+    fn gather(
+        &self,
+        l: &Layout,
+        dim: usize,
+        index: &CpuStorage,
+        il: &Layout,
+    ) -> Result<CpuStorage> {
+        let CpuStorage::I64(ix) = index else {
+            return Err(Error::DTypeMismatch { op: "gather", lhs: index.dtype(), rhs: DType::I64 });
+        };
+        let size = l.dims()[dim];
+        let mut bad = None;
+        fn go<T: Copy + Default>(
+            v: &[T],
+            l: &Layout,
+            dim: usize,
+            ix: &[i64],
+            il: &Layout,
+            size: usize,
+            bad: &mut Option<i64>,
+        ) -> Vec<T> {
+            let mut out = Vec::with_capacity(il.numel());
+            let mut pos = vec![0usize; il.rank()];
+            for_each_index(il.dims(), |idx| {
+                let k = ix[offset_of(il, idx)];
+                if k < 0 || k as usize >= size {
+                    *bad = Some(k);
+                    out.push(T::default());
+                    return;
+                }
+                pos.copy_from_slice(idx);
+                pos[dim] = k as usize;
+                out.push(v[offset_of(l, &pos)]);
+            });
+            out
+        }
+        let out = map_any!(self, v => go(v, l, dim, ix, il, size, &mut bad));
+        match bad {
+            Some(index) => Err(Error::IndexOutOfRange { op: "gather", index, size }),
+            None => Ok(out),
+        }
+    }
+
+    fn scatter_add(
+        &self,
+        l: &Layout,
+        dim: usize,
+        index: &CpuStorage,
+        il: &Layout,
+        src: &CpuStorage,
+        sl: &Layout,
+    ) -> Result<CpuStorage> {
+        let CpuStorage::I64(ix) = index else {
+            return Err(Error::DTypeMismatch {
+                op: "scatter_add",
+                lhs: index.dtype(),
+                rhs: DType::I64,
+            });
+        };
+        let size = l.dims()[dim];
+        let outl = Layout::contiguous(l.shape().clone());
+        let mut bad = None;
+        fn go<T: AddElem>(
+            o: &mut [T],
+            outl: &Layout,
+            dim: usize,
+            ix: &[i64],
+            il: &Layout,
+            s: &[T],
+            sl: &Layout,
+            size: usize,
+            bad: &mut Option<i64>,
+        ) {
+            let mut pos = vec![0usize; il.rank()];
+            for_each_index(il.dims(), |idx| {
+                let k = ix[offset_of(il, idx)];
+                if k < 0 || k as usize >= size {
+                    *bad = Some(k);
+                    return;
+                }
+                pos.copy_from_slice(idx);
+                pos[dim] = k as usize;
+                let j = offset_of(outl, &pos);
+                o[j] = o[j].add(s[offset_of(sl, idx)]);
+            });
+        }
+        let mut out = self.copy_strided(l);
+        match (&mut out, src) {
+            (CpuStorage::Bool(o), CpuStorage::Bool(s)) => {
+                go(o, &outl, dim, ix, il, s, sl, size, &mut bad);
+            }
+            (CpuStorage::I64(o), CpuStorage::I64(s)) => {
+                go(o, &outl, dim, ix, il, s, sl, size, &mut bad);
+            }
+            (CpuStorage::Bf16(o), CpuStorage::Bf16(s)) => {
+                go(o, &outl, dim, ix, il, s, sl, size, &mut bad);
+            }
+            (CpuStorage::F16(o), CpuStorage::F16(s)) => {
+                go(o, &outl, dim, ix, il, s, sl, size, &mut bad);
+            }
+            (CpuStorage::F32(o), CpuStorage::F32(s)) => {
+                go(o, &outl, dim, ix, il, s, sl, size, &mut bad);
+            }
+            (CpuStorage::F64(o), CpuStorage::F64(s)) => {
+                go(o, &outl, dim, ix, il, s, sl, size, &mut bad);
+            }
+            (CpuStorage::C64(o), CpuStorage::C64(s)) => {
+                go(o, &outl, dim, ix, il, s, sl, size, &mut bad);
+            }
+            (CpuStorage::C128(o), CpuStorage::C128(s)) => {
+                go(o, &outl, dim, ix, il, s, sl, size, &mut bad);
+            }
+            _ => {
+                return Err(Error::DTypeMismatch {
+                    op: "scatter_add",
+                    lhs: self.dtype(),
+                    rhs: src.dtype(),
+                })
+            }
+        }
+        match bad {
+            Some(index) => Err(Error::IndexOutOfRange { op: "scatter_add", index, size }),
+            None => Ok(out),
+        }
+    }
+}

@@ -1,0 +1,114 @@
+//! The backend seam: kernels only (no autograd, no broadcasting policy, no dtype
+//! promotion; those live above, in the tensor ops). [`Storage`] is the only place that
+//! matches on the device; each device implements [`BackendStorage`].
+
+pub(crate) mod cpu;
+
+use crate::dtype::{DType, Float};
+use crate::error::{Device, Result};
+use crate::layout::Layout;
+use crate::shape::Shape;
+pub(crate) use cpu::CpuStorage;
+
+/// An elementwise function of one real argument, computed at the dtype's precision
+/// (`f32` for the 16-bit types). `NAME` is the op's name, which a device without a
+/// compiled kernel reports in `Error::Unsupported`.
+pub(crate) trait UnaryKernel: Copy + Send + Sync {
+    const NAME: &'static str;
+    fn f<T: Float>(self, x: T) -> T;
+}
+
+/// An elementwise function of two real arguments.
+pub(crate) trait BinaryKernel: Copy + Send + Sync {
+    const NAME: &'static str;
+    fn f<T: Float>(self, a: T, b: T) -> T;
+}
+
+/// Elementwise comparisons (result `Bool`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum CmpOp {
+    Eq,
+    Ne,
+    Lt,
+    Le,
+    Gt,
+    Ge,
+}
+
+/// Reductions over a set of dims.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum ReduceOp {
+    Sum,
+    Prod,
+    Max,
+    Min,
+}
+
+/// The kernels a device provides. Every method takes explicit layouts; inputs of binary
+/// kernels already have the same shape (broadcast views) and dtype.
+pub(crate) trait BackendStorage: Sized {
+    fn dtype(&self) -> DType;
+    fn zeros(n: usize, dtype: DType) -> Self;
+    /// Contiguous copy of the elements of `l`, in row-major order.
+    fn copy_strided(&self, l: &Layout) -> Self;
+    fn cast(&self, l: &Layout, to: DType) -> Result<Self>;
+    fn unary<K: UnaryKernel>(&self, l: &Layout, k: K) -> Result<Self>;
+    fn binary<K: BinaryKernel>(&self, l: &Layout, rhs: &Self, rl: &Layout, k: K) -> Result<Self>;
+    fn cmp(&self, l: &Layout, rhs: &Self, rl: &Layout, op: CmpOp) -> Result<Self>;
+    fn where_cond(&self, l: &Layout, t: &Self, tl: &Layout, f: &Self, fl: &Layout) -> Result<Self>;
+    /// Reduces over `dims` (resolved, distinct); the result has the keepdim shape.
+    fn reduce(&self, l: &Layout, dims: &[usize], op: ReduceOp) -> Result<Self>;
+    /// A zero buffer of `numel` elements with `self`'s elements (in `src` order) written
+    /// (or added, if `accumulate`) at the offsets of `dst` (a layout of the same shape).
+    fn scatter_strided(
+        &self,
+        src: &Layout,
+        numel: usize,
+        dst: &Layout,
+        accumulate: bool,
+    ) -> Result<Self>;
+    /// Concatenation along `dim` of tensors of one dtype into a contiguous `out` shape.
+    fn cat(parts: &[(&Self, &Layout)], dim: usize, out: &Shape) -> Result<Self>;
+    /// Reverses the given dims.
+    fn flip(&self, l: &Layout, dims: &[usize]) -> Self;
+    /// `out[..., i, ...] = self[..., index[..., i, ...], ...]` along `dim`; `index` is `I64`
+    /// with the output's shape.
+    fn gather(&self, l: &Layout, dim: usize, index: &Self, il: &Layout) -> Result<Self>;
+    /// `self` (contiguous copy) with `src[i]` added at `index[i]` along `dim`; index and
+    /// src are iterated over `il`'s shape.
+    fn scatter_add(
+        &self,
+        l: &Layout,
+        dim: usize,
+        index: &Self,
+        il: &Layout,
+        src: &Self,
+        sl: &Layout,
+    ) -> Result<Self>;
+}
+
+/// A tensor's buffer, on some device. Immutable once created; shared by views.
+#[derive(Debug)]
+pub(crate) enum Storage {
+    Cpu(CpuStorage),
+}
+
+impl Storage {
+    pub(crate) fn device(&self) -> Device {
+        match self {
+            Storage::Cpu(_) => Device::Cpu,
+        }
+    }
+
+    pub(crate) fn dtype(&self) -> DType {
+        match self {
+            Storage::Cpu(s) => s.dtype(),
+        }
+    }
+
+    pub(crate) fn cpu(&self) -> &CpuStorage {
+        match self {
+            Storage::Cpu(s) => s,
+        }
+    }
+}

@@ -1,0 +1,70 @@
+//! # cotangent
+//!
+//! n-dimensional tensors with reverse-mode automatic differentiation of any order, built
+//! for differentiable linear algebra, in pure Rust.
+//!
+//! ## A tour
+//!
+//! **Tensors.** A [`Tensor`] is an immutable, cheaply cloned handle to a strided view of a
+//! buffer. Its element type is a runtime [`DType`] (`F32`, `F64`, `Bf16`, `F16`, `I64`,
+//! `Bool`, and the complex types). Shapes follow PyTorch: dims are `usize`, dim
+//! arguments are `isize` and may count from the end.
+//!
+//! ```
+//! use cotangent::{DType, Tensor};
+//! let a = Tensor::from_vec(vec![1.0f64, 2.0, 3.0, 4.0, 5.0, 6.0], (2, 3))?;
+//! let b = a.transpose(0, 1)?;          // a view: no copy
+//! assert_eq!(b.dims(), &[3, 2]);
+//! let c = a.mul(&Tensor::from_vec(vec![10.0f64, 100.0, 1000.0], 3)?)?; // broadcasting
+//! assert_eq!(c.sum_dims(&[-1], false)?.to_vec::<f64>()?, vec![3210.0, 6540.0]);
+//! # Ok::<(), cotangent::Error>(())
+//! ```
+//!
+//! **Views** ([`Tensor::reshape`], [`Tensor::permute`], [`Tensor::transpose`],
+//! [`Tensor::mT`], [`Tensor::narrow`], [`Tensor::select`], [`Tensor::slice`],
+//! [`Tensor::expand`], [`Tensor::diagonal`], [`Tensor::unsqueeze`], ...) share the buffer
+//! and change only the [`Layout`]; [`Tensor::contiguous`] copies when needed.
+//!
+//! **Autograd.** Mark leaves with [`Tensor::with_requires_grad`]; every op on them is
+//! recorded. [`Tensor::backward`] returns the gradients of a scalar as [`Gradients`];
+//! [`autograd::grad`] is `torch.autograd.grad`, and with `create_graph` it records its own
+//! backward pass, so gradients of gradients work to any order. [`autograd::no_grad`]
+//! turns recording off. [`autograd::gradcheck`] and [`autograd::gradgradcheck`] compare
+//! any function's gradients with finite differences.
+//!
+//! ```
+//! use cotangent::{autograd::{self, GradOptions}, Tensor};
+//! let x = Tensor::from_vec(vec![0.5f64, -1.0], 2)?.with_requires_grad(true)?;
+//! let y = x.tanh()?.sum()?;
+//! let g = autograd::grad(&[&y], &[None], &[&x], GradOptions { create_graph: true, ..Default::default() })?;
+//! let g = g[0].clone().unwrap();                 // 1 - tanh²(x)
+//! let h = g.sum()?.backward()?;                 // d/dx Σ (1 - tanh² x)
+//! assert!(h.get(&x).is_some());
+//! # Ok::<(), cotangent::Error>(())
+//! ```
+//!
+//! **Errors.** Every function returns [`Result`]; [`Error`] variants name the op and carry
+//! shapes, dtypes and indices. The operators `+ - * /` on tensors are sugar that panics on
+//! invalid input (see [`ops`](crate#operators)).
+//!
+//! ## Operators
+//! `&a + &b`, `&a - 1.0`, `&a * &b`, `-&a`... call the corresponding methods and panic on
+//! error, like ndarray's operators. Use the methods in code that handles bad input.
+
+#![cfg_attr(docsrs, feature(doc_cfg))]
+
+pub mod autograd;
+mod backend;
+pub mod dtype;
+mod error;
+pub mod layout;
+mod ops;
+pub mod shape;
+mod tensor;
+
+pub use autograd::Gradients;
+pub use dtype::{DType, Element};
+pub use error::{Device, Error, Result};
+pub use layout::Layout;
+pub use shape::Shape;
+pub use tensor::{Generator, Tensor, TensorId};

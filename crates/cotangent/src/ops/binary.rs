@@ -1,0 +1,275 @@
+//! Elementwise functions of two tensors with PyTorch broadcasting and dtype promotion,
+//! comparisons, and `where`.
+//!
+//! Broadcasting is one rule: both operands are promoted to a common dtype and expanded
+//! (as views) to the broadcast shape before the kernel runs, so every VJP here sees
+//! cotangents of the inputs' shape and the expand's own VJP (`sum_to`) reduces them.
+
+use crate::autograd::node::{record1, Op, VjpCtx};
+use crate::backend::{BackendStorage, BinaryKernel, CmpOp};
+use crate::dtype::{DType, Float};
+use crate::error::{Error, Result};
+use crate::shape::broadcast_shapes;
+use crate::tensor::Tensor;
+
+/// Promotes both operands to their common dtype and broadcasts them to a common shape.
+fn prepare(op: &'static str, a: &Tensor, b: &Tensor) -> Result<(Tensor, Tensor)> {
+    let dt = DType::promote(a.dtype(), b.dtype());
+    let a = if a.dtype() == dt { a.clone() } else { a.to_dtype(dt)? };
+    let b = if b.dtype() == dt { b.clone() } else { b.to_dtype(dt)? };
+    if a.dims() == b.dims() {
+        return Ok((a, b));
+    }
+    let shape = broadcast_shapes(op, a.shape(), b.shape())?;
+    Ok((a.broadcast_to(shape.clone())?, b.broadcast_to(shape)?))
+}
+
+fn apply<K: BinaryKernel + Op>(k: K, a: &Tensor, b: &Tensor, save_out: bool) -> Result<Tensor> {
+    let (a, b) = prepare(K::NAME, a, b)?;
+    if !a.dtype().is_floating_point() {
+        return Err(Error::UnsupportedDType { op: K::NAME, dtype: a.dtype() });
+    }
+    let s = a.storage().cpu().binary(a.layout(), b.storage().cpu(), b.layout(), k)?;
+    let out = Tensor::from_cpu(s, a.shape().clone());
+    Ok(record1(k, &[&a, &b], out, save_out))
+}
+
+macro_rules! binary_ops {
+    ($(
+        $(#[$doc:meta])*
+        $fname:ident, $S:ident, $torch:literal, save_out: $save:expr,
+        fwd: |$a:ident, $b:ident| $fwd:expr,
+        vjp: |$cx:ident, $g:ident| $vjp:expr;
+    )*) => {$(
+        #[derive(Debug, Clone, Copy)]
+        struct $S;
+
+        impl BinaryKernel for $S {
+            const NAME: &'static str = $torch;
+            #[inline(always)]
+            fn f<T: Float>(self, $a: T, $b: T) -> T {
+                $fwd
+            }
+        }
+
+        impl Op for $S {
+            fn name(&self) -> &'static str {
+                $torch
+            }
+            #[allow(unused_variables)]
+            fn vjp(&self, $cx: &VjpCtx<'_>, g: &[Option<Tensor>]) -> Result<Vec<Option<Tensor>>> {
+                let Some($g) = &g[0] else { return Ok(vec![None, None]) };
+                let (ga, gb): (Option<Tensor>, Option<Tensor>) = $vjp;
+                Ok(vec![ga, gb])
+            }
+        }
+
+        impl Tensor {
+            $(#[$doc])*
+            pub fn $fname(&self, other: &Tensor) -> Result<Tensor> {
+                apply($S, self, other, $save)
+            }
+        }
+    )*};
+}
+
+/// `Some(f())` if input `i` needs a gradient, else `None`.
+fn need(cx: &VjpCtx<'_>, i: usize, f: impl FnOnce() -> Result<Tensor>) -> Result<Option<Tensor>> {
+    if cx.needs_input_grad(i) {
+        f().map(Some)
+    } else {
+        Ok(None)
+    }
+}
+
+binary_ops! {
+    /// `a + b` with broadcasting (`torch.add`).
+    add, Add, "add", save_out: false,
+    fwd: |a, b| a + b,
+    vjp: |cx, g| (Some(g.clone()), Some(g.clone()));
+
+    /// `a - b` with broadcasting (`torch.sub`).
+    sub, Sub, "sub", save_out: false,
+    fwd: |a, b| a - b,
+    vjp: |cx, g| (Some(g.clone()), need(cx, 1, || g.neg())?);
+
+    /// `a * b` with broadcasting (`torch.mul`).
+    mul, Mul, "mul", save_out: false,
+    fwd: |a, b| a * b,
+    vjp: |cx, g| (need(cx, 0, || g.mul(cx.input(1)))?, need(cx, 1, || g.mul(cx.input(0)))?);
+
+    /// `a / b` with broadcasting (`torch.div`, true division).
+    div, Div, "div", save_out: false,
+    // ga = g / b, gb = -g a / b²
+    fwd: |a, b| a / b,
+    vjp: |cx, g| (
+        need(cx, 0, || g.div(cx.input(1)))?,
+        need(cx, 1, || { let b = cx.input(1); g.mul(cx.input(0))?.div(&b.mul(b)?)?.neg() })?,
+    );
+
+    /// `a^b` with broadcasting (`torch.pow`). Gradients as PyTorch's `pow_backward`:
+    /// `b a^(b-1)` (0 where `b = 0`) and `a^b ln a` (0 where `a = 0` and `b >= 0`).
+    pow, Pow, "pow", save_out: true,
+    fwd: |a, b| a.powf(b),
+    vjp: |cx, g| (
+        need(cx, 0, || {
+            let (a, b) = (cx.input(0), cx.input(1));
+            let d = g.mul(&b.mul(&a.pow(&b.sub_scalar(1.0)?)?)?)?;
+            Tensor::where_cond(&b.eq_scalar(0.0)?, &d.zeros_like()?, &d)
+        })?,
+        need(cx, 1, || {
+            let (a, b) = (cx.input(0), cx.input(1));
+            let d = g.mul(&cx.output(0)?.mul(&a.log()?)?)?;
+            let mask = a.eq_scalar(0.0)?.logical_and(&b.ge_scalar(0.0)?)?;
+            Tensor::where_cond(&mask, &d.zeros_like()?, &d)
+        })?,
+    );
+
+    /// Elementwise maximum (`torch.maximum`; NaN propagates). At ties the gradient is
+    /// split evenly, as PyTorch.
+    maximum, Maximum, "maximum", save_out: false,
+    fwd: |a, b| if a.is_nan() || a > b { a } else if b.is_nan() || b > a { b } else { a },
+    vjp: |cx, g| split_minmax(cx, g, CmpOp::Gt)?;
+
+    /// Elementwise minimum (`torch.minimum`; NaN propagates). At ties the gradient is
+    /// split evenly.
+    minimum, Minimum, "minimum", save_out: false,
+    fwd: |a, b| if a.is_nan() || a < b { a } else if b.is_nan() || b < a { b } else { a },
+    vjp: |cx, g| split_minmax(cx, g, CmpOp::Lt)?;
+
+    /// `atan2(a, b)`, the angle of the point `(b, a)` (`torch.atan2`).
+    /// Gradients `b/(a²+b²)` and `-a/(a²+b²)`.
+    atan2, Atan2, "atan2", save_out: false,
+    fwd: |a, b| a.atan2(b),
+    vjp: |cx, g| {
+        let (a, b) = (cx.input(0), cx.input(1));
+        let r = a.mul(a)?.add(&b.mul(b)?)?;
+        (need(cx, 0, || g.mul(b)?.div(&r))?, need(cx, 1, || g.mul(a)?.div(&r)?.neg())?)
+    };
+}
+
+/// Gradient of maximum (`wins = Gt`) or minimum (`wins = Lt`): to `a` where it wins, to
+/// `b` where it wins, half to each at ties.
+fn split_minmax(
+    cx: &VjpCtx<'_>,
+    g: &Tensor,
+    wins: CmpOp,
+) -> Result<(Option<Tensor>, Option<Tensor>)> {
+    let (a, b) = (cx.input(0), cx.input(1));
+    let half = g.mul_scalar(0.5)?;
+    let zero = g.zeros_like()?;
+    let tie = a.compare(b, CmpOp::Eq)?;
+    let a_wins = a.compare(b, wins)?;
+    let b_wins = b.compare(a, wins)?;
+    let ga =
+        need(cx, 0, || Tensor::where_cond(&tie, &half, &Tensor::where_cond(&a_wins, g, &zero)?))?;
+    let gb =
+        need(cx, 1, || Tensor::where_cond(&tie, &half, &Tensor::where_cond(&b_wins, g, &zero)?))?;
+    Ok((ga, gb))
+}
+
+#[derive(Debug)]
+struct Where;
+
+impl Op for Where {
+    fn name(&self) -> &'static str {
+        "where"
+    }
+    // y = c ? a : b  ⇒  ga = c ? g : 0, gb = c ? 0 : g (input 0 is the condition)
+    fn vjp(&self, cx: &VjpCtx<'_>, g: &[Option<Tensor>]) -> Result<Vec<Option<Tensor>>> {
+        let Some(g) = &g[0] else { return Ok(vec![None, None, None]) };
+        let c = cx.input(0);
+        let zero = || Tensor::zeros((), g.dtype())?.broadcast_to(g.shape().clone());
+        let ga = need(cx, 1, || Tensor::where_cond(c, g, &zero()?))?;
+        let gb = need(cx, 2, || Tensor::where_cond(c, &zero()?, g))?;
+        Ok(vec![None, ga, gb])
+    }
+}
+
+impl Tensor {
+    /// Elementwise `condition ? a : b` with broadcasting of all three (`torch.where`).
+    /// `condition` must be `Bool`; `a` and `b` are promoted to a common dtype.
+    ///
+    /// ```
+    /// # use cotangent::Tensor;
+    /// let x = Tensor::from_vec(vec![-1.0f64, 2.0], 2)?;
+    /// let y = Tensor::where_cond(&x.gt_scalar(0.0)?, &x, &x.neg()?)?; // |x|
+    /// assert_eq!(y.to_vec::<f64>()?, vec![1.0, 2.0]);
+    /// # Ok::<(), cotangent::Error>(())
+    /// ```
+    pub fn where_cond(condition: &Tensor, a: &Tensor, b: &Tensor) -> Result<Tensor> {
+        const OP: &str = "where";
+        if condition.dtype() != DType::Bool {
+            return Err(Error::DTypeMismatch { op: OP, lhs: condition.dtype(), rhs: DType::Bool });
+        }
+        let (a, b) = prepare(OP, a, b)?;
+        let shape = broadcast_shapes(OP, condition.shape(), a.shape())?;
+        let (c, a, b) = (
+            condition.broadcast_to(shape.clone())?,
+            a.broadcast_to(shape.clone())?,
+            b.broadcast_to(shape)?,
+        );
+        let s = c.storage().cpu().where_cond(
+            c.layout(),
+            a.storage().cpu(),
+            a.layout(),
+            b.storage().cpu(),
+            b.layout(),
+        )?;
+        let out = Tensor::from_cpu(s, a.shape().clone());
+        Ok(record1(Where, &[&c, &a, &b], out, false))
+    }
+
+    /// Elementwise comparison with broadcasting and promotion; the result is `Bool` and
+    /// carries no gradient.
+    pub(crate) fn compare(&self, other: &Tensor, op: CmpOp) -> Result<Tensor> {
+        let (a, b) = prepare("compare", self, other)?;
+        let s = a.storage().cpu().cmp(a.layout(), b.storage().cpu(), b.layout(), op)?;
+        Ok(Tensor::from_cpu(s, a.shape().clone()))
+    }
+
+    fn compare_scalar(&self, s: f64, op: CmpOp) -> Result<Tensor> {
+        let dt = if self.dtype().is_floating_point() { self.dtype() } else { DType::F64 };
+        let a = if dt == self.dtype() { self.clone() } else { self.to_dtype(dt)? };
+        a.compare(&Tensor::full((), s, dt)?, op)
+    }
+
+    /// Elementwise logical and of two `Bool` tensors, with broadcasting.
+    pub fn logical_and(&self, other: &Tensor) -> Result<Tensor> {
+        if self.dtype() != DType::Bool || other.dtype() != DType::Bool {
+            return Err(Error::DTypeMismatch {
+                op: "logical_and",
+                lhs: self.dtype(),
+                rhs: other.dtype(),
+            });
+        }
+        let f = Tensor::zeros((), DType::Bool)?;
+        Tensor::where_cond(self, other, &f)
+    }
+}
+
+macro_rules! comparisons {
+    ($($name:ident, $sname:ident, $op:ident, $doc:literal;)*) => {
+        impl Tensor {
+            $(
+                #[doc = concat!("Elementwise `", $doc, "` with broadcasting (`torch.", stringify!($name), "`); a `Bool` tensor, not differentiable.")]
+                pub fn $name(&self, other: &Tensor) -> Result<Tensor> {
+                    self.compare(other, CmpOp::$op)
+                }
+                #[doc = concat!("Elementwise `", $doc, "` against a scalar; a `Bool` tensor.")]
+                pub fn $sname(&self, other: f64) -> Result<Tensor> {
+                    self.compare_scalar(other, CmpOp::$op)
+                }
+            )*
+        }
+    };
+}
+
+comparisons! {
+    eq, eq_scalar, Eq, "a == b";
+    ne, ne_scalar, Ne, "a != b";
+    lt, lt_scalar, Lt, "a < b";
+    le, le_scalar, Le, "a <= b";
+    gt, gt_scalar, Gt, "a > b";
+    ge, ge_scalar, Ge, "a >= b";
+}

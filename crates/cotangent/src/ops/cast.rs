@@ -1,0 +1,52 @@
+//! dtype conversion.
+
+use crate::autograd::node::{record1, Op, VjpCtx};
+use crate::backend::BackendStorage;
+use crate::dtype::DType;
+use crate::error::{Error, Result};
+use crate::tensor::Tensor;
+
+#[derive(Debug)]
+struct Cast;
+
+impl Op for Cast {
+    fn name(&self) -> &'static str {
+        "to"
+    }
+    // y = cast(x)  ⇒  gx = cast(gy) back to x's dtype
+    fn vjp(&self, cx: &VjpCtx<'_>, g: &[Option<Tensor>]) -> Result<Vec<Option<Tensor>>> {
+        let Some(g) = &g[0] else { return Ok(vec![None]) };
+        Ok(vec![Some(g.to_dtype(cx.input(0).dtype())?)])
+    }
+}
+
+impl Tensor {
+    /// Converts to `dtype` (`torch.Tensor.to(dtype)`): differentiable between floating
+    /// dtypes (the gradient is cast back); a cast to an integer or bool dtype has no
+    /// gradient. Float to integer truncates toward zero; float to bool is `x != 0`;
+    /// complex to real keeps the real part.
+    ///
+    /// ```
+    /// # use cotangent::{DType, Tensor};
+    /// let x = Tensor::from_vec(vec![1.5f64, -2.5], 2)?;
+    /// assert_eq!(x.to_dtype(DType::I64)?.to_vec::<i64>()?, vec![1, -2]);
+    /// # Ok::<(), cotangent::Error>(())
+    /// ```
+    pub fn to_dtype(&self, dtype: DType) -> Result<Tensor> {
+        if dtype == self.dtype() {
+            return Ok(self.clone());
+        }
+        if self.dtype().is_complex() && dtype.is_floating_point() && self.requires_grad() {
+            return Err(Error::NotDifferentiable {
+                op: "to",
+                reason: "complex to real casts discard the imaginary part",
+            });
+        }
+        let s = self.storage().cpu().cast(self.layout(), dtype)?;
+        let out = Tensor::from_cpu(s, self.shape().clone());
+        if !dtype.is_differentiable() {
+            return Ok(out);
+        }
+        Ok(record1(Cast, &[self], out, false))
+    }
+}

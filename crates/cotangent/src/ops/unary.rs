@@ -1,0 +1,326 @@
+//! Elementwise functions of one tensor. Each line of the table below is one op: its
+//! PyTorch name, its scalar forward and its VJP (written in tensor ops, so it can be
+//! differentiated again).
+//!
+//! Integer and bool inputs of the transcendental functions are promoted to `F32`, as in
+//! PyTorch; `neg`, `abs`, `sign`, `square` and `relu` need a floating input.
+
+use crate::autograd::node::{record1, Op, VjpCtx};
+use crate::backend::{BackendStorage, UnaryKernel};
+use crate::dtype::{DType, Float};
+use crate::error::{Error, Result};
+use crate::tensor::Tensor;
+
+/// Runs a unary kernel and records its op. `promote`: integer inputs become `F32` first.
+fn apply<K: UnaryKernel + Op + std::fmt::Debug>(
+    x: &Tensor,
+    k: K,
+    promote: bool,
+    save_out: bool,
+) -> Result<Tensor> {
+    if !x.dtype().is_floating_point() {
+        if promote && !x.dtype().is_complex() {
+            return apply(&x.to_dtype(DType::F32)?, k, promote, save_out);
+        }
+        return Err(Error::UnsupportedDType { op: Op::name(&k), dtype: x.dtype() });
+    }
+    let s = x.storage().cpu().unary(x.layout(), k)?;
+    let out = Tensor::from_cpu(s, x.shape().clone());
+    Ok(record1(k, &[x], out, save_out))
+}
+
+macro_rules! unary_ops {
+    ($(
+        $(#[$doc:meta])*
+        $fname:ident, $S:ident, $torch:literal, promote: $promote:expr, save_out: $save:expr,
+        fwd: |$x:ident| $fwd:expr,
+        vjp: |$cx:ident, $g:ident| $vjp:expr;
+    )*) => {$(
+        #[derive(Debug, Clone, Copy)]
+        struct $S;
+
+        impl UnaryKernel for $S {
+            const NAME: &'static str = $torch;
+            #[inline(always)]
+            fn f<T: Float>(self, $x: T) -> T {
+                $fwd
+            }
+        }
+
+        impl Op for $S {
+            fn name(&self) -> &'static str {
+                $torch
+            }
+            #[allow(unused_variables)]
+            fn vjp(&self, $cx: &VjpCtx<'_>, g: &[Option<Tensor>]) -> Result<Vec<Option<Tensor>>> {
+                let Some($g) = &g[0] else { return Ok(vec![None]) };
+                Ok(vec![Some($vjp)])
+            }
+        }
+
+        impl Tensor {
+            $(#[$doc])*
+            pub fn $fname(&self) -> Result<Tensor> {
+                apply(self, $S, $promote, $save)
+            }
+        }
+    )*};
+}
+
+unary_ops! {
+    /// `-x` (`torch.neg`).
+    neg, Neg, "neg", promote: false, save_out: false,
+    fwd: |x| -x,
+    vjp: |cx, g| g.neg()?;
+
+    /// `|x|` (`torch.abs`). Gradient `sign(x)`, 0 at 0 (PyTorch's convention).
+    abs, Abs, "abs", promote: false, save_out: false,
+    fwd: |x| x.abs(),
+    vjp: |cx, g| g.mul(&cx.input(0).sign()?)?;
+
+    /// `sign(x)`: -1, 0 or 1 (`torch.sign`). Gradient zero.
+    sign, Sign, "sign", promote: false, save_out: false,
+    fwd: |x| x.sign(),
+    vjp: |cx, g| g.zeros_like()?;
+
+    /// `e^x` (`torch.exp`). d/dx = e^x, from the saved output.
+    exp, Exp, "exp", promote: true, save_out: true,
+    fwd: |x| x.exp(),
+    vjp: |cx, g| g.mul(&cx.output(0)?)?;
+
+    /// `e^x - 1` (`torch.expm1`), accurate near 0. d/dx = y + 1.
+    expm1, Expm1, "expm1", promote: true, save_out: true,
+    fwd: |x| x.exp_m1(),
+    vjp: |cx, g| g.mul(&cx.output(0)?.add_scalar(1.0)?)?;
+
+    /// Natural logarithm (`torch.log`). d/dx = 1/x.
+    log, Log, "log", promote: true, save_out: false,
+    fwd: |x| x.ln(),
+    vjp: |cx, g| g.div(cx.input(0))?;
+
+    /// `ln(1 + x)` (`torch.log1p`), accurate near 0. d/dx = 1/(1 + x).
+    log1p, Log1p, "log1p", promote: true, save_out: false,
+    fwd: |x| x.ln_1p(),
+    vjp: |cx, g| g.div(&cx.input(0).add_scalar(1.0)?)?;
+
+    /// `√x` (`torch.sqrt`). d/dx = 1/(2y): infinite at 0, as in PyTorch.
+    sqrt, Sqrt, "sqrt", promote: true, save_out: true,
+    fwd: |x| x.sqrt(),
+    vjp: |cx, g| g.div(&cx.output(0)?.mul_scalar(2.0)?)?;
+
+    /// `1/√x` (`torch.rsqrt`). d/dx = -y³/2.
+    rsqrt, Rsqrt, "rsqrt", promote: true, save_out: true,
+    fwd: |x| T::ONE / x.sqrt(),
+    vjp: |cx, g| g.mul(&cx.output(0)?.pow_scalar(3.0)?.mul_scalar(-0.5)?)?;
+
+    /// `x²` (`torch.square`). d/dx = 2x.
+    square, Square, "square", promote: false, save_out: false,
+    fwd: |x| x * x,
+    vjp: |cx, g| g.mul(&cx.input(0).mul_scalar(2.0)?)?;
+
+    /// `1/x` (`torch.reciprocal`). d/dx = -y².
+    reciprocal, Reciprocal, "reciprocal", promote: true, save_out: true,
+    fwd: |x| T::ONE / x,
+    vjp: |cx, g| { let y = cx.output(0)?; g.mul(&y.mul(&y)?)?.neg()? };
+
+    /// Sine (`torch.sin`). d/dx = cos x.
+    sin, Sin, "sin", promote: true, save_out: false,
+    fwd: |x| x.sin(),
+    vjp: |cx, g| g.mul(&cx.input(0).cos()?)?;
+
+    /// Cosine (`torch.cos`). d/dx = -sin x.
+    cos, Cos, "cos", promote: true, save_out: false,
+    fwd: |x| x.cos(),
+    vjp: |cx, g| g.mul(&cx.input(0).sin()?)?.neg()?;
+
+    /// Tangent (`torch.tan`). d/dx = 1 + y².
+    tan, Tan, "tan", promote: true, save_out: true,
+    fwd: |x| x.tan(),
+    vjp: |cx, g| { let y = cx.output(0)?; g.mul(&y.mul(&y)?.add_scalar(1.0)?)? };
+
+    /// Hyperbolic tangent (`torch.tanh`). d/dx = 1 - y².
+    tanh, Tanh, "tanh", promote: true, save_out: true,
+    fwd: |x| x.tanh(),
+    vjp: |cx, g| { let y = cx.output(0)?; g.mul(&y.mul(&y)?.rsub_scalar(1.0)?)? };
+
+    /// The logistic function `1/(1 + e^-x)` (`torch.sigmoid`). d/dx = y(1 - y).
+    sigmoid, Sigmoid, "sigmoid", promote: true, save_out: true,
+    fwd: |x| if x >= T::ZERO { T::ONE / (T::ONE + (-x).exp()) } else { let e = x.exp(); e / (T::ONE + e) },
+    vjp: |cx, g| { let y = cx.output(0)?; g.mul(&y.mul(&y.rsub_scalar(1.0)?)?)? };
+
+    /// `max(x, 0)` (`torch.relu`). Gradient 1 where x > 0, else 0 (0 at 0, as PyTorch).
+    relu, Relu, "relu", promote: false, save_out: false,
+    fwd: |x| if x > T::ZERO || x.is_nan() { x } else { T::ZERO },
+    vjp: |cx, g| Tensor::where_cond(&cx.input(0).gt_scalar(0.0)?, g, &g.zeros_like()?)?;
+}
+
+/// Scalar-parameter elementwise ops: `x + s`, `x * s`, `s - x`, `x^s`, clamp, softplus.
+#[derive(Debug, Clone, Copy)]
+enum ScalarOp {
+    Add(f64),
+    Mul(f64),
+    RSub(f64),
+    Pow(f64),
+    Clamp(f64, f64),
+    Softplus(f64, f64),
+}
+
+impl UnaryKernel for ScalarOp {
+    const NAME: &'static str = "scalar op";
+    #[inline(always)]
+    fn f<T: Float>(self, x: T) -> T {
+        match self {
+            ScalarOp::Add(s) => x + T::of(s),
+            ScalarOp::Mul(s) => x * T::of(s),
+            ScalarOp::RSub(s) => T::of(s) - x,
+            ScalarOp::Pow(e) => {
+                if e == 2.0 {
+                    x * x
+                } else if e == 1.0 {
+                    x
+                } else if e == 0.5 {
+                    x.sqrt()
+                } else {
+                    x.powf(T::of(e))
+                }
+            }
+            ScalarOp::Clamp(lo, hi) => {
+                if x.is_nan() {
+                    x
+                } else if x < T::of(lo) {
+                    T::of(lo)
+                } else if x > T::of(hi) {
+                    T::of(hi)
+                } else {
+                    x
+                }
+            }
+            ScalarOp::Softplus(beta, threshold) => {
+                let bx = x * T::of(beta);
+                if bx > T::of(threshold) {
+                    x
+                } else {
+                    bx.exp().ln_1p() / T::of(beta)
+                }
+            }
+        }
+    }
+}
+
+impl Op for ScalarOp {
+    fn name(&self) -> &'static str {
+        match self {
+            ScalarOp::Add(_) => "add",
+            ScalarOp::Mul(_) => "mul",
+            ScalarOp::RSub(_) => "rsub",
+            ScalarOp::Pow(_) => "pow",
+            ScalarOp::Clamp(..) => "clamp",
+            ScalarOp::Softplus(..) => "nn.functional.softplus",
+        }
+    }
+
+    fn vjp(&self, cx: &VjpCtx<'_>, g: &[Option<Tensor>]) -> Result<Vec<Option<Tensor>>> {
+        let Some(g) = &g[0] else { return Ok(vec![None]) };
+        let x = cx.input(0);
+        let gx = match *self {
+            // d/dx (x + s) = 1
+            ScalarOp::Add(_) => g.clone(),
+            // d/dx (s x) = s
+            ScalarOp::Mul(s) => g.mul_scalar(s)?,
+            // d/dx (s - x) = -1
+            ScalarOp::RSub(_) => g.neg()?,
+            // d/dx x^e = e x^(e-1); exactly 0 for e = 0 (PyTorch pow_backward)
+            ScalarOp::Pow(e) => {
+                if e == 0.0 {
+                    g.zeros_like()?
+                } else if e == 1.0 {
+                    g.clone()
+                } else {
+                    g.mul(&x.pow_scalar(e - 1.0)?.mul_scalar(e)?)?
+                }
+            }
+            // gradient passes where lo <= x <= hi (PyTorch clamp_backward)
+            ScalarOp::Clamp(lo, hi) => {
+                let zero = g.zeros_like()?;
+                let inside = Tensor::where_cond(&x.ge_scalar(lo)?, g, &zero)?;
+                Tensor::where_cond(&x.le_scalar(hi)?, &inside, &zero)?
+            }
+            // d/dx softplus = sigmoid(βx), and 1 above the threshold
+            ScalarOp::Softplus(beta, threshold) => {
+                let bx = x.mul_scalar(beta)?;
+                let s = g.mul(&bx.sigmoid()?)?;
+                Tensor::where_cond(&bx.gt_scalar(threshold)?, g, &s)?
+            }
+        };
+        Ok(vec![Some(gx)])
+    }
+}
+
+impl Tensor {
+    fn scalar_op(&self, op: ScalarOp, promote: bool) -> Result<Tensor> {
+        apply(self, op, promote, false)
+    }
+
+    /// `x + s` (`torch.add` with a Python scalar: the tensor's dtype is kept, integers
+    /// become `F32`).
+    pub fn add_scalar(&self, s: f64) -> Result<Tensor> {
+        self.scalar_op(ScalarOp::Add(s), true)
+    }
+
+    /// `x - s`.
+    pub fn sub_scalar(&self, s: f64) -> Result<Tensor> {
+        self.scalar_op(ScalarOp::Add(-s), true)
+    }
+
+    /// `s - x` (`torch.rsub`).
+    pub fn rsub_scalar(&self, s: f64) -> Result<Tensor> {
+        self.scalar_op(ScalarOp::RSub(s), true)
+    }
+
+    /// `x * s`.
+    pub fn mul_scalar(&self, s: f64) -> Result<Tensor> {
+        self.scalar_op(ScalarOp::Mul(s), true)
+    }
+
+    /// `x / s` (computed as a true division, as PyTorch does).
+    pub fn div_scalar(&self, s: f64) -> Result<Tensor> {
+        self.div(&Tensor::full((), s, self.dtype().with_float_scalar())?)
+    }
+
+    /// `x^e` (`torch.pow` with a scalar exponent). Gradient `e x^(e-1)`, exactly 0 for
+    /// `e = 0`.
+    pub fn pow_scalar(&self, e: f64) -> Result<Tensor> {
+        self.scalar_op(ScalarOp::Pow(e), true)
+    }
+
+    /// Clamps into `[min, max]` (`torch.clamp`; `None` leaves a side open; if
+    /// `min > max` every element becomes `max`, as PyTorch). The gradient passes where
+    /// `min <= x <= max`.
+    ///
+    /// ```
+    /// # use cotangent::Tensor;
+    /// let x = Tensor::from_vec(vec![-2.0f64, 0.5, 3.0], 3)?;
+    /// assert_eq!(x.clamp(Some(-1.0), Some(1.0))?.to_vec::<f64>()?, vec![-1.0, 0.5, 1.0]);
+    /// # Ok::<(), cotangent::Error>(())
+    /// ```
+    pub fn clamp(&self, min: Option<f64>, max: Option<f64>) -> Result<Tensor> {
+        if min.is_none() && max.is_none() {
+            return Err(Error::InvalidArgument {
+                op: "clamp",
+                arg: "min",
+                reason: "at least one of min and max must be given",
+            });
+        }
+        let lo = min.unwrap_or(f64::NEG_INFINITY);
+        let hi = max.unwrap_or(f64::INFINITY);
+        // PyTorch: min(max(x, lo), hi), so lo > hi gives hi everywhere
+        let lo = if lo > hi { hi } else { lo };
+        self.scalar_op(ScalarOp::Clamp(lo, hi), false)
+    }
+
+    /// `ln(1 + e^(βx))/β`, and `x` where `βx > threshold`
+    /// (`torch.nn.functional.softplus`, defaults `β = 1`, `threshold = 20`).
+    pub fn softplus(&self, beta: f64, threshold: f64) -> Result<Tensor> {
+        self.scalar_op(ScalarOp::Softplus(beta, threshold), true)
+    }
+}
