@@ -8,11 +8,9 @@
 use cotangent::autograd::{self, gradcheck, GradOptions, GradcheckOptions};
 use cotangent::{DType, Generator, Result, Tensor};
 
-/// Loss of a tiny model: `L(w, b) = mean((tanh(x w + b) - y)²) + λ ‖w‖²`, with `x w` written
-/// as a broadcast multiply and sum (the matrix products come with the linear-algebra
-/// module).
+/// Loss of a tiny model: `L(w, b) = mean((tanh(x w + b) - y)²) + λ ‖w‖²`.
 fn loss(x: &Tensor, y: &Tensor, w: &Tensor, b: &Tensor) -> Result<Tensor> {
-    let pred = x.mul(w)?.sum_dims(&[-1], false)?.add(b)?.tanh()?;
+    let pred = x.matmul(w)?.add(b)?.tanh()?;
     let fit = pred.sub(y)?.square()?.mean()?;
     fit.add(&w.square()?.sum()?.mul_scalar(1e-2)?)
 }
@@ -22,7 +20,7 @@ fn main() -> Result<()> {
     // 8 samples of 3 features; targets from a known weight vector
     let x = Tensor::randn((8, 3), DType::F64, &mut gen)?;
     let w_true = Tensor::from_vec(vec![0.5f64, -1.0, 0.25], 3)?;
-    let y = x.mul(&w_true)?.sum_dims(&[-1], false)?.tanh()?;
+    let y = x.matmul(&w_true)?.tanh()?;
 
     let w = Tensor::zeros(3, DType::F64)?.with_requires_grad(true)?;
     let b = Tensor::zeros((), DType::F64)?.with_requires_grad(true)?;

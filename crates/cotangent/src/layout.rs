@@ -73,9 +73,11 @@ impl Layout {
         true
     }
 
-    /// If contiguous, the range of storage the elements occupy.
+    /// If contiguous, the range of storage the elements occupy (`0..0` when empty: an
+    /// empty view may have an offset past the end of an empty buffer).
     pub fn contiguous_range(&self) -> Option<std::ops::Range<usize>> {
-        self.is_contiguous().then(|| self.offset..self.offset + self.numel())
+        let n = self.numel();
+        self.is_contiguous().then(|| if n == 0 { 0..0 } else { self.offset..self.offset + n })
     }
 
     /// One past the largest storage index this layout reaches (0 when empty).
@@ -101,7 +103,8 @@ impl Layout {
         let mut strides = self.strides.clone();
         let offset = if len == 0 { self.offset } else { self.offset + start * strides[dim] };
         dims[dim] = len;
-        strides[dim] *= step;
+        // saturating: a step past the end leaves one element, whose stride is never used
+        strides[dim] = strides[dim].saturating_mul(step);
         Layout::new(Shape::new(dims), strides, offset)
     }
 

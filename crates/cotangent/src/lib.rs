@@ -58,6 +58,7 @@ mod backend;
 pub mod dtype;
 mod error;
 pub mod layout;
+pub mod linalg;
 mod ops;
 pub mod shape;
 mod tensor;

@@ -1,6 +1,7 @@
 //! The backward pass: an iterative traversal of the graph in reverse creation order.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::{BinaryHeap, HashMap, HashSet};
+use std::hash::{BuildHasherDefault, Hasher};
 use std::sync::Arc;
 
 use super::mode::set_grad_enabled;
@@ -23,6 +24,58 @@ pub(crate) struct Output {
     pub(crate) non_leaves: HashMap<usize, Tensor>,
 }
 
+/// A hasher for the pass's small keys (node addresses, tensor ids), much cheaper than
+/// SipHash; the keys are not attacker-controlled.
+#[derive(Default, Clone, Copy)]
+struct KeyHasher(u64);
+
+impl Hasher for KeyHasher {
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.write_u64(u64::from(b));
+        }
+    }
+    fn write_u32(&mut self, x: u32) {
+        self.write_u64(u64::from(x));
+    }
+    fn write_u64(&mut self, x: u64) {
+        self.0 = (self.0.rotate_left(5) ^ x).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
+    }
+    fn write_usize(&mut self, x: usize) {
+        self.write_u64(x as u64);
+    }
+    fn finish(&self) -> u64 {
+        // the multiply leaves the entropy in the high bits; fold it into the low ones,
+        // which pick the bucket
+        self.0 ^ (self.0 >> 29)
+    }
+}
+
+type KeyMap<K, V> = HashMap<K, V, BuildHasherDefault<KeyHasher>>;
+type KeySet<K> = HashSet<K, BuildHasherDefault<KeyHasher>>;
+
+/// A node ordered by its creation `seq`.
+struct BySeq<'a>(&'a Arc<Node>);
+
+impl PartialEq for BySeq<'_> {
+    fn eq(&self, other: &Self) -> bool {
+        self.0.seq == other.0.seq
+    }
+}
+impl Eq for BySeq<'_> {}
+impl PartialOrd for BySeq<'_> {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+impl Ord for BySeq<'_> {
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        self.0.seq.cmp(&other.0.seq)
+    }
+}
+
+const NOT_REACHED: Error = Error::Internal { op: "backward", reason: "node not reached" };
+
 fn node_key(n: &Arc<Node>) -> usize {
     Arc::as_ptr(n) as usize
 }
@@ -41,38 +94,48 @@ pub(crate) fn run(
     targets: &Targets<'_>,
     create_graph: bool,
 ) -> Result<Output> {
-    // 1. collect the reachable nodes (iterative DFS) and order them by descending seq
-    let mut index: HashMap<usize, usize> = HashMap::new();
-    let mut nodes: Vec<Arc<Node>> = Vec::new();
-    let mut stack: Vec<Arc<Node>> = Vec::new();
+    // 1. collect the reachable nodes in descending seq order (a topological order of the
+    // backward pass) with a max-heap on seq: when a node is first popped, every node that
+    // consumes it has been popped already, so all its copies are in the heap and come out
+    // next, where they are skipped. The nodes are borrowed from the graph, which `roots`
+    // keeps alive.
+    let mut heap: BinaryHeap<BySeq<'_>> = BinaryHeap::new();
     for (t, _) in roots {
         if let Some(gf) = t.grad_fn() {
-            stack.push(gf.node.clone());
+            heap.push(BySeq(&gf.node));
         }
     }
-    while let Some(n) = stack.pop() {
-        let k = node_key(&n);
-        if index.contains_key(&k) {
+    let mut nodes: Vec<&Arc<Node>> = Vec::new();
+    while let Some(BySeq(n)) = heap.pop() {
+        if nodes.last().is_some_and(|l| l.seq == n.seq) {
             continue;
         }
-        index.insert(k, 0);
         for inp in &n.inputs {
             if let Some(gf) = inp.grad_fn() {
-                if !index.contains_key(&node_key(&gf.node)) {
-                    stack.push(gf.node.clone());
-                }
+                heap.push(BySeq(&gf.node));
             }
         }
         nodes.push(n);
     }
-    nodes.sort_unstable_by_key(|n| std::cmp::Reverse(n.seq));
-    for (i, n) in nodes.iter().enumerate() {
-        index.insert(node_key(n), i);
+    drop(heap);
+    // the position of a reached node in `nodes`
+    let index = |n: &Arc<Node>| nodes.binary_search_by(|m| n.seq.cmp(&m.seq)).ok();
+    // where each node's inputs (`needs`) and outputs (`buffers`) start in the flat vectors
+    let mut in_start = Vec::with_capacity(nodes.len() + 1);
+    let mut out_start = Vec::with_capacity(nodes.len() + 1);
+    let (mut n_in, mut n_out) = (0, 0);
+    for n in &nodes {
+        in_start.push(n_in);
+        out_start.push(n_out);
+        n_in += n.inputs.len();
+        n_out += n.outputs.len();
     }
+    in_start.push(n_in);
+    out_start.push(n_out);
 
     // 2. which nodes lead to a target, and which of their inputs need a gradient
-    let mut leaf_targets: HashSet<TensorId> = HashSet::new();
-    let mut node_targets: HashMap<(usize, u32), Vec<usize>> = HashMap::new();
+    let mut leaf_targets: KeySet<TensorId> = KeySet::default();
+    let mut node_targets: KeyMap<(usize, u32), Vec<usize>> = KeyMap::default();
     if let Targets::Tensors(ts) = targets {
         for (pos, t) in ts.iter().enumerate() {
             match t.grad_fn() {
@@ -87,40 +150,37 @@ pub(crate) fn run(
     }
     let all_leaves = matches!(targets, Targets::AllLeaves);
     let mut needed = vec![false; nodes.len()];
-    let mut needs: Vec<Vec<bool>> = vec![Vec::new(); nodes.len()];
+    let mut needs = vec![false; n_in];
     for i in (0..nodes.len()).rev() {
-        let n = &nodes[i];
-        let v: Vec<bool> = n
-            .inputs
-            .iter()
-            .map(|inp| {
-                if !inp.requires_grad() {
-                    return false;
-                }
-                match inp.grad_fn() {
+        let mut any = false;
+        for (j, inp) in nodes[i].inputs.iter().enumerate() {
+            let need = inp.requires_grad()
+                && match inp.grad_fn() {
                     None => all_leaves || leaf_targets.contains(&inp.id()),
                     Some(gf) => {
-                        let k = node_key(&gf.node);
-                        node_targets.contains_key(&(k, gf.output))
-                            || index.get(&k).is_some_and(|&j| needed[j])
+                        node_targets.contains_key(&(node_key(&gf.node), gf.output))
+                            || index(&gf.node).is_some_and(|m| needed[m])
                     }
-                }
-            })
-            .collect();
-        needed[i] = v.iter().any(|&b| b);
-        needs[i] = v;
+                };
+            needs[in_start[i] + j] = need;
+            any |= need;
+        }
+        needed[i] = any;
     }
 
-    // 3. seed the cotangent buffers
-    let mut buffers: Vec<Vec<Option<Tensor>>> =
-        nodes.iter().map(|n| vec![None; n.outputs.len()]).collect();
+    // 3. seed the cotangent buffers. From here on grad mode is `create_graph`: the sums
+    // of cotangents given for the same output are part of the backward pass (recorded
+    // with create_graph even inside no_grad, never recorded without it).
+    let _mode = set_grad_enabled(create_graph);
+    let mut buffers: Vec<Option<Tensor>> = vec![None; n_out];
     let mut out = Output { leaves: HashMap::new(), non_leaves: HashMap::new() };
-    let mut leaf_acc: HashMap<TensorId, Option<Tensor>> = HashMap::new();
+    let mut leaf_acc: KeyMap<TensorId, Option<Tensor>> =
+        KeyMap::with_capacity_and_hasher(8, BuildHasherDefault::default());
     for (t, g) in roots {
         match t.grad_fn() {
             Some(gf) => {
-                let i = index[&node_key(&gf.node)];
-                accumulate(&mut buffers[i][gf.output as usize], g.clone())?;
+                let i = index(&gf.node).ok_or(NOT_REACHED)?;
+                accumulate(&mut buffers[out_start[i] + gf.output as usize], g.clone())?;
             }
             None => {
                 if all_leaves || leaf_targets.contains(&t.id()) {
@@ -131,29 +191,34 @@ pub(crate) fn run(
     }
 
     // 4. run the VJPs in reverse creation order
-    let _mode = set_grad_enabled(create_graph);
-    for i in 0..nodes.len() {
-        let node = &nodes[i];
-        let grads = std::mem::take(&mut buffers[i]);
-        for (k, g) in grads.iter().enumerate() {
-            if let (Some(positions), Some(g)) = (node_targets.get(&(node_key(node), k as u32)), g) {
-                for &p in positions {
-                    out.non_leaves.insert(p, g.clone());
+    let mut grads: Vec<Option<Tensor>> = Vec::new();
+    for (i, &node) in nodes.iter().enumerate() {
+        grads.clear();
+        grads.extend(buffers[out_start[i]..out_start[i + 1]].iter_mut().map(Option::take));
+        if !node_targets.is_empty() {
+            for (k, g) in grads.iter().enumerate() {
+                if let (Some(positions), Some(g)) =
+                    (node_targets.get(&(node_key(node), k as u32)), g)
+                {
+                    for &p in positions {
+                        out.non_leaves.insert(p, g.clone());
+                    }
                 }
             }
         }
         if !needed[i] || grads.iter().all(Option::is_none) {
             continue;
         }
-        let cx = VjpCtx { node, create_graph, needs: &needs[i] };
+        let needs_i = &needs[in_start[i]..in_start[i + 1]];
+        let cx = VjpCtx { node, create_graph, needs: needs_i };
         let gin = node.op.vjp(&cx, &grads)?;
-        drop(grads);
+        grads.clear();
         if gin.len() != node.inputs.len() {
             return Err(Error::Internal { op: node.op.name(), reason: "vjp returned wrong arity" });
         }
         for (j, g) in gin.into_iter().enumerate() {
             let Some(mut g) = g else { continue };
-            if !needs[i][j] {
+            if !needs_i[j] {
                 continue;
             }
             let inp = &node.inputs[j];
@@ -168,8 +233,8 @@ pub(crate) fn run(
             }
             match inp.grad_fn() {
                 Some(gf) => {
-                    let m = index[&node_key(&gf.node)];
-                    accumulate(&mut buffers[m][gf.output as usize], g)?;
+                    let m = index(&gf.node).ok_or(NOT_REACHED)?;
+                    accumulate(&mut buffers[out_start[m] + gf.output as usize], g)?;
                 }
                 None => accumulate(leaf_acc.entry(inp.id()).or_default(), g)?,
             }

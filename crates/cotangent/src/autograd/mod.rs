@@ -26,6 +26,8 @@ pub(crate) mod check;
 pub(crate) mod engine;
 pub(crate) mod mode;
 pub(crate) mod node;
+#[cfg(test)]
+mod tests;
 
 use std::collections::HashMap;
 

@@ -13,7 +13,7 @@ pub fn is_grad_enabled() -> bool {
 
 pub(crate) fn set_grad_enabled(on: bool) -> GradModeGuard {
     let prev = GRAD_ENABLED.with(|g| g.replace(on));
-    GradModeGuard { prev }
+    GradModeGuard { prev, _not_send: std::marker::PhantomData }
 }
 
 /// Restores the previous grad mode when dropped. Returned by [`no_grad`] and
@@ -22,6 +22,8 @@ pub(crate) fn set_grad_enabled(on: bool) -> GradModeGuard {
 #[must_use = "grad mode is restored when the guard drops"]
 pub struct GradModeGuard {
     prev: bool,
+    /// The mode is thread-local: the guard must drop on the thread that made it.
+    _not_send: std::marker::PhantomData<*const ()>,
 }
 
 impl Drop for GradModeGuard {

@@ -6,10 +6,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use super::mode::is_grad_enabled;
-use crate::backend::Storage;
 use crate::dtype::DType;
 use crate::error::{Error, Result};
-use crate::layout::Layout;
 use crate::shape::Shape;
 use crate::tensor::Tensor;
 
@@ -36,20 +34,115 @@ pub(crate) struct GradFn {
 }
 
 pub(crate) struct OutputSlot {
-    pub(crate) shape: Shape,
     pub(crate) dtype: DType,
     pub(crate) differentiable: bool,
-    /// The output's data, kept without its history (a tensor here would point back at
-    /// this node: a reference cycle). [`VjpCtx::output`] re-links it.
-    pub(crate) saved: Option<(Arc<Storage>, Layout)>,
+    pub(crate) data: SlotData,
+}
+
+/// What a node keeps of one output.
+pub(crate) enum SlotData {
+    /// The shape only.
+    Shape(Shape),
+    /// The output's data (for the VJP) as a handle without history (a tensor with history
+    /// here would point back at this node: a reference cycle). [`VjpCtx::output`]
+    /// re-links it.
+    Saved(Tensor),
+}
+
+impl OutputSlot {
+    fn new(t: &Tensor, save: bool) -> OutputSlot {
+        OutputSlot {
+            dtype: t.dtype(),
+            differentiable: t.dtype().is_differentiable(),
+            data: if save {
+                SlotData::Saved(t.detach())
+            } else {
+                SlotData::Shape(t.shape().clone())
+            },
+        }
+    }
+
+    /// The output's shape.
+    pub(crate) fn shape(&self) -> &Shape {
+        match &self.data {
+            SlotData::Shape(s) => s,
+            SlotData::Saved(t) => t.shape(),
+        }
+    }
+}
+
+/// A node's inputs, stored inline for the common arities (one allocation less per
+/// recorded op). Derefs to a slice.
+pub(crate) enum Inputs {
+    One([Tensor; 1]),
+    Two([Tensor; 2]),
+    Three([Tensor; 3]),
+    Many(Vec<Tensor>),
+}
+
+impl Inputs {
+    fn new(inputs: &[&Tensor]) -> Inputs {
+        match *inputs {
+            [a] => Inputs::One([a.clone()]),
+            [a, b] => Inputs::Two([a.clone(), b.clone()]),
+            [a, b, c] => Inputs::Three([a.clone(), b.clone(), c.clone()]),
+            _ => Inputs::Many(inputs.iter().map(|&t| t.clone()).collect()),
+        }
+    }
+
+    /// Moves the inputs out, leaving none.
+    fn take_each(&mut self, mut f: impl FnMut(Tensor)) {
+        match std::mem::replace(self, Inputs::Many(Vec::new())) {
+            Inputs::One(a) => a.into_iter().for_each(f),
+            Inputs::Two(a) => a.into_iter().for_each(f),
+            Inputs::Three(a) => a.into_iter().for_each(f),
+            Inputs::Many(v) => v.into_iter().for_each(&mut f),
+        }
+    }
+}
+
+impl std::ops::Deref for Inputs {
+    type Target = [Tensor];
+    fn deref(&self) -> &[Tensor] {
+        match self {
+            Inputs::One(a) => a,
+            Inputs::Two(a) => a,
+            Inputs::Three(a) => a,
+            Inputs::Many(v) => v,
+        }
+    }
+}
+
+impl<'a> IntoIterator for &'a Inputs {
+    type Item = &'a Tensor;
+    type IntoIter = std::slice::Iter<'a, Tensor>;
+    fn into_iter(self) -> Self::IntoIter {
+        self.iter()
+    }
+}
+
+/// A node's output slots, the single one stored inline. Derefs to a slice.
+pub(crate) enum Outputs {
+    One(OutputSlot),
+    Many(Vec<OutputSlot>),
+}
+
+impl std::ops::Deref for Outputs {
+    type Target = [OutputSlot];
+    fn deref(&self) -> &[OutputSlot] {
+        match self {
+            Outputs::One(s) => std::slice::from_ref(s),
+            Outputs::Many(v) => v,
+        }
+    }
 }
 
 /// One recorded application of an op.
 pub(crate) struct Node {
     pub(crate) op: Box<dyn Op>,
     /// The inputs, with their history (they point to older nodes, so no cycle).
-    pub(crate) inputs: Vec<Tensor>,
-    pub(crate) outputs: Vec<OutputSlot>,
+    pub(crate) inputs: Inputs,
+    pub(crate) outputs: Outputs,
     /// Creation order: consumers always have a larger `seq` than their producers, so
     /// descending `seq` is a topological order of the backward pass.
     pub(crate) seq: u64,
@@ -59,14 +152,14 @@ impl Drop for Node {
     /// Drops long chains iteratively: a recursive drop of a 100,000-node chain would
     /// overflow the stack.
     fn drop(&mut self) {
-        fn take(inputs: &mut Vec<Tensor>, stack: &mut Vec<Arc<Node>>) {
-            for t in inputs.drain(..) {
+        fn take(inputs: &mut Inputs, stack: &mut Vec<Arc<Node>>) {
+            inputs.take_each(|t| {
                 if let Ok(imp) = Arc::try_unwrap(t.0) {
                     if let Some(gf) = imp.grad_fn {
                         stack.push(gf.node);
                     }
                 }
-            }
+            });
         }
         let mut stack = Vec::new();
         take(&mut self.inputs, &mut stack);
@@ -95,14 +188,13 @@ impl VjpCtx<'_> {
     /// VJPs that use it are differentiable again.
     pub(crate) fn output(&self, i: usize) -> Result<Tensor> {
         let slot = &self.node.outputs[i];
-        let Some((storage, layout)) = &slot.saved else {
+        let SlotData::Saved(t) = &slot.data else {
             return Err(Error::Internal { op: self.node.op.name(), reason: "output not saved" });
         };
-        let t = Tensor::from_parts(storage.clone(), layout.clone());
         if self.create_graph && slot.differentiable {
             Ok(t.with_grad_fn(Some(GradFn { node: self.node.clone(), output: i as u32 }), true))
         } else {
-            Ok(t)
+            Ok(t.clone())
         }
     }
 
@@ -121,7 +213,7 @@ impl VjpCtx<'_> {
     /// The shape of output `i`.
     #[allow(dead_code)]
     pub(crate) fn output_shape(&self, i: usize) -> &Shape {
-        &self.node.outputs[i].shape
+        self.node.outputs[i].shape()
     }
 
     /// The dtype of output `i`.
@@ -151,27 +243,14 @@ pub(crate) fn record(
     if !should_record(inputs) {
         return outputs;
     }
-    let slots = outputs
-        .iter()
-        .map(|t| OutputSlot {
-            shape: t.shape().clone(),
-            dtype: t.dtype(),
-            differentiable: t.dtype().is_differentiable(),
-            saved: save_outputs.then(|| (t.storage().clone(), t.layout().clone())),
-        })
-        .collect();
-    let node = Arc::new(Node {
-        op: Box::new(op),
-        inputs: inputs.iter().map(|&t| t.clone()).collect(),
-        outputs: slots,
-        seq: SEQ.fetch_add(1, Ordering::Relaxed),
-    });
+    let slots = outputs.iter().map(|t| OutputSlot::new(t, save_outputs)).collect();
+    let node = new_node(op, inputs, Outputs::Many(slots));
     outputs
         .into_iter()
         .enumerate()
         .map(|(i, t)| {
             if t.dtype().is_differentiable() {
-                t.with_grad_fn(Some(GradFn { node: node.clone(), output: i as u32 }), true)
+                attach(t, GradFn { node: node.clone(), output: i as u32 })
             } else {
                 t
             }
@@ -186,15 +265,34 @@ pub(crate) fn record1(
     output: Tensor,
     save_output: bool,
 ) -> Tensor {
-    if !should_record(inputs) {
+    // an output that cannot carry a gradient gets no history, and then nothing refers to
+    // the node: skip it
+    if !should_record(inputs) || !output.dtype().is_differentiable() {
         return output;
     }
-    let mut v = record(op, inputs, vec![output], save_output);
-    v.pop().unwrap_or_else(unreachable_tensor)
+    let slot = OutputSlot::new(&output, save_output);
+    let node = new_node(op, inputs, Outputs::One(slot));
+    attach(output, GradFn { node, output: 0 })
 }
 
-#[cold]
-fn unreachable_tensor() -> Tensor {
-    // record returns as many outputs as it is given; this is never reached.
-    Tensor::scalar(0.0f64)
+fn new_node(op: impl Op, inputs: &[&Tensor], outputs: Outputs) -> Arc<Node> {
+    Arc::new(Node {
+        op: Box::new(op),
+        inputs: Inputs::new(inputs),
+        outputs,
+        seq: SEQ.fetch_add(1, Ordering::Relaxed),
+    })
+}
+
+/// `t` with the history `gf`. A fresh output (the usual case) is updated in place; one
+/// that is shared (an op that returns an existing handle) gets a new handle.
+fn attach(mut t: Tensor, gf: GradFn) -> Tensor {
+    match Arc::get_mut(&mut t.0) {
+        Some(imp) => {
+            imp.grad_fn = Some(gf);
+            imp.requires_grad = true;
+            t
+        }
+        None => t.with_grad_fn(Some(gf), true),
+    }
 }

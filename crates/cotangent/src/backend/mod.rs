@@ -85,6 +85,9 @@ pub(crate) trait BackendStorage: Sized {
         src: &Self,
         sl: &Layout,
     ) -> Result<Self>;
+    /// Batched matrix product of `(*, m, k)` and `(*, k, n)` layouts with equal batch
+    /// dims; the result is row-major `(*, m, n)`.
+    fn matmul(&self, l: &Layout, rhs: &Self, rl: &Layout) -> Result<Self>;
 }
 
 /// A tensor's buffer, on some device. Immutable once created; shared by views.

@@ -158,6 +158,9 @@ impl Tensor {
     /// The entries of `self` at positions `index` (1-d `I64`) along `dim`
     /// (`torch.index_select`). Its gradient adds cotangents back at the indices (repeated
     /// indices accumulate).
+    ///
+    /// Errors: `DTypeMismatch` for a non-`I64` index; `BadShape` for an index of more than
+    /// one dim, or of more than one element for a 0-d `self`; `IndexOutOfRange`.
     pub fn index_select(&self, dim: isize, index: &Tensor) -> Result<Tensor> {
         const OP: &str = "index_select";
         check_index(OP, index)?;
@@ -169,7 +172,18 @@ impl Tensor {
             });
         }
         let d = resolve_dim(OP, dim, self.rank())?;
+        if self.rank() == 0 && index.numel() != 1 {
+            return Err(Error::BadShape {
+                op: OP,
+                expected: "an index with one element for a 0-d tensor",
+                got: index.shape().clone(),
+            });
+        }
         let x = if self.rank() == 0 { self.reshape(1)? } else { self.clone() };
+        let size = x.dims()[d];
+        if let Some(&bad) = index.to_vec::<i64>()?.iter().find(|&&i| i < 0 || i as usize >= size) {
+            return Err(Error::IndexOutOfRange { op: OP, index: bad, size });
+        }
         let k = index.numel();
         let mut out_dims = x.dims().to_vec();
         out_dims[d] = k;

@@ -56,9 +56,13 @@ impl Op for Reduce {
     fn vjp(&self, cx: &VjpCtx<'_>, g: &[Option<Tensor>]) -> Result<Vec<Option<Tensor>>> {
         let Some(g) = &g[0] else { return Ok(vec![None]) };
         let x = cx.input(0);
+        // y = Σ x  ⇒  gx = broadcast(gy). A cotangent that already broadcasts to x (the
+        // keepdim shape, or a 0-d one from a full reduction) needs no reshape.
+        if self.op == ReduceOp::Sum && (g.rank() == 0 || g.dims() == self.keep.dims()) {
+            return Ok(vec![Some(g.broadcast_to(x.shape().clone())?)]);
+        }
         let g = g.reshape(self.keep.clone())?;
         let gx = match self.op {
-            // y = Σ x  ⇒  gx = broadcast(gy)
             ReduceOp::Sum => g.broadcast_to(x.shape().clone())?,
             // y = max x  ⇒  gx = gy · 1[x = y] / #ties (ties share evenly, as PyTorch's amax)
             ReduceOp::Max | ReduceOp::Min => {
@@ -123,6 +127,8 @@ fn reduce(
         return Err(Error::UnsupportedDType { op: name, dtype: x.dtype() });
     }
     let (d, keep, out_shape) = plan(name, x, dims, keepdim)?;
+    // reducing an empty dim of a tensor with huge other dims gives a huge result
+    out_shape.checked_numel(name)?;
     if matches!(op, ReduceOp::Max | ReduceOp::Min) && d.iter().any(|&i| x.dims()[i] == 0) {
         return Err(Error::BadShape {
             op: name,
@@ -206,6 +212,7 @@ impl Tensor {
         if !self.dtype().is_floating_point() {
             return Err(Error::UnsupportedDType { op: "logsumexp", dtype: self.dtype() });
         }
+        let (_, _, out) = plan("logsumexp", self, dims, keepdim)?;
         if self.numel() == 0 {
             // log(0) = -inf, as PyTorch
             return self.sum_dims(dims, keepdim)?.log();
@@ -218,7 +225,6 @@ impl Tensor {
         if keepdim {
             Ok(s)
         } else {
-            let (_, _, out) = plan("logsumexp", self, dims, keepdim)?;
             s.reshape(out)
         }
     }
@@ -239,6 +245,10 @@ impl Tensor {
     /// The standard deviation over `dims` (`torch.std`): `sqrt(var)`. Its gradient is
     /// infinite or NaN where the deviation is zero, as in PyTorch.
     pub fn std(&self, dims: &[isize], correction: f64, keepdim: bool) -> Result<Tensor> {
+        if !self.dtype().is_floating_point() {
+            return Err(Error::UnsupportedDType { op: "std", dtype: self.dtype() });
+        }
+        plan("std", self, dims, keepdim)?;
         self.var(dims, correction, keepdim)?.sqrt()
     }
 

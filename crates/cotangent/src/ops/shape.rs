@@ -176,7 +176,9 @@ impl Tensor {
     /// Errors: `InvalidArgument` if the sizes do not add up to the dim's size.
     pub fn split_with_sizes(&self, sizes: &[usize], dim: isize) -> Result<Vec<Tensor>> {
         let d = resolve_dim("split", dim, self.rank())?;
-        if self.rank() == 0 || sizes.iter().sum::<usize>() != self.dims()[d] {
+        if self.rank() == 0
+            || sizes.iter().try_fold(0usize, |a, &s| a.checked_add(s)) != Some(self.dims()[d])
+        {
             return Err(Error::InvalidArgument {
                 op: "split",
                 arg: "split_size",
@@ -252,9 +254,9 @@ impl Tensor {
             let d = self.rank() - 1 - k;
             let (l, r) = (pair[0], pair[1]);
             let n = x.dims()[d] as isize;
-            let crop_l = (-l).max(0);
-            let crop_r = (-r).max(0);
-            if crop_l + crop_r > n {
+            let crop_l = l.saturating_neg().max(0);
+            let crop_r = r.saturating_neg().max(0);
+            if crop_l.saturating_add(crop_r) > n {
                 return Err(Error::InvalidArgument {
                     op: OP,
                     arg: "pad",
@@ -263,7 +265,10 @@ impl Tensor {
             }
             x = x.narrow(d as isize, crop_l as usize, (n - crop_l - crop_r) as usize)?;
             let (pl, pr) = (l.max(0) as usize, r.max(0) as usize);
-            out_dims[d] = x.dims()[d] + pl + pr;
+            out_dims[d] = x.dims()[d]
+                .checked_add(pl)
+                .and_then(|m| m.checked_add(pr))
+                .ok_or_else(|| Error::SizeOverflow { op: OP, shape: self.dims().to_vec() })?;
             offsets[d] = pl;
         }
         let out_shape = Shape::new(out_dims);

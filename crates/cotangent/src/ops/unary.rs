@@ -239,11 +239,12 @@ impl Op for ScalarOp {
                     g.mul(&x.pow_scalar(e - 1.0)?.mul_scalar(e)?)?
                 }
             }
-            // gradient passes where lo <= x <= hi (PyTorch clamp_backward)
+            // gradient passes where lo < x < hi, 0 at the bounds (PyTorch 2.15's
+            // clamp_backward with scalar bounds)
             ScalarOp::Clamp(lo, hi) => {
                 let zero = g.zeros_like()?;
-                let inside = Tensor::where_cond(&x.ge_scalar(lo)?, g, &zero)?;
-                Tensor::where_cond(&x.le_scalar(hi)?, &inside, &zero)?
+                let inside = Tensor::where_cond(&x.gt_scalar(lo)?, g, &zero)?;
+                Tensor::where_cond(&x.lt_scalar(hi)?, &inside, &zero)?
             }
             // d/dx softplus = sigmoid(βx), and 1 above the threshold
             ScalarOp::Softplus(beta, threshold) => {
@@ -295,7 +296,7 @@ impl Tensor {
 
     /// Clamps into `[min, max]` (`torch.clamp`; `None` leaves a side open; if
     /// `min > max` every element becomes `max`, as PyTorch). The gradient passes where
-    /// `min <= x <= max`.
+    /// `min < x < max` (0 at the bounds, as PyTorch 2.15).
     ///
     /// ```
     /// # use cotangent::Tensor;

@@ -255,6 +255,9 @@ impl Tensor {
     /// Errors: `BadShape` if the tensor has more or fewer than one element;
     /// `DTypeMismatch` as in [`Tensor::to_vec`].
     pub fn item<T: Element>(&self) -> Result<T> {
+        if T::DTYPE != self.dtype() {
+            return Err(Error::DTypeMismatch { op: "item", lhs: self.dtype(), rhs: T::DTYPE });
+        }
         if self.numel() != 1 {
             return Err(Error::BadShape {
                 op: "item",

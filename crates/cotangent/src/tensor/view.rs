@@ -299,6 +299,13 @@ impl Tensor {
         if self.dtype().is_complex() {
             return Err(Error::UnsupportedDType { op: "mH", dtype: self.dtype() });
         }
+        if self.rank() < 2 {
+            return Err(Error::BadShape {
+                op: "mH",
+                expected: "a tensor of at least 2 dims",
+                got: self.shape().clone(),
+            });
+        }
         self.mT()
     }
 

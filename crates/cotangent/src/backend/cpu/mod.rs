@@ -1,5 +1,6 @@
 //! The CPU backend: a typed buffer per dtype and generic kernels over strided layouts.
 
+pub(crate) mod matmul;
 pub(crate) mod strided;
 
 use half::{bf16, f16};
@@ -682,5 +683,24 @@ impl BackendStorage for CpuStorage {
             Some(index) => Err(Error::IndexOutOfRange { op: "scatter_add", index, size }),
             None => Ok(out),
         }
+    }
+
+    fn matmul(&self, l: &Layout, rhs: &CpuStorage, rl: &Layout) -> Result<CpuStorage> {
+        Ok(match (self, rhs) {
+            (CpuStorage::F32(a), CpuStorage::F32(b)) => {
+                CpuStorage::F32(matmul::matmul(a, l, b, rl))
+            }
+            (CpuStorage::F64(a), CpuStorage::F64(b)) => {
+                CpuStorage::F64(matmul::matmul(a, l, b, rl))
+            }
+            _ if self.dtype() != rhs.dtype() => {
+                return Err(Error::DTypeMismatch {
+                    op: "matmul",
+                    lhs: self.dtype(),
+                    rhs: rhs.dtype(),
+                })
+            }
+            _ => return Err(unsupported("matmul", self.dtype())),
+        })
     }
 }

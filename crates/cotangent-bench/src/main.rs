@@ -1,0 +1,263 @@
+//! `cotangent-bench`: times cotangent on the workloads of PyTorch's timing script
+//! (`torch_linalg.py`: same ops, losses, dtypes, shapes, `fwd` and `fwdbwd` modes,
+//! medians after warm-up) and writes records with the same fields (`op`, `dtype`,
+//! `shape`, `mode`, `median`), so `scripts/bench_compare.py` can put the two side by side.
+//!
+//! ```text
+//! cargo run --release -p cotangent-bench -- --out cotangent.json [--ops mm bmm]
+//!     [--dtypes float64] [--sizes 4 256] [--no-batched] [--threads 2] [--quick]
+//! ```
+//!
+//! Ops not implemented yet are skipped; the op table grows with the library.
+
+use std::io::Write;
+use std::time::Instant;
+
+use cotangent::autograd::{self, GradOptions};
+use cotangent::{DType, Generator, Result, Tensor};
+
+const OPS: &[&str] = &["mm", "bmm", "matmul"];
+const SQUARE: &[usize] = &[4, 16, 64, 256, 1024];
+const BATCHED: &[(usize, usize)] = &[(4096, 4), (1024, 16)];
+
+struct Args {
+    out: String,
+    ops: Vec<String>,
+    dtypes: Vec<String>,
+    sizes: Vec<usize>,
+    batched: bool,
+    threads: usize,
+    sample_s: f64,
+    min_time: f64,
+    min_reps: usize,
+    max_reps: usize,
+    max_call_s: f64,
+}
+
+fn parse_args() -> std::result::Result<Args, String> {
+    let mut a = Args {
+        out: "cotangent_linalg.json".into(),
+        ops: OPS.iter().map(|s| (*s).to_string()).collect(),
+        dtypes: vec!["float64".into(), "float32".into()],
+        sizes: SQUARE.to_vec(),
+        batched: true,
+        threads: 2,
+        sample_s: 0.01,
+        min_time: 0.3,
+        min_reps: 7,
+        max_reps: 41,
+        max_call_s: 2.0,
+    };
+    let argv: Vec<String> = std::env::args().skip(1).collect();
+    let mut i = 0;
+    let list = |i: &mut usize| {
+        let mut v = Vec::new();
+        while *i + 1 < argv.len() && !argv[*i + 1].starts_with("--") {
+            *i += 1;
+            v.push(argv[*i].clone());
+        }
+        v
+    };
+    while i < argv.len() {
+        match argv[i].as_str() {
+            "--out" => {
+                i += 1;
+                a.out = argv.get(i).cloned().ok_or("--out needs a path")?;
+            }
+            "--ops" => a.ops = list(&mut i),
+            "--dtypes" => a.dtypes = list(&mut i),
+            "--sizes" => {
+                a.sizes = list(&mut i)
+                    .iter()
+                    .map(|s| s.parse().map_err(|_| format!("bad size {s}")))
+                    .collect::<std::result::Result<_, _>>()?;
+            }
+            "--no-batched" => a.batched = false,
+            "--threads" => {
+                i += 1;
+                a.threads =
+                    argv.get(i).and_then(|s| s.parse().ok()).ok_or("--threads needs a number")?;
+            }
+            "--quick" => {
+                a.min_time = 0.01;
+                a.min_reps = 2;
+                a.sample_s = 0.001;
+            }
+            other => return Err(format!("unknown argument {other}")),
+        }
+        i += 1;
+    }
+    Ok(a)
+}
+
+fn dtype(name: &str) -> Option<DType> {
+    match name {
+        "float64" => Some(DType::F64),
+        "float32" => Some(DType::F32),
+        _ => None,
+    }
+}
+
+fn inputs(
+    op: &str,
+    batch: Option<usize>,
+    n: usize,
+    dt: DType,
+    gen: &mut Generator,
+) -> Result<Vec<Tensor>> {
+    let shape: Vec<usize> = match batch {
+        None => vec![n, n],
+        Some(b) => vec![b, n, n],
+    };
+    match op {
+        "mm" | "bmm" | "matmul" => {
+            Ok(vec![Tensor::randn(shape.clone(), dt, gen)?, Tensor::randn(shape, dt, gen)?])
+        }
+        _ => Ok(vec![]),
+    }
+}
+
+/// The op's forward and the scalar loss of its outputs (as in the PyTorch script).
+fn forward(op: &str, xs: &[Tensor]) -> Result<Tensor> {
+    match op {
+        "mm" => xs[0].mm(&xs[1]),
+        "bmm" => xs[0].bmm(&xs[1]),
+        _ => xs[0].matmul(&xs[1]),
+    }
+}
+
+fn loss(_op: &str, y: &Tensor) -> Result<Tensor> {
+    y.sum()
+}
+
+fn applicable(op: &str, batch: Option<usize>) -> bool {
+    !(op == "mm" && batch.is_some() || op == "bmm" && batch.is_none())
+}
+
+struct Timing {
+    median: f64,
+    min: f64,
+    max: f64,
+    reps: usize,
+    inner: usize,
+}
+
+fn bench(args: &Args, f: &mut dyn FnMut() -> Result<()>) -> Result<Timing> {
+    let t0 = Instant::now();
+    f()?;
+    let first = t0.elapsed().as_secs_f64();
+    if first > args.max_call_s {
+        return Ok(Timing { median: first, min: first, max: first, reps: 1, inner: 1 });
+    }
+    let t0 = Instant::now();
+    let mut k = 0usize;
+    while k < 2 || (t0.elapsed().as_secs_f64() < 0.05 && k < 10_000) {
+        f()?;
+        k += 1;
+    }
+    let est = t0.elapsed().as_secs_f64() / k as f64;
+    let inner = ((args.sample_s / est.max(1e-9)) as usize).max(1);
+    let mut reps = ((args.min_time / (est * inner as f64).max(1e-9)) as usize).max(args.min_reps);
+    reps = reps.min(args.max_reps);
+    if est > 0.3 {
+        reps = reps.min((6.0 / est) as usize).max(3);
+    }
+    let mut samples = Vec::with_capacity(reps);
+    for _ in 0..reps {
+        let t = Instant::now();
+        for _ in 0..inner {
+            f()?;
+        }
+        samples.push(t.elapsed().as_secs_f64() / inner as f64);
+    }
+    samples.sort_by(f64::total_cmp);
+    let median = if reps % 2 == 1 {
+        samples[reps / 2]
+    } else {
+        0.5 * (samples[reps / 2 - 1] + samples[reps / 2])
+    };
+    Ok(Timing { median, min: samples[0], max: samples[reps - 1], reps, inner })
+}
+
+fn run(args: &Args) -> Result<Vec<serde_json::Value>> {
+    let mut gen = Generator::new(0);
+    let mut shapes: Vec<(Option<usize>, usize)> = args.sizes.iter().map(|&n| (None, n)).collect();
+    if args.batched {
+        shapes.extend(BATCHED.iter().map(|&(b, n)| (Some(b), n)));
+    }
+    let mut out = Vec::new();
+    let mut stdout = std::io::stdout().lock();
+    for dname in &args.dtypes {
+        let Some(dt) = dtype(dname) else { continue };
+        for op in &args.ops {
+            for &(batch, n) in &shapes {
+                if !applicable(op, batch) {
+                    continue;
+                }
+                let xs = inputs(op, batch, n, dt, &mut gen)?;
+                if xs.is_empty() {
+                    continue;
+                }
+                let key = match batch {
+                    None => format!("{n}"),
+                    Some(b) => format!("{b}x{n}x{n}"),
+                };
+                let leaves: Vec<Tensor> =
+                    xs.iter().map(|x| x.with_requires_grad(true)).collect::<Result<_>>()?;
+                let mut fwd = || -> Result<()> {
+                    let _g = autograd::no_grad();
+                    forward(op, &xs).map(drop)
+                };
+                let mut fwdbwd = || -> Result<()> {
+                    let y = forward(op, &leaves)?;
+                    let l = loss(op, &y)?;
+                    let refs: Vec<&Tensor> = leaves.iter().collect();
+                    autograd::grad(&[&l], &[None], &refs, GradOptions::default()).map(drop)
+                };
+                for (mode, f) in
+                    [("fwd", &mut fwd as &mut dyn FnMut() -> Result<()>), ("fwdbwd", &mut fwdbwd)]
+                {
+                    let t = bench(args, f)?;
+                    let _ = writeln!(
+                        stdout,
+                        "{dname:8} {op:12} {key:12} {mode:7} {:>12.3e} s",
+                        t.median
+                    );
+                    out.push(serde_json::json!({
+                        "op": op, "dtype": dname, "shape": key, "batch": batch, "n": n, "mode": mode,
+                        "median": t.median, "min": t.min, "max": t.max, "reps": t.reps, "inner": t.inner,
+                    }));
+                }
+            }
+        }
+    }
+    Ok(out)
+}
+
+fn main() -> std::process::ExitCode {
+    let args = match parse_args() {
+        Ok(a) => a,
+        Err(e) => {
+            let _ = writeln!(std::io::stderr(), "cotangent-bench: {e}");
+            return std::process::ExitCode::from(2);
+        }
+    };
+    let _ = rayon::ThreadPoolBuilder::new().num_threads(args.threads).build_global();
+    let results = match run(&args) {
+        Ok(r) => r,
+        Err(e) => {
+            let _ = writeln!(std::io::stderr(), "cotangent-bench: {e}");
+            return std::process::ExitCode::from(1);
+        }
+    };
+    let doc = serde_json::json!({
+        "env": { "library": "cotangent", "threads": args.threads, "version": env!("CARGO_PKG_VERSION") },
+        "results": results,
+    });
+    let text = serde_json::to_string_pretty(&doc).unwrap_or_default();
+    if let Err(e) = std::fs::write(&args.out, text) {
+        let _ = writeln!(std::io::stderr(), "cotangent-bench: cannot write {}: {e}", args.out);
+        return std::process::ExitCode::from(1);
+    }
+    std::process::ExitCode::SUCCESS
+}

@@ -1,0 +1,120 @@
+//! The library's public differentiable ops, by method name, and the runner op that
+//! exercises each: the one place that says how the Rust API maps to PyTorch names.
+//!
+//! The crate's tests scan the library's op sources (`src/ops/*.rs`,
+//! `src/tensor/view.rs`) for public methods and fail when one is missing here, when an
+//! entry here no longer exists there, when an op named here has no runner entry, or when a
+//! runner op has no fixtures.
+
+/// How a library method is covered.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Coverage {
+    /// Evaluated by the runner op of this PyTorch name.
+    Op(&'static str),
+    /// Not an op of its own: why (a PyTorch property or Python syntax with no function
+    /// name, or a helper with no values to compare).
+    NotAnOp(&'static str),
+}
+
+/// Every public method of the library's op modules, and its coverage.
+pub const LIBRARY_METHODS: &[(&str, Coverage)] = &[
+    // src/ops/unary.rs
+    ("neg", Coverage::Op("neg")),
+    ("abs", Coverage::Op("abs")),
+    ("sign", Coverage::Op("sign")),
+    ("exp", Coverage::Op("exp")),
+    ("expm1", Coverage::Op("expm1")),
+    ("log", Coverage::Op("log")),
+    ("log1p", Coverage::Op("log1p")),
+    ("sqrt", Coverage::Op("sqrt")),
+    ("rsqrt", Coverage::Op("rsqrt")),
+    ("square", Coverage::Op("square")),
+    ("reciprocal", Coverage::Op("reciprocal")),
+    ("sin", Coverage::Op("sin")),
+    ("cos", Coverage::Op("cos")),
+    ("tan", Coverage::Op("tan")),
+    ("tanh", Coverage::Op("tanh")),
+    ("sigmoid", Coverage::Op("sigmoid")),
+    ("relu", Coverage::Op("relu")),
+    ("add_scalar", Coverage::Op("add")),
+    ("sub_scalar", Coverage::Op("sub")),
+    ("rsub_scalar", Coverage::Op("rsub")),
+    ("mul_scalar", Coverage::Op("mul")),
+    ("div_scalar", Coverage::Op("div")),
+    ("pow_scalar", Coverage::Op("pow")),
+    ("clamp", Coverage::Op("clamp")),
+    ("softplus", Coverage::Op("nn.functional.softplus")),
+    // src/ops/binary.rs
+    ("add", Coverage::Op("add")),
+    ("sub", Coverage::Op("sub")),
+    ("mul", Coverage::Op("mul")),
+    ("div", Coverage::Op("div")),
+    ("pow", Coverage::Op("pow")),
+    ("maximum", Coverage::Op("maximum")),
+    ("minimum", Coverage::Op("minimum")),
+    ("atan2", Coverage::Op("atan2")),
+    ("where_cond", Coverage::Op("where")),
+    ("logical_and", Coverage::Op("logical_and")),
+    ("eq", Coverage::Op("eq")),
+    ("eq_scalar", Coverage::Op("eq")),
+    ("ne", Coverage::Op("ne")),
+    ("ne_scalar", Coverage::Op("ne")),
+    ("lt", Coverage::Op("lt")),
+    ("lt_scalar", Coverage::Op("lt")),
+    ("le", Coverage::Op("le")),
+    ("le_scalar", Coverage::Op("le")),
+    ("gt", Coverage::Op("gt")),
+    ("gt_scalar", Coverage::Op("gt")),
+    ("ge", Coverage::Op("ge")),
+    ("ge_scalar", Coverage::Op("ge")),
+    // src/ops/reduce.rs
+    ("sum", Coverage::Op("sum")),
+    ("sum_dims", Coverage::Op("sum")),
+    ("mean", Coverage::Op("mean")),
+    ("mean_dims", Coverage::Op("mean")),
+    ("prod", Coverage::Op("prod")),
+    ("prod_dims", Coverage::Op("prod")),
+    ("amax", Coverage::Op("amax")),
+    ("amin", Coverage::Op("amin")),
+    ("logsumexp", Coverage::Op("logsumexp")),
+    ("var", Coverage::Op("var")),
+    ("std", Coverage::Op("std")),
+    ("norm", Coverage::Op("norm")),
+    // src/ops/index.rs
+    ("gather", Coverage::Op("gather")),
+    ("scatter_add", Coverage::Op("scatter_add")),
+    ("index_select", Coverage::Op("index_select")),
+    // src/ops/cast.rs
+    ("to_dtype", Coverage::Op("to")),
+    // src/ops/shape.rs
+    ("cat", Coverage::Op("cat")),
+    ("stack", Coverage::Op("stack")),
+    ("split", Coverage::Op("split")),
+    ("split_with_sizes", Coverage::Op("split")),
+    ("chunk", Coverage::Op("chunk")),
+    ("flip", Coverage::Op("flip")),
+    ("pad", Coverage::Op("nn.functional.pad")),
+    ("repeat", Coverage::Op("repeat")),
+    ("unbind", Coverage::Op("unbind")),
+    // src/tensor/view.rs
+    ("reshape", Coverage::Op("reshape")),
+    ("reshape_infer", Coverage::Op("reshape")),
+    ("view", Coverage::Op("view")),
+    ("permute", Coverage::Op("permute")),
+    ("transpose", Coverage::Op("transpose")),
+    ("t", Coverage::Op("t")),
+    ("mT", Coverage::NotAnOp("torch.Tensor.mT is a property, not a function: transpose(-2, -1)")),
+    ("mH", Coverage::NotAnOp("torch.Tensor.mH is a property, not a function: mT for real dtypes")),
+    ("broadcast_to", Coverage::Op("broadcast_to")),
+    ("expand", Coverage::Op("expand")),
+    ("narrow", Coverage::Op("narrow")),
+    ("slice", Coverage::NotAnOp("Python slicing x[a:b:c] has no torch function name")),
+    ("select", Coverage::Op("select")),
+    ("unsqueeze", Coverage::Op("unsqueeze")),
+    ("squeeze_dim", Coverage::Op("squeeze")),
+    ("squeeze", Coverage::Op("squeeze")),
+    ("flatten", Coverage::Op("flatten")),
+    ("diagonal", Coverage::Op("diagonal")),
+    ("contiguous", Coverage::NotAnOp("changes the memory layout only; the values are the input's")),
+    ("sum_to", Coverage::Op("sum_to_size")),
+];

@@ -1,0 +1,138 @@
+//! Edge cases of the runner, in process: exact numbers, identity ops, empty views,
+//! gradients of inputs that do not reach an output, errors and ids.
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, missing_docs)]
+
+use cotangent_parity::run_line;
+use serde_json::Value;
+
+fn run(case: &str) -> Value {
+    serde_json::from_str(&run_line(case)).expect("the answer is JSON")
+}
+
+fn data(v: &Value) -> Vec<String> {
+    v["data"].as_array().expect("data").iter().map(Value::to_string).collect()
+}
+
+#[test]
+fn f32_decimals_are_parsed_to_the_nearest_f32_and_printed_shortest() {
+    // 16777217 is halfway between two f32s: nearest-even gives 16777216; and a decimal
+    // just above the halfway point must round up, which parsing through f64 would miss
+    let r = run(r#"{"id": "x", "op": "neg", "inputs": [{"dtype": "f32", "shape": [3],
+        "data": [16777217, 16777217.000000000001, 0.1]}]}"#);
+    assert_eq!(data(&r["outputs"][0]), ["-16777216.0", "-16777218.0", "-0.1"]);
+}
+
+#[test]
+fn f64_values_round_trip_exactly() {
+    let xs = ["5e-324", "1.7976931348623157e308", "0.30000000000000004", "-0.0", "1e-7"];
+    let case = format!(
+        r#"{{"op": "reshape", "inputs": [{{"dtype": "f64", "shape": [5], "data": [{}]}}], "attrs": {{"shape": [5]}}}}"#,
+        xs.join(",")
+    );
+    let r = run(&case);
+    let got: Vec<f64> =
+        data(&r["outputs"][0]).iter().map(|s| s.parse().expect("a number")).collect();
+    let want: Vec<f64> = xs.iter().map(|s| s.parse().expect("a number")).collect();
+    assert_eq!(
+        got.iter().map(|x| x.to_bits()).collect::<Vec<_>>(),
+        want.iter().map(|x| x.to_bits()).collect::<Vec<_>>()
+    );
+}
+
+#[test]
+fn non_finite_values_are_strings() {
+    let r =
+        run(r#"{"op": "log", "inputs": [{"dtype": "f64", "shape": [3], "data": [0, -1, "inf"]}]}"#);
+    assert_eq!(data(&r["outputs"][0]), ["\"-inf\"", "\"nan\"", "\"inf\""]);
+}
+
+#[test]
+fn identity_ops_give_the_cotangent_back() {
+    for (op, attrs) in [
+        ("reshape", r#"{"shape": [2]}"#),
+        ("permute", r#"{"dims": [0]}"#),
+        ("to", r#"{"dtype": "f64"}"#),
+        ("expand", r#"{"size": [2]}"#),
+        ("narrow", r#"{"dim": 0, "start": 0, "length": 2}"#),
+        ("flip", r#"{"dims": []}"#),
+    ] {
+        let r = run(&format!(
+            r#"{{"op": "{op}", "inputs": [{{"dtype": "f64", "shape": [2], "data": [1, 2]}}], "attrs": {attrs},
+               "cotangents": [{{"dtype": "f64", "shape": [2], "data": [3, 4]}}]}}"#
+        ));
+        assert!(r["error"].is_null(), "{op}: {r}");
+        assert_eq!(data(&r["grads"][0]), ["3.0", "4.0"], "{op}");
+    }
+}
+
+#[test]
+fn empty_views_at_an_offset() {
+    let r = run(r#"{"op": "split", "inputs": [{"dtype": "f64", "shape": [3, 0], "data": []}],
+        "attrs": {"split_size_or_sections": 1},
+        "cotangents": [null, {"dtype": "f64", "shape": [1, 0], "data": []}, null]}"#);
+    assert!(r["error"].is_null(), "{r}");
+    assert_eq!(r["outputs"].as_array().map(Vec::len), Some(3));
+    assert_eq!(r["grads"][0]["shape"], serde_json::json!([3, 0]));
+}
+
+#[test]
+fn unreached_inputs_get_zero_gradients_and_integers_none() {
+    let r = run(r#"{"op": "cat", "inputs": [[{"dtype": "f64", "shape": [2], "data": [1, 2]},
+        {"dtype": "f64", "shape": [0], "data": []}]],
+        "cotangents": [{"dtype": "f64", "shape": [2], "data": [5, 6]}]}"#);
+    assert_eq!(data(&r["grads"][0][0]), ["5.0", "6.0"]);
+    assert_eq!(r["grads"][0][1]["shape"], serde_json::json!([0]));
+    let r = run(r#"{"op": "gather", "inputs": [{"dtype": "f64", "shape": [3], "data": [1, 2, 3]},
+        {"dtype": "i64", "shape": [2], "data": [2, 2]}], "attrs": {"dim": 0},
+        "cotangents": [{"dtype": "f64", "shape": [2], "data": [1, 1]}]}"#);
+    assert_eq!(data(&r["grads"][0]), ["0.0", "0.0", "2.0"]);
+    assert!(r["grads"][1].is_null());
+}
+
+#[test]
+fn requires_grad_false_gives_null() {
+    let r = run(r#"{"op": "mul", "inputs": [{"dtype": "f64", "shape": [], "data": [2]},
+        {"dtype": "f64", "shape": [], "data": [3], "requires_grad": false}],
+        "cotangents": [{"dtype": "f64", "shape": [], "data": [1]}]}"#);
+    assert_eq!(data(&r["grads"][0]), ["3.0"]);
+    assert!(r["grads"][1].is_null());
+}
+
+#[test]
+fn forward_only_has_no_grads() {
+    let r = run(
+        r#"{"id": 5, "op": "sum", "inputs": [{"dtype": "f64", "shape": [2], "data": [1, 2]}]}"#,
+    );
+    assert_eq!(r["id"], 5);
+    assert!(r.get("grads").is_none());
+    assert!(r["error"].is_null());
+}
+
+#[test]
+fn composed_attributes() {
+    // add with alpha, rsub, pad with a value (including inf), norm with keepdim
+    let x = r#"{"dtype": "f64", "shape": [2], "data": [1, 2]}"#;
+    let r = run(&format!(r#"{{"op": "add", "inputs": [{x}, {x}], "attrs": {{"alpha": 3}}}}"#));
+    assert_eq!(data(&r["outputs"][0]), ["4.0", "8.0"]);
+    let r =
+        run(&format!(r#"{{"op": "rsub", "inputs": [{x}], "attrs": {{"other": 10, "alpha": 2}}}}"#));
+    assert_eq!(data(&r["outputs"][0]), ["8.0", "6.0"]);
+    let r = run(&format!(
+        r#"{{"op": "nn.functional.pad", "inputs": [{x}], "attrs": {{"pad": [1, 0], "value": "-inf"}}}}"#
+    ));
+    assert_eq!(data(&r["outputs"][0]), ["\"-inf\"", "1.0", "2.0"]);
+    let r = run(&format!(r#"{{"op": "norm", "inputs": [{x}], "attrs": {{"keepdim": true}}}}"#));
+    assert_eq!(r["outputs"][0]["shape"], serde_json::json!([1]));
+}
+
+#[test]
+fn errors_name_the_op_and_keep_the_id() {
+    let r = run(
+        r#"{"id": "e", "op": "transpose", "inputs": [{"dtype": "f64", "shape": [2], "data": [1, 2]}], "attrs": {"dim0": 0, "dim1": 5}}"#,
+    );
+    assert_eq!(r["id"], "e");
+    assert_eq!(r["error"]["kind"], "InvalidArgument");
+    assert!(r["error"]["message"].as_str().is_some_and(|m| m.starts_with("transpose")));
+    assert!(r.get("outputs").is_none());
+}

@@ -1,0 +1,272 @@
+//! Runs every PyTorch fixture (`tests/fixtures/<op>.jsonl`, written by
+//! `scripts/torch_fixtures.py`) through the runner, in process, and compares the results
+//! with PyTorch's.
+//!
+//! Tolerance, per element `i` of each float output or gradient `E` (the runner's value is
+//! `A`):
+//!
+//! ```text
+//! |A_i - E_i| <= 8 ε |E_i|  +  ε max_j |E_j|  +  4 min(1, ε/ε₃₂) δ
+//! ```
+//!
+//! where `ε` is the machine epsilon of the tensor's dtype (`2^-52` for f64, `2^-23` for
+//! f32, `2^-7` for bf16), `ε₃₂ = 2^-23`, and `δ` is the case's conditioning estimate
+//! recorded by the script: the largest difference between PyTorch's f32 and f64 results
+//! for that tensor (inputs rounded to f32). So: a few ulps per element, one ulp of the
+//! tensor's scale, and the error PyTorch itself makes in f32, scaled to the dtype. NaN
+//! must match NaN, infinities must match exactly, and integer and boolean tensors, dtypes
+//! and shapes must match exactly. An expected error matches when the runner answers an
+//! error of the same kind.
+//!
+//! The test prints a per-op table (op, cases, passed) and checks that `docs/parity.md`
+//! shows the same table (`PARITY_BLESS=1` rewrites it).
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, missing_docs)]
+
+mod common;
+
+use std::collections::BTreeMap;
+
+use cotangent_parity::{op_names, run_line};
+use serde_json::Value;
+
+const EPS32: f64 = f32::EPSILON as f64;
+
+fn eps(dtype: &str) -> Option<f64> {
+    match dtype {
+        "f64" => Some(f64::EPSILON),
+        "f32" => Some(EPS32),
+        "bf16" => Some(2f64.powi(-7)),
+        "f16" => Some(2f64.powi(-10)),
+        _ => None,
+    }
+}
+
+/// A float element of a tensor's `data`: a number or "nan", "inf", "-inf".
+fn num(v: &Value) -> Option<f64> {
+    match v {
+        Value::Number(n) => n.as_str().parse().ok(),
+        Value::String(s) => match s.as_str() {
+            "nan" => Some(f64::NAN),
+            "inf" => Some(f64::INFINITY),
+            "-inf" => Some(f64::NEG_INFINITY),
+            _ => None,
+        },
+        _ => None,
+    }
+}
+
+/// Compares one tensor of the runner's result with PyTorch's.
+fn compare_tensor(
+    what: &str,
+    expected: &Value,
+    got: &Value,
+    delta: Option<f64>,
+) -> Result<(), String> {
+    if expected.is_null() || got.is_null() {
+        return if expected.is_null() == got.is_null() {
+            Ok(())
+        } else {
+            Err(format!("{what}: expected {expected}, got {got}"))
+        };
+    }
+    let dtype = expected["dtype"].as_str().unwrap_or("?");
+    if got["dtype"] != expected["dtype"] || got["shape"] != expected["shape"] {
+        return Err(format!(
+            "{what}: expected {dtype} {}, got {} {}",
+            expected["shape"], got["dtype"], got["shape"]
+        ));
+    }
+    let (Some(e), Some(a)) = (expected["data"].as_array(), got["data"].as_array()) else {
+        return Err(format!("{what}: no data"));
+    };
+    if e.len() != a.len() {
+        return Err(format!("{what}: {} elements, expected {}", a.len(), e.len()));
+    }
+    let Some(eps) = eps(dtype) else {
+        // integers and booleans: exact
+        return if e == a { Ok(()) } else { Err(format!("{what}: expected {e:?}, got {a:?}")) };
+    };
+    let ev: Vec<f64> = e.iter().map(|v| num(v).unwrap_or(f64::NAN)).collect();
+    let av: Vec<f64> = a.iter().map(|v| num(v).unwrap_or(f64::NAN)).collect();
+    let scale = ev.iter().filter(|x| x.is_finite()).fold(0.0f64, |m, x| m.max(x.abs()));
+    let slack = 4.0 * (eps / EPS32).min(1.0) * delta.unwrap_or(0.0);
+    for (i, (&x, &y)) in ev.iter().zip(&av).enumerate() {
+        let ok = if x.is_nan() {
+            y.is_nan()
+        } else if x.is_infinite() {
+            x == y
+        } else {
+            (y - x).abs() <= 8.0 * eps * x.abs() + eps * scale + slack
+        };
+        if !ok {
+            return Err(format!(
+                "{what}[{i}]: expected {x:e}, got {y:e} (|diff| {:e}, tolerance {:e})",
+                (y - x).abs(),
+                8.0 * eps * x.abs() + eps * scale + slack
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// Compares lists of tensors (or of nested lists, for list inputs' gradients).
+fn compare_list(what: &str, expected: &Value, got: &Value, deltas: &Value) -> Result<(), String> {
+    let (Some(e), Some(a)) = (expected.as_array(), got.as_array()) else {
+        return Err(format!("{what}: expected {expected}, got {got}"));
+    };
+    if e.len() != a.len() {
+        return Err(format!("{what}: {} entries, expected {}", a.len(), e.len()));
+    }
+    for (k, (x, y)) in e.iter().zip(a).enumerate() {
+        let d = &deltas[k];
+        if x.is_array() {
+            compare_list(&format!("{what}[{k}]"), x, y, d)?;
+        } else {
+            compare_tensor(&format!("{what}[{k}]"), x, y, d.as_f64())?;
+        }
+    }
+    Ok(())
+}
+
+/// How an op's outputs may legitimately differ from PyTorch's by a gauge.
+///
+/// Hook for the linear-algebra ops: `linalg.qr`, `linalg.svd`, `linalg.eigh` (a sign per
+/// column of Q, U, V), `linalg.eig` (eigenvalue order, a phase per eigenvector). For them,
+/// add a variant here, align the runner's outputs to PyTorch's in [`align_gauge`], and,
+/// for the gradients, move the fixture's cotangents into the runner's gauge and run the
+/// case again before comparing. Core ops have none.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Gauge {
+    None,
+}
+
+fn gauge_of(_op: &str) -> Gauge {
+    Gauge::None
+}
+
+/// Aligns `got` (the runner's result) with `expected` for ops with a gauge. Returns the
+/// case to run again when the cotangents had to be moved into the runner's gauge.
+fn align_gauge(op: &str, _case: &Value, _expected: &Value, _got: &mut Value) -> Option<Value> {
+    match gauge_of(op) {
+        Gauge::None => None,
+    }
+}
+
+/// Runs one fixture; `Err` says what differs.
+fn check(fixture: &Value) -> Result<(), String> {
+    let case = &fixture["case"];
+    let expected = &fixture["expected"];
+    let op = case["op"].as_str().unwrap_or("?");
+    let run = |c: &Value| -> Result<Value, String> {
+        serde_json::from_str(&run_line(&c.to_string()))
+            .map_err(|e| format!("the runner's answer is not JSON: {e}"))
+    };
+    let mut got = run(case)?;
+    if got["id"] != case["id"] {
+        return Err(format!("answered with id {}", got["id"]));
+    }
+    if let Some(err) = expected.get("error") {
+        let kind = &got["error"]["kind"];
+        return if kind == &err["kind"] {
+            Ok(())
+        } else {
+            Err(format!(
+                "PyTorch raised ({}), expected kind {}; the runner answered {}",
+                err["torch"], err["kind"], got
+            ))
+        };
+    }
+    if !got["error"].is_null() {
+        return Err(format!("unexpected error: {}", got["error"]));
+    }
+    if let Some(moved) = align_gauge(op, case, expected, &mut got) {
+        got = run(&moved)?;
+    }
+    let deltas = &expected["delta"];
+    compare_list("outputs", &expected["outputs"], &got["outputs"], &deltas["outputs"])?;
+    match (expected.get("grads"), got.get("grads")) {
+        (None, None) => Ok(()),
+        (Some(e), Some(a)) => compare_list("grads", e, a, &deltas["grads"]),
+        (e, a) => Err(format!("grads: expected {e:?}, got {a:?}")),
+    }
+}
+
+/// The per-op table, in the runner's op order (fixtures of unknown ops last).
+fn table(results: &BTreeMap<String, (usize, usize)>) -> String {
+    let mut out = String::from("| op | cases | passed |\n|---|---:|---:|\n");
+    let names = op_names();
+    let known = names.iter().map(|s| (*s).to_string());
+    let unknown = results.keys().filter(|k| !names.contains(&k.as_str())).cloned();
+    for op in known.chain(unknown) {
+        let (n, p) = results.get(&op).copied().unwrap_or((0, 0));
+        out.push_str(&format!("| `{op}` | {n} | {p} |\n"));
+    }
+    let (n, p) = results.values().fold((0, 0), |(a, b), (n, p)| (a + n, b + p));
+    out.push_str(&format!("| **all {} ops** | **{n}** | **{p}** |\n", results.len()));
+    out
+}
+
+const START: &str =
+    "<!-- parity-table:start (written by the fixtures test; PARITY_BLESS=1 updates it) -->\n";
+const END: &str = "<!-- parity-table:end -->";
+
+#[test]
+fn fixtures_match_pytorch() {
+    let mut results: BTreeMap<String, (usize, usize)> = BTreeMap::new();
+    let mut failures = Vec::new();
+    for (op, path) in common::fixture_files() {
+        for fixture in common::read_fixtures(&path) {
+            let id = fixture["case"]["id"].as_str().unwrap_or("?").to_string();
+            let entry = results.entry(op.clone()).or_default();
+            entry.0 += 1;
+            match check(&fixture) {
+                Ok(()) => entry.1 += 1,
+                Err(e) => failures.push(format!("{id}: {e}")),
+            }
+        }
+    }
+    let table = table(&results);
+    eprintln!("\nparity with PyTorch, per op:\n\n{table}");
+
+    let docs = common::workspace_root().join("docs").join("parity.md");
+    let text = std::fs::read_to_string(&docs).unwrap_or_default();
+    let section = format!("{START}\n{table}\n{END}");
+    let current =
+        text.find(START).and_then(|s| text[s..].find(END).map(|e| (s, s + e + END.len())));
+    if failures.is_empty() {
+        match current {
+            Some((s, e)) if text[s..e] != section => {
+                if std::env::var_os("PARITY_BLESS").is_some() {
+                    let updated = format!("{}{section}{}", &text[..s], &text[e..]);
+                    std::fs::write(&docs, updated).expect("docs/parity.md is writable");
+                } else {
+                    failures.push(
+                        "docs/parity.md: the coverage table is out of date; run the test with \
+                         PARITY_BLESS=1 to update it"
+                            .to_string(),
+                    );
+                }
+            }
+            Some(_) => {}
+            None => failures.push(format!(
+                "docs/parity.md: no coverage table between the markers {START:?} and {END:?}"
+            )),
+        }
+    }
+    assert!(failures.is_empty(), "{} failures:\n{}", failures.len(), failures.join("\n"));
+}
+
+#[test]
+fn tolerance_rule() {
+    let t = |e: f64, a: f64, d: Option<f64>, dtype: &str| {
+        let v = |x: f64| serde_json::json!({"dtype": dtype, "shape": [1], "data": [x]});
+        compare_tensor("t", &v(e), &v(a), d).is_ok()
+    };
+    assert!(t(1.0, 1.0 + 4.0 * f64::EPSILON, None, "f64"));
+    assert!(!t(1.0, 1.0 + 1e-12, None, "f64"));
+    // δ from f32 scaled to f64: 1e-6 in f32 allows ~7.5e-15 in f64
+    assert!(t(1.0, 1.0 + 5e-15, Some(1e-6), "f64"));
+    assert!(t(1.0, 1.0 + 3e-6, Some(1e-6), "f32"));
+    assert!(!t(1.0, 1.0 + 1e-5, Some(1e-6), "f32"));
+}

@@ -1,0 +1,19 @@
+//! Linear algebra (`torch.linalg` and its neighbours), batched over leading dims and
+//! differentiable to any order.
+//!
+//! | op | kind | gradient |
+//! |---|---|---|
+//! | [`Tensor::matmul`](crate::Tensor::matmul) | primitive (faer GEMM, direct loops for small matrices) | `gA = G Bᵀ`, `gB = Aᵀ G` |
+//! | [`Tensor::mm`](crate::Tensor::mm), [`Tensor::bmm`](crate::Tensor::bmm), [`Tensor::mv`](crate::Tensor::mv), [`Tensor::dot`](crate::Tensor::dot), [`Tensor::vdot`](crate::Tensor::vdot) | views around `matmul` | inherited |
+//! | [`Tensor::inner`](crate::Tensor::inner), [`Tensor::outer`](crate::Tensor::outer), [`Tensor::vecdot`](crate::Tensor::vecdot), [`Tensor::multi_dot`](crate::Tensor::multi_dot) (optimal chain order) | implicit composites | inherited |
+//! | [`Tensor::addmm`](crate::Tensor::addmm), [`Tensor::addbmm`](crate::Tensor::addbmm), [`Tensor::baddbmm`](crate::Tensor::baddbmm), [`Tensor::addmv`](crate::Tensor::addmv), [`Tensor::addr`](crate::Tensor::addr) | `β·self + α·product` | inherited; `β = 0` ignores `self` (NaN too) and gives it a zero gradient |
+//! | [`Tensor::linear`](crate::Tensor::linear) | `x Wᵀ + b`, `Wᵀ` a view | inherited |
+//! | [`Tensor::kron`](crate::Tensor::kron), [`Tensor::trace`](crate::Tensor::trace), [`Tensor::diag`](crate::Tensor::diag), [`Tensor::diag_embed`](crate::Tensor::diag_embed), [`Tensor::tril`](crate::Tensor::tril), [`Tensor::triu`](crate::Tensor::triu) | views, scatters and masks | inherited |
+//! | [`Tensor::cross`](crate::Tensor::cross), [`Tensor::vander`](crate::Tensor::vander), [`Tensor::matrix_power`](crate::Tensor::matrix_power) (`n >= 0`) | implicit composites | inherited |
+//!
+//! bf16 and f16 inputs are computed in f32 and rounded back (results and gradients in the
+//! input dtype).
+
+mod matmul;
+mod products;
+mod structure;

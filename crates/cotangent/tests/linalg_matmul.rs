@@ -1,0 +1,140 @@
+//! `matmul` and its entry points: values against a naive triple loop, every rank
+//! combination of torch.matmul, broadcasting batch dims, strided operands, and first and
+//! second derivatives against finite differences.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, missing_docs)]
+
+use cotangent::autograd::{gradcheck, gradgradcheck, GradcheckOptions};
+use cotangent::{DType, Error, Generator, Tensor};
+
+fn randn(shape: &[usize], seed: u64) -> Tensor {
+    Tensor::randn(shape.to_vec(), DType::F64, &mut Generator::new(seed)).unwrap()
+}
+
+/// C[b,i,j] = Σ_p A[b,i,p] B[b,p,j], computed element by element from `to_vec_f64`.
+fn naive(a: &Tensor, b: &Tensor) -> Vec<f64> {
+    let (av, bv) = (a.to_vec_f64(), b.to_vec_f64());
+    let r = a.rank();
+    let (m, k, n) = (a.dims()[r - 2], a.dims()[r - 1], b.dims()[r - 1]);
+    let batch: usize = a.dims()[..r - 2].iter().product();
+    let mut out = vec![0.0; batch * m * n];
+    for t in 0..batch {
+        for i in 0..m {
+            for j in 0..n {
+                out[t * m * n + i * n + j] =
+                    (0..k).map(|p| av[t * m * k + i * k + p] * bv[t * k * n + p * n + j]).sum();
+            }
+        }
+    }
+    out
+}
+
+fn close(a: &[f64], b: &[f64], tol: f64) {
+    assert_eq!(a.len(), b.len());
+    for (x, y) in a.iter().zip(b) {
+        assert!((x - y).abs() <= tol * (1.0 + y.abs()), "{x} vs {y}");
+    }
+}
+
+#[test]
+fn values_match_a_naive_product_small_and_large() {
+    // small (direct loop), medium and large (faer) sizes, batched
+    for (i, &(bt, m, k, n)) in
+        [(1, 2, 2, 2), (3, 4, 5, 6), (2, 33, 17, 40), (1, 200, 190, 210)].iter().enumerate()
+    {
+        let a = randn(&[bt, m, k], i as u64);
+        let b = randn(&[bt, k, n], 100 + i as u64);
+        close(&a.matmul(&b).unwrap().to_vec_f64(), &naive(&a, &b), 1e-12);
+        // transposed (column-major) and sliced operands give the same product
+        let at = a.mT().unwrap().contiguous().unwrap().mT().unwrap();
+        close(&at.matmul(&b).unwrap().to_vec_f64(), &naive(&a, &b), 1e-12);
+    }
+}
+
+#[test]
+fn rank_combinations_follow_torch_matmul() {
+    let v = randn(&[3], 1);
+    let m = randn(&[2, 3], 2);
+    let mt = randn(&[3, 4], 3);
+    let b = randn(&[5, 3, 4], 4);
+    // 1-d · 1-d: 0-d dot product
+    let d = v.matmul(&v).unwrap();
+    assert_eq!(d.dims(), &[] as &[usize]);
+    let vv = v.to_vec_f64();
+    close(&d.to_vec_f64(), &[vv.iter().map(|x| x * x).sum()], 1e-14);
+    // 2-d · 1-d: (2,)   1-d · 2-d: (4,)   1-d · 3-d: (5, 4)   3-d · 1-d: (5, 3)
+    assert_eq!(m.matmul(&v).unwrap().dims(), &[2]);
+    assert_eq!(v.matmul(&mt).unwrap().dims(), &[4]);
+    assert_eq!(v.matmul(&b).unwrap().dims(), &[5, 4]);
+    assert_eq!(b.mT().unwrap().matmul(&v.narrow(0, 0, 3).unwrap()).unwrap().dims(), &[5, 4]);
+    // broadcasting batch dims: (2,1,2,3) · (5,3,4) -> (2,5,2,4)
+    let a4 = randn(&[2, 1, 2, 3], 5);
+    let c = a4.matmul(&b).unwrap();
+    assert_eq!(c.dims(), &[2, 5, 2, 4]);
+    let want = naive(
+        &a4.broadcast_to(vec![2, 5, 2, 3])
+            .unwrap()
+            .contiguous()
+            .unwrap()
+            .reshape((10, 2, 3))
+            .unwrap(),
+        &b.broadcast_to(vec![2, 5, 3, 4])
+            .unwrap()
+            .contiguous()
+            .unwrap()
+            .reshape((10, 3, 4))
+            .unwrap(),
+    );
+    close(&c.to_vec_f64(), &want, 1e-12);
+}
+
+#[test]
+fn errors_name_the_op() {
+    let a = randn(&[2, 3], 1);
+    let e = a.matmul(&randn(&[2, 3], 2)).unwrap_err();
+    assert!(matches!(e, Error::ShapeMismatch { op: "matmul", .. }), "{e}");
+    let e = a.matmul(&a.to_dtype(DType::F32).unwrap()).unwrap_err();
+    assert!(matches!(e, Error::DTypeMismatch { op: "matmul", .. }), "{e}");
+    assert!(a.mm(&randn(&[3], 1)).unwrap_err().to_string().contains("mm"));
+    assert!(a.matmul(&Tensor::scalar(1.0f64)).unwrap_err().to_string().contains("matmul"));
+    assert!(randn(&[2, 2, 3], 1)
+        .bmm(&randn(&[3, 3, 2], 1))
+        .unwrap_err()
+        .to_string()
+        .contains("bmm"));
+}
+
+#[test]
+fn gradients_first_and_second_order() {
+    let o = GradcheckOptions::default();
+    let cases: Vec<(Vec<usize>, Vec<usize>)> = vec![
+        (vec![3], vec![3]),
+        (vec![2, 3], vec![3]),
+        (vec![3], vec![3, 2]),
+        (vec![2, 3], vec![3, 4]),
+        (vec![2, 1, 2, 3], vec![3, 3, 2]),
+        (vec![4], vec![2, 4, 3]),
+    ];
+    for (i, (sa, sb)) in cases.into_iter().enumerate() {
+        let a = randn(&sa, 10 + i as u64).with_requires_grad(true).unwrap();
+        let b = randn(&sb, 20 + i as u64).with_requires_grad(true).unwrap();
+        let f = |x: &[Tensor]| Ok(vec![x[0].matmul(&x[1])?]);
+        let r = gradcheck(f, &[a.clone(), b.clone()], &o).unwrap();
+        assert!(r.passed, "{sa:?}x{sb:?}: {r}");
+        let r = gradgradcheck(f, &[a, b], &o).unwrap();
+        assert!(r.passed, "{sa:?}x{sb:?}: {r}");
+    }
+}
+
+#[test]
+fn bf16_is_computed_in_f32_and_differentiable() {
+    let a = randn(&[3, 4], 1);
+    let b = randn(&[4, 2], 2);
+    let want = a.matmul(&b).unwrap().to_vec_f64();
+    let ah = a.to_dtype(DType::Bf16).unwrap().with_requires_grad(true).unwrap();
+    let bh = b.to_dtype(DType::Bf16).unwrap();
+    let c = ah.matmul(&bh).unwrap();
+    assert_eq!(c.dtype(), DType::Bf16);
+    close(&c.to_vec_f64(), &want, 3e-2);
+    let g = c.sum().unwrap().backward().unwrap();
+    assert_eq!(g.get(&ah).unwrap().dtype(), DType::Bf16);
+}

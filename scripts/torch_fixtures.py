@@ -1,0 +1,760 @@
+#!/usr/bin/env python3
+"""Generates the parity fixtures of `cotangent-parity` from PyTorch.
+
+    python scripts/torch_fixtures.py [--out crates/cotangent-parity/tests/fixtures]
+
+Needs torch and numpy (pip). Writes one JSON Lines file per op, `<op>.jsonl`, each line
+
+    {"case": <a case of the parity protocol>,
+     "expected": {"outputs": [...], "grads": [...],
+                  "delta": {"outputs": [...], "grads": [...]}}}
+
+or, for a case PyTorch refuses,
+
+    {"case": ..., "expected": {"error": {"kind": "<protocol kind>", "torch": "<exception>"}}}
+
+`delta` is, per output and per gradient, the largest |f32 result - f64 result| of the same
+case computed by PyTorch in the other precision (inputs rounded to f32): an estimate of
+the case's conditioning that the Rust test turns into a tolerance (see docs/parity.md).
+Everything is seeded (per op, from the op's name): the output is the same on every run.
+Inputs are rounded to 4 decimals so that the files stay small; results are written
+exactly (the shortest decimal that reads back to the same value of their dtype).
+"""
+
+import argparse
+import math
+import os
+import sys
+import zlib
+
+import numpy as np
+import torch
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+DEFAULT_OUT = os.path.join(HERE, "..", "crates", "cotangent-parity", "tests", "fixtures")
+
+DTYPES = {
+    "f64": torch.float64,
+    "f32": torch.float32,
+    "bf16": torch.bfloat16,
+    "i64": torch.int64,
+    "bool": torch.bool,
+}
+NAMES = {v: k for k, v in DTYPES.items()}
+FLOATS = ("f64", "f32", "bf16")
+
+torch.use_deterministic_algorithms(True)
+torch.set_num_threads(1)
+
+
+# --------------------------------------------------------------------------------------
+# JSON writing: compact, numbers exact per dtype, non-finite values as strings
+
+
+class Raw(str):
+    """Text written as is (a number already formatted)."""
+
+
+def fmt_float(v, dtype):
+    if math.isnan(v):
+        return "nan"
+    if math.isinf(v):
+        return "inf" if v > 0 else "-inf"
+    if dtype == "f64":
+        return Raw(repr(float(v)))
+    # f32 and bf16 values are exact in f32: its shortest decimal reads back exactly
+    return Raw(str(np.float32(v)))
+
+
+def dump(x):
+    if isinstance(x, Raw):
+        return str(x)
+    if x is None:
+        return "null"
+    if x is True:
+        return "true"
+    if x is False:
+        return "false"
+    if isinstance(x, int):
+        return str(x)
+    if isinstance(x, float):
+        return fmt_float(x, "f64")
+    if isinstance(x, str):
+        return _json_str(x)
+    if isinstance(x, (list, tuple)):
+        return "[" + ",".join(dump(v) for v in x) + "]"
+    if isinstance(x, dict):
+        return "{" + ",".join(_json_str(k) + ":" + dump(v) for k, v in x.items()) + "}"
+    raise TypeError(type(x))
+
+
+def _json_str(s):
+    import json
+
+    return json.dumps(s)
+
+
+def tensor_json(t, requires_grad=None):
+    dt = NAMES[t.dtype]
+    flat = t.detach().reshape(-1).tolist()
+    if dt in FLOATS:
+        data = [fmt_float(v, dt) for v in flat]
+    else:
+        data = [bool(v) if dt == "bool" else int(v) for v in flat]
+    out = {"dtype": dt, "shape": list(t.shape), "data": data}
+    if requires_grad is not None:
+        out["requires_grad"] = requires_grad
+    return out
+
+
+# --------------------------------------------------------------------------------------
+# inputs
+
+
+class F:
+    """A floating input of the case's dtype: `kind` says how its values are drawn."""
+
+    def __init__(self, shape, kind="normal", values=None, requires_grad=True):
+        self.shape, self.kind, self.values, self.requires_grad = tuple(shape), kind, values, requires_grad
+
+    def draw(self, rng):
+        n = int(np.prod(self.shape)) if self.shape else 1
+        if self.values is not None:
+            v = np.asarray(self.values, dtype=np.float64).reshape(self.shape)
+        elif self.kind == "normal":
+            v = rng.standard_normal(n)
+        elif self.kind == "wide":
+            v = 3.0 * rng.standard_normal(n)
+        elif self.kind == "positive":
+            v = rng.uniform(0.5, 2.0, n)
+        elif self.kind == "nonzero":
+            v = rng.choice([-1.0, 1.0], n) * rng.uniform(0.5, 2.0, n)
+        elif self.kind == "unit":
+            v = rng.uniform(-1.2, 1.2, n)
+        elif self.kind == "near1":
+            v = rng.uniform(0.5, 1.5, n)
+        elif self.kind == "ints":
+            v = rng.integers(-2, 3, n).astype(np.float64)
+        else:
+            raise ValueError(self.kind)
+        return np.round(np.asarray(v, dtype=np.float64), 4).reshape(self.shape)
+
+
+class T:
+    """An input of a fixed dtype and values (indices, conditions, casts)."""
+
+    def __init__(self, dtype, values, shape=None, requires_grad=None):
+        self.dtype, self.values, self.requires_grad = dtype, values, requires_grad
+        self.shape = shape
+
+
+def rand_bool(shape, rng):
+    return T("bool", rng.random(shape) < 0.5, shape=shape)
+
+
+def build_input(spec, dtype, rng):
+    """Returns (main tensor, alt tensor in the other precision, requires_grad flag or None)."""
+    if isinstance(spec, list):
+        return [build_input(s, dtype, rng) for s in spec]
+    if isinstance(spec, F):
+        v = spec.draw(rng)
+        main = torch.tensor(v, dtype=DTYPES[dtype])
+        alt_dtype = torch.float64 if dtype in ("f32", "bf16") else torch.float32
+        alt = main.to(alt_dtype)
+        rg = None if spec.requires_grad else False
+        return (main, alt, rg)
+    v = np.asarray(spec.values)
+    if spec.shape is not None:
+        v = v.reshape(spec.shape)
+    t = torch.tensor(v, dtype=DTYPES[spec.dtype])
+    if spec.dtype in FLOATS:
+        alt = t.to(torch.float64 if spec.dtype == "f32" else torch.float32)
+    else:
+        alt = t
+    return (t, alt, spec.requires_grad)
+
+
+# --------------------------------------------------------------------------------------
+# running a case in PyTorch
+
+TENSOR_METHODS = {"repeat", "expand", "view", "sum_to_size", "to"}
+
+
+def torch_fn(op):
+    if op.startswith("nn.functional."):
+        return getattr(torch.nn.functional, op[len("nn.functional."):])
+    if op in TENSOR_METHODS:
+        return getattr(torch.Tensor, op)
+    return getattr(torch, op)
+
+
+# ops whose tensor arguments after the first come after `dim` in PyTorch's signature:
+# passed by keyword
+TENSOR_KEYWORDS = {"index_select": ["index"], "gather": ["index"], "scatter_add": ["index", "src"]}
+
+
+def call_torch(op, inputs, attrs):
+    kw = torch_attrs(attrs)
+    names = TENSOR_KEYWORDS.get(op)
+    if names and len(inputs) == 1 + len(names):
+        kw.update(zip(names, inputs[1:]))
+        inputs = inputs[:1]
+    outs = torch_fn(op)(*inputs, **kw)
+    return list(outs) if isinstance(outs, (tuple, list)) else [outs]
+
+
+def torch_attrs(attrs):
+    out = {}
+    for k, v in attrs.items():
+        if k == "dtype":
+            v = DTYPES[v]
+        elif v in ("inf", "-inf", "nan"):
+            v = float(v)
+        out[k] = v
+    return out
+
+
+def leaves_of(built, which):
+    """The tensors of the built inputs (which: 0 main, 1 alt), as leaves requiring grad
+    where they should, in the same nested structure."""
+    out = []
+    for b in built:
+        if isinstance(b, list):
+            out.append(leaves_of(b, which))
+        else:
+            t, rg = b[which].detach().clone(), b[2]
+            if rg is None:
+                rg = t.dtype.is_floating_point or t.dtype.is_complex
+            out.append(t.requires_grad_(rg) if rg else t)
+    return out
+
+
+def flat(xs):
+    for x in xs:
+        if isinstance(x, list):
+            yield from flat(x)
+        else:
+            yield x
+
+
+def run_torch(op, inputs, attrs, cotangents):
+    """Outputs and gradients (nested like the inputs), or raises."""
+    outs = call_torch(op, inputs, attrs)
+    if cotangents is None:
+        return outs, None
+    leaves = [t for t in flat(inputs) if t.requires_grad]
+    pairs = [(o, c.to(o.dtype)) for o, c in zip(outs, cotangents) if c is not None and o.requires_grad]
+    if leaves and pairs:
+        gs = torch.autograd.grad(
+            [o for o, _ in pairs], leaves, [c for _, c in pairs], allow_unused=True, materialize_grads=True
+        )
+    else:
+        gs = [torch.zeros_like(t) for t in leaves]
+    it = iter(gs)
+
+    def nest(xs):
+        return [nest(x) if isinstance(x, list) else (next(it) if x.requires_grad else None) for x in xs]
+
+    return outs, nest(inputs)
+
+
+def max_delta(a, b):
+    """Largest |a - b| over the elements finite in both, as a float (0 if none)."""
+    if a is None or b is None or not a.dtype.is_floating_point:
+        return None
+    a, b = a.detach().double(), b.detach().double()
+    if a.shape != b.shape:
+        return None
+    ok = torch.isfinite(a) & torch.isfinite(b)
+    if not bool(ok.any()):
+        return 0.0
+    d = float((a - b).abs()[ok].max())
+    # rounded up to 3 significant digits (only a scale)
+    return float(f"{d * 1.001:.3g}") if d > 0 else 0.0
+
+
+def nested_delta(xs, ys):
+    return [nested_delta(x, y) if isinstance(x, list) else max_delta(x, y) for x, y in zip(xs, ys)]
+
+
+def nested_json(xs):
+    return [nested_json(x) if isinstance(x, list) else (None if x is None else tensor_json(x)) for x in xs]
+
+
+# --------------------------------------------------------------------------------------
+# the cases
+
+F64_F32 = ("f64", "f32")
+
+# the shapes that matter, for elementwise ops: 0-d, 1x1, tiny, medium, rectangular, batched
+SHAPES = [("0d", ()), ("1x1", (1, 1)), ("tiny", (3,)), ("medium", (5, 6)), ("rect", (3, 5)), ("batched", (2, 3, 4))]
+SHAPES_F32 = {"0d", "tiny", "medium", "batched"}
+# pairs of broadcastable shapes, for binary ops
+PAIRS = [
+    ("same", (3,), (3,)),
+    ("medium", (5, 6), (5, 6)),
+    ("bcast-3x1-1x4", (3, 1), (1, 4)),
+    ("bcast-batched", (2, 3, 4), (4,)),
+    ("bcast-0d", (), (2, 3)),
+    ("bcast-2x1x4-3x1", (2, 1, 4), (3, 1)),
+]
+PAIRS_F32 = {"same", "medium", "bcast-3x1-1x4", "bcast-batched"}
+
+
+class Case:
+    def __init__(self, label, inputs, attrs=None, dtypes=F64_F32, grad=True, error=None):
+        self.label, self.inputs, self.attrs = label, inputs, attrs or {}
+        self.dtypes, self.grad, self.error = dtypes, grad, error
+
+
+def shape_label(s):
+    return "x".join(map(str, s)) if s else "0d"
+
+
+def unary_cases(kind="normal", extra=()):
+    cases = []
+    for label, shape in SHAPES:
+        dts = F64_F32 if label in SHAPES_F32 else ("f64",)
+        cases.append(Case(label, [F(shape, kind)], dtypes=dts))
+    cases.append(Case("empty", [F((0, 3), kind)], dtypes=("f64",)))
+    return cases + list(extra)
+
+
+def binary_cases(kind_a="normal", kind_b="normal", scalar=None, attrs=None):
+    cases = []
+    for label, sa, sb in PAIRS:
+        dts = F64_F32 if label in PAIRS_F32 else ("f64",)
+        cases.append(Case(label, [F(sa, kind_a), F(sb, kind_b)], attrs=dict(attrs or {}), dtypes=dts))
+    if scalar is not None:
+        name, value = scalar
+        a = dict(attrs or {})
+        a[name] = value
+        cases.append(Case(f"scalar-{name}", [F((3, 4), kind_a)], attrs=a))
+        cases.append(Case(f"scalar-{name}-0d", [F((), kind_a)], attrs=a, dtypes=("f64",)))
+    cases.append(Case("mismatch", [F((3,), kind_a), F((4,), kind_b)], attrs=dict(attrs or {}),
+                      dtypes=("f64",), error="ShapeMismatch"))
+    return cases
+
+
+def reduce_cases(kind="normal", dim_attr=True, more=()):
+    cases = [
+        Case("all-0d", [F((), kind)]),
+        Case("all-tiny", [F((3,), kind)]),
+        Case("all-medium", [F((5, 6), kind)]),
+        Case("all-batched", [F((2, 3, 4), kind)], dtypes=("f64",)),
+    ]
+    if dim_attr:
+        cases += [
+            Case("dim0", [F((5, 6), kind)], {"dim": 0}),
+            Case("dim-1-keepdim", [F((3, 5), kind)], {"dim": -1, "keepdim": True}),
+            Case("dims-0-2", [F((2, 3, 4), kind)], {"dim": [0, 2]}),
+            Case("dim1-batched-keepdim", [F((2, 3, 4), kind)], {"dim": 1, "keepdim": True}, dtypes=("f64",)),
+            Case("1x1-dim0", [F((1, 1), kind)], {"dim": 0}, dtypes=("f64",)),
+            Case("dim-out-of-range", [F((3, 4), kind)], {"dim": 2}, dtypes=("f64",), error="InvalidArgument"),
+        ]
+    return cases + list(more)
+
+
+def idx(values, shape=None):
+    return T("i64", values, shape=shape)
+
+
+CASES = {}
+
+
+def cases(op, cs):
+    CASES[op] = cs
+
+
+for op, kind in [
+    ("neg", "normal"), ("exp", "normal"), ("expm1", "normal"), ("log", "positive"),
+    ("log1p", "positive"), ("sqrt", "positive"), ("rsqrt", "positive"), ("square", "normal"),
+    ("reciprocal", "nonzero"), ("sin", "wide"), ("cos", "wide"), ("tan", "unit"),
+    ("tanh", "normal"), ("sigmoid", "wide"),
+]:
+    cases(op, unary_cases(kind))
+cases("abs", unary_cases(extra=[Case("zeros", [F((5,), values=[0.0, -1.5, 0.0, 2.0, -0.0])])]))
+cases("sign", unary_cases(extra=[Case("zeros", [F((4,), values=[0.0, -1.5, 0.0, 2.0])])]))
+cases("relu", unary_cases(extra=[Case("zeros", [F((4,), values=[0.0, -1.5, 0.0, 2.0])])]))
+cases("nn.functional.softplus", unary_cases("wide", extra=[
+    Case("beta2", [F((3, 5), "wide")], {"beta": 2.0}),
+    Case("beta-half-threshold1", [F((3, 5), "wide")], {"beta": 0.5, "threshold": 1.0}),
+]))
+cases("clamp", [
+    Case("both", [F((5, 6))], {"min": -0.5, "max": 0.5}),
+    Case("min-only", [F((3, 5))], {"min": -0.25}),
+    Case("max-only", [F((2, 3, 4))], {"max": 0.3}),
+    Case("0d", [F((), values=0.7)], {"min": -0.5, "max": 0.5}),
+    Case("boundaries", [F((4,), values=[-0.5, 0.5, 0.0, 1.0])], {"min": -0.5, "max": 0.5}),
+    Case("min-above-max", [F((3,))], {"min": 1.0, "max": -1.0}, dtypes=("f64",)),
+    Case("inf-bounds", [F((3,))], {"min": "-inf", "max": 0.0}, dtypes=("f64",)),
+    Case("no-bounds", [F((3,))], {}, dtypes=("f64",), error="InvalidArgument"),
+])
+cases("to", [
+    Case("f32", [F((3, 4))], {"dtype": "f32"}, dtypes=("f64",)),
+    Case("f64", [F((3, 4))], {"dtype": "f64"}, dtypes=("f32",)),
+    Case("same", [F((2, 3))], {"dtype": "f64"}, dtypes=("f64",)),
+    Case("bf16", [F((2, 3))], {"dtype": "bf16"}, dtypes=("f64", "f32")),
+    Case("i64", [F((5,), "wide")], {"dtype": "i64"}, dtypes=("f64",)),
+    Case("bool", [F((4,), values=[0.0, 1.5, -0.0, -2.0])], {"dtype": "bool"}, dtypes=("f64",)),
+    Case("0d", [F(())], {"dtype": "f32"}, dtypes=("f64",)),
+])
+cases("add", binary_cases(scalar=("other", 1.5)) + [
+    Case("alpha", [F((3, 4)), F((4,))], {"alpha": 2.5}),
+    Case("scalar-alpha", [F((3, 4))], {"other": 1.5, "alpha": -2.0}, dtypes=("f64",)),
+    Case("no-grad-other", [F((3,)), F((3,), requires_grad=False)], dtypes=("f64",)),
+])
+cases("sub", binary_cases(scalar=("other", 0.75)) + [
+    Case("alpha", [F((3, 4)), F((3, 1))], {"alpha": -0.5}),
+])
+cases("rsub", [
+    Case("same", [F((3,)), F((3,))]),
+    Case("bcast", [F((3, 1)), F((1, 4))], dtypes=("f64",)),
+    Case("alpha", [F((3, 4)), F((4,))], {"alpha": 2.0}),
+    Case("scalar-other", [F((3, 4))], {"other": 1.5}),
+    Case("scalar-alpha", [F((2, 3))], {"other": 1.5, "alpha": 3.0}, dtypes=("f64",)),
+])
+cases("mul", binary_cases(scalar=("other", -1.25)))
+cases("div", binary_cases(kind_b="nonzero", scalar=("other", 0.3)))
+cases("pow", binary_cases("positive", "normal", scalar=("exponent", 2.5)) + [
+    Case("exponent-2", [F((3, 4))], {"exponent": 2}),
+    Case("exponent-3", [F((3, 4))], {"exponent": 3.0}),
+    Case("exponent-half", [F((3, 4), "positive")], {"exponent": 0.5}),
+    Case("exponent-neg", [F((3, 4), "positive")], {"exponent": -1.5}),
+    Case("exponent-0", [F((3,))], {"exponent": 0.0}, dtypes=("f64",)),
+    Case("exponent-1", [F((3,))], {"exponent": 1.0}, dtypes=("f64",)),
+    Case("zero-base", [F((2,), values=[0.0, 1.5]), F((2,), values=[2.0, 3.0])], dtypes=("f64",)),
+])
+for op in ("maximum", "minimum"):
+    cases(op, binary_cases() + [
+        Case("ties", [F((4,), values=[1.0, -2.0, 0.5, 3.0]), F((4,), values=[1.0, -1.0, 0.5, 2.0])]),
+    ])
+cases("atan2", binary_cases("nonzero", "nonzero"))
+cases("where", [
+    Case("same", [T("bool", [True, False, True], shape=(3,)), F((3,)), F((3,))]),
+    Case("medium", [T("bool", [(i * 7) % 3 == 0 for i in range(30)], shape=(5, 6)), F((5, 6)), F((5, 6))]),
+    Case("bcast", [T("bool", [True, False, False], shape=(3, 1)), F((1, 4)), F(())]),
+    Case("bcast-batched", [T("bool", [True, False, True, True], shape=(4,)), F((2, 3, 4)), F((3, 1))], dtypes=("f64",)),
+    Case("cond-not-bool", [F((3,)), F((3,)), F((3,))], dtypes=("f64",), error="DtypeMismatch"),
+])
+for op in ("eq", "ne", "lt", "le", "gt", "ge"):
+    cases(op, [
+        Case("same", [F((6,), "ints"), F((6,), "ints")]),
+        Case("bcast", [F((3, 1), "ints"), F((1, 4), "ints")], dtypes=("f64",)),
+        Case("scalar", [F((2, 3), "ints")], {"other": 0.0}),
+        Case("nan", [F((3,), values=[float("nan"), 1.0, 2.0]), F((3,), values=[float("nan"), 1.0, 3.0])], dtypes=("f64",)),
+        Case("mismatch", [F((3,)), F((4,))], dtypes=("f64",), error="ShapeMismatch"),
+    ])
+cases("logical_and", [
+    Case("bool", [T("bool", [True, True, False, False], shape=(4,)), T("bool", [True, False, True, False], shape=(4,))], dtypes=("f64",)),
+    Case("floats", [F((5,), values=[0.0, 1.5, float("nan"), -2.0, 0.0]), F((5,), values=[1.0, 0.0, 1.0, 3.0, 0.0])], dtypes=("f64",)),
+    Case("bcast", [T("bool", [True, False, True], shape=(3, 1)), T("bool", [True, False], shape=(1, 2))], dtypes=("f64",)),
+])
+cases("sum", reduce_cases(more=[
+    Case("empty", [F((0, 3))], {"dim": 0}, dtypes=("f64",)),
+    Case("dims-empty-list", [F((2, 3))], {"dim": []}, dtypes=("f64",)),
+    Case("i64", [idx([1, 2, 3, 4, 5, 6], shape=(2, 3))], {"dim": 1}, dtypes=("f64",)),
+]))
+cases("mean", reduce_cases(more=[
+    Case("i64", [idx([1, 2, 3])], dtypes=("f64",), error="Unsupported"),
+]))
+cases("prod", [
+    Case("all-0d", [F((), "near1")]),
+    Case("all-tiny", [F((3,), "near1")]),
+    Case("all-medium", [F((5, 6), "near1")]),
+    Case("dim0", [F((5, 6), "near1")], {"dim": 0}),
+    Case("dim-1-keepdim", [F((3, 5), "near1")], {"dim": -1, "keepdim": True}),
+    Case("dim1-batched", [F((2, 3, 4), "near1")], {"dim": 1}, dtypes=("f64",)),
+    Case("one-zero", [F((2, 3), values=[0.5, 0.0, 2.0, 1.5, 0.75, -1.25])], {"dim": 1}),
+    Case("two-zeros", [F((4,), values=[0.0, 1.5, 0.0, 2.0])], dtypes=("f64",)),
+    Case("zero-all", [F((2, 2), values=[1.5, 0.0, -2.0, 0.5])], dtypes=("f64",)),
+])
+for op in ("amax", "amin"):
+    cases(op, reduce_cases(more=[
+        Case("ties", [F((2, 4), values=[1.0, 3.0, 3.0, 2.0, -1.0, -1.0, -1.0, -4.0])], {"dim": 1}),
+        Case("ties-all", [F((4,), values=[2.0, -2.0, 2.0, -2.0])], dtypes=("f64",)),
+        Case("empty-dim", [F((0, 3))], {"dim": 0}, dtypes=("f64",), error="ShapeMismatch"),
+    ]))
+cases("logsumexp", [
+    Case("dim0", [F((5, 6), "wide")], {"dim": 0}),
+    Case("dim-1-keepdim", [F((3, 5), "wide")], {"dim": -1, "keepdim": True}),
+    Case("dims-0-2", [F((2, 3, 4), "wide")], {"dim": [0, 2]}),
+    Case("0d", [F((), "wide")], {"dim": 0}),
+    Case("tiny", [F((3,), "wide")], {"dim": 0}),
+    Case("large", [F((3,), values=[100.0, 101.0, 99.5])], {"dim": 0}),
+    Case("no-dim", [F((3,))], {}, dtypes=("f64",), error="BadCase"),
+])
+for op in ("var", "std"):
+    cases(op, [
+        Case("all-tiny", [F((3,))]),
+        Case("all-medium", [F((5, 6))]),
+        Case("dim1", [F((5, 6))], {"dim": 1}),
+        Case("dims-0-2-keepdim", [F((2, 3, 4))], {"dim": [0, 2], "keepdim": True}),
+        Case("correction0", [F((3, 5))], {"dim": 0, "correction": 0}),
+        Case("correction2", [F((3, 5))], {"dim": -1, "correction": 2}, dtypes=("f64",)),
+        Case("unbiased-false", [F((2, 3, 4))], {"dim": 1, "unbiased": False}, dtypes=("f64",)),
+        Case("dim-out-of-range", [F((3, 4))], {"dim": 2}, dtypes=("f64",), error="InvalidArgument"),
+    ])
+cases("norm", [
+    Case("0d", [F(())]),
+    Case("tiny", [F((3,))]),
+    Case("medium", [F((5, 6))]),
+    Case("batched", [F((2, 3, 4))], dtypes=("f64",)),
+    Case("fro", [F((3, 5))], {"p": "fro"}, dtypes=("f64",)),
+    Case("p2-keepdim", [F((3, 5))], {"p": 2, "keepdim": True}, dtypes=("f64",)),
+    Case("zeros", [F((3,), values=[0.0, 0.0, 0.0])], dtypes=("f64",)),
+])
+cases("sum_to_size", [
+    Case("rows", [F((3, 4))], {"size": [1, 4]}),
+    Case("cols", [F((3, 4))], {"size": [3, 1]}),
+    Case("lead", [F((2, 3, 4))], {"size": [4]}),
+    Case("same", [F((3, 4))], {"size": [3, 4]}, dtypes=("f64",)),
+    Case("not-expandable", [F((3, 4))], {"size": [5]}, dtypes=("f64",), error="ShapeMismatch"),
+])
+cases("cat", [
+    Case("dim0", [[F((2, 3)), F((1, 3)), F((3, 3))]]),
+    Case("dim1", [[F((2, 3)), F((2, 1))]], {"dim": 1}),
+    Case("dim-1-batched", [[F((2, 3, 4)), F((2, 3, 2))]], {"dim": -1}, dtypes=("f64",)),
+    Case("one", [[F((3,))]], dtypes=("f64",)),
+    Case("skip-empty-1d", [[F((2, 3)), F((0,)), F((1, 3))]], dtypes=("f64",)),
+    Case("mismatch", [[F((2, 3)), F((2, 4))]], dtypes=("f64",), error="ShapeMismatch"),
+    Case("empty-list", [[]], dtypes=("f64",), error="InvalidArgument"),
+])
+cases("stack", [
+    Case("dim0", [[F((2, 3)), F((2, 3))]]),
+    Case("dim1", [[F((3,)), F((3,)), F((3,))]], {"dim": 1}),
+    Case("dim-1", [[F((2, 3)), F((2, 3))]], {"dim": -1}, dtypes=("f64",)),
+    Case("0d", [[F(()), F(())]], dtypes=("f64",)),
+    Case("mismatch", [[F((2, 3)), F((3, 2))]], dtypes=("f64",), error="ShapeMismatch"),
+])
+cases("split", [
+    Case("size2-dim0", [F((5, 6))], {"split_size_or_sections": 2}),
+    Case("size4-dim1", [F((3, 5))], {"split_size_or_sections": 4, "dim": 1}),
+    Case("sections", [F((5, 3))], {"split_size_or_sections": [1, 2, 2]}),
+    Case("sections-dim-1", [F((2, 3, 4))], {"split_size_or_sections": [3, 1], "dim": -1}, dtypes=("f64",)),
+    Case("bad-sections", [F((5, 3))], {"split_size_or_sections": [1, 2]}, dtypes=("f64",), error="InvalidArgument"),
+])
+cases("chunk", [
+    Case("2-dim0", [F((5, 6))], {"chunks": 2}),
+    Case("3-dim1", [F((3, 5))], {"chunks": 3, "dim": 1}),
+    Case("more-than-size", [F((3,))], {"chunks": 5}, dtypes=("f64",)),
+    Case("zero", [F((3,))], {"chunks": 0}, dtypes=("f64",), error="InvalidArgument"),
+])
+cases("unbind", [
+    Case("dim0", [F((3, 4))]),
+    Case("dim1", [F((2, 3, 4))], {"dim": 1}),
+    Case("dim-out-of-range", [F((3,))], {"dim": 1}, dtypes=("f64",), error="InvalidArgument"),
+])
+cases("flip", [
+    Case("dim0", [F((5, 6))], {"dims": [0]}),
+    Case("dims-0-1", [F((3, 5))], {"dims": [0, 1]}),
+    Case("dim-1-batched", [F((2, 3, 4))], {"dims": [-1]}, dtypes=("f64",)),
+    Case("tiny", [F((3,))], {"dims": [0]}, dtypes=("f64",)),
+    Case("repeated-dim", [F((3, 4))], {"dims": [0, 0]}, dtypes=("f64",), error="InvalidArgument"),
+])
+cases("nn.functional.pad", [
+    Case("last", [F((3, 4))], {"pad": [1, 2]}),
+    Case("two-dims", [F((3, 4))], {"pad": [1, 0, 0, 2]}),
+    Case("crop", [F((3, 5))], {"pad": [-1, 1]}),
+    Case("value", [F((2, 3))], {"pad": [1, 1], "value": 2.5}),
+    Case("batched", [F((2, 3, 4))], {"pad": [0, 1, 2, 0]}, dtypes=("f64",)),
+    Case("odd", [F((3,))], {"pad": [1]}, dtypes=("f64",), error="InvalidArgument"),
+])
+cases("repeat", [
+    Case("2x1", [F((3, 4))], {"repeats": [2, 1]}),
+    Case("lead", [F((2, 3))], {"repeats": [2, 1, 3]}),
+    Case("tiny", [F((3,))], {"repeats": [3]}, dtypes=("f64",)),
+    Case("0d", [F(())], {"repeats": [2, 2]}, dtypes=("f64",)),
+    Case("too-few", [F((2, 3))], {"repeats": [2]}, dtypes=("f64",), error="InvalidArgument"),
+])
+cases("index_select", [
+    Case("dim0", [F((5, 6)), idx([4, 0, 2])], {"dim": 0}),
+    Case("dim1-repeated", [F((3, 5)), idx([1, 1, 4, 0])], {"dim": 1}),
+    Case("tiny", [F((3,)), idx([2, 2])], {"dim": 0}, dtypes=("f64",)),
+    Case("out-of-range", [F((3,)), idx([3])], {"dim": 0}, dtypes=("f64",), error="InvalidArgument"),
+    Case("float-index", [F((3,)), F((1,), values=[0.0], requires_grad=False)], {"dim": 0}, dtypes=("f64",), error="DtypeMismatch"),
+])
+cases("gather", [
+    Case("dim0", [F((3, 4)), idx([2, 0, 1, 1, 0, 2, 2, 0], shape=(2, 4))], {"dim": 0}),
+    Case("dim1", [F((3, 4)), idx([3, 3, 0, 1, 2, 0], shape=(3, 2))], {"dim": 1}),
+    Case("tiny", [F((4,)), idx([3, 0, 3])], {"dim": 0}, dtypes=("f64",)),
+    Case("out-of-range", [F((3,)), idx([5])], {"dim": 0}, dtypes=("f64",), error="InvalidArgument"),
+])
+cases("scatter_add", [
+    Case("dim0", [F((3, 4)), idx([2, 0, 1, 1, 0, 2, 2, 0], shape=(2, 4)), F((2, 4))], {"dim": 0}),
+    Case("dim1", [F((3, 4)), idx([3, 3, 0, 1, 2, 0], shape=(3, 2)), F((3, 2))], {"dim": 1}),
+    # forward only: PyTorch refuses this backward (its gradient for src has the index's shape)
+    Case("src-larger", [F((3, 4)), idx([1, 2], shape=(1, 2)), F((2, 3))], {"dim": 0}, dtypes=("f64",), grad=False),
+    Case("out-of-range", [F((3,)), idx([5]), F((1,))], {"dim": 0}, dtypes=("f64",), error="InvalidArgument"),
+])
+cases("reshape", [
+    Case("medium", [F((5, 6))], {"shape": [6, 5]}),
+    Case("infer", [F((2, 3, 4))], {"shape": [-1]}),
+    Case("infer-mid", [F((2, 3, 4))], {"shape": [2, -1, 3]}, dtypes=("f64",)),
+    Case("0d", [F(())], {"shape": [1, 1]}, dtypes=("f64",)),
+    Case("same", [F((3, 4))], {"shape": [3, 4]}, dtypes=("f64",)),
+    Case("bad-size", [F((5, 6))], {"shape": [7]}, dtypes=("f64",), error="ShapeMismatch"),
+])
+cases("view", [
+    Case("flat", [F((5, 6))], {"size": [-1]}),
+    Case("3d", [F((4, 6))], {"size": [2, 3, 4]}, dtypes=("f64",)),
+    Case("bad-size", [F((5, 6))], {"size": [7]}, dtypes=("f64",), error="ShapeMismatch"),
+])
+cases("permute", [
+    Case("2d", [F((3, 5))], {"dims": [1, 0]}),
+    Case("3d", [F((2, 3, 4))], {"dims": [2, 0, 1]}),
+    Case("identity", [F((2, 3))], {"dims": [0, 1]}, dtypes=("f64",)),
+    Case("duplicate", [F((2, 3))], {"dims": [0, 0]}, dtypes=("f64",), error="InvalidArgument"),
+])
+cases("transpose", [
+    Case("2d", [F((3, 5))], {"dim0": 0, "dim1": 1}),
+    Case("3d", [F((2, 3, 4))], {"dim0": -1, "dim1": 0}),
+    Case("same-dim", [F((2, 3))], {"dim0": 1, "dim1": 1}, dtypes=("f64",)),
+    Case("out-of-range", [F((2, 3))], {"dim0": 0, "dim1": 2}, dtypes=("f64",), error="InvalidArgument"),
+])
+cases("t", [
+    Case("2d", [F((3, 5))]),
+    Case("1d", [F((3,))], dtypes=("f64",)),
+    Case("0d", [F(())], dtypes=("f64",)),
+    Case("3d", [F((2, 3, 4))], dtypes=("f64",), error="ShapeMismatch"),
+])
+cases("narrow", [
+    Case("dim0", [F((5, 6))], {"dim": 0, "start": 1, "length": 2}),
+    Case("dim1-neg-start", [F((3, 5))], {"dim": 1, "start": -3, "length": 2}),
+    Case("full", [F((3,))], {"dim": 0, "start": 0, "length": 3}, dtypes=("f64",)),
+    Case("too-long", [F((5,))], {"dim": 0, "start": 4, "length": 3}, dtypes=("f64",), error="InvalidArgument"),
+])
+cases("select", [
+    Case("dim0", [F((5, 6))], {"dim": 0, "index": 1}),
+    Case("dim-1-neg", [F((2, 3, 4))], {"dim": -1, "index": -1}),
+    Case("tiny", [F((3,))], {"dim": 0, "index": 2}, dtypes=("f64",)),
+    Case("out-of-range", [F((3,))], {"dim": 0, "index": 3}, dtypes=("f64",), error="InvalidArgument"),
+])
+for op in ("expand", "broadcast_to"):
+    cases(op, [
+        Case("cols", [F((3, 1))], {"size": [3, 4]}),
+        Case("lead", [F((3, 4))], {"size": [2, 3, 4]}),
+        Case("keep", [F((1, 4))], {"size": [2, -1, 4]}, dtypes=("f64",)),
+        Case("0d", [F(())], {"size": [2, 2]}, dtypes=("f64",)),
+        Case("mismatch", [F((3,))], {"size": [4]}, dtypes=("f64",), error="ShapeMismatch"),
+    ])
+cases("squeeze", [
+    Case("all", [F((1, 3, 1))]),
+    Case("dim0", [F((1, 3, 1))], {"dim": 0}),
+    Case("dims", [F((1, 3, 1))], {"dim": [0, 2]}, dtypes=("f64",)),
+    Case("not-one", [F((2, 3))], {"dim": 1}, dtypes=("f64",)),
+    Case("0d", [F(())], dtypes=("f64",)),
+    Case("out-of-range", [F((2, 3))], {"dim": 2}, dtypes=("f64",), error="InvalidArgument"),
+])
+cases("unsqueeze", [
+    Case("dim0", [F((3, 4))], {"dim": 0}),
+    Case("dim-1", [F((3, 4))], {"dim": -1}),
+    Case("0d", [F(())], {"dim": 0}, dtypes=("f64",)),
+    Case("out-of-range", [F((3,))], {"dim": 3}, dtypes=("f64",), error="InvalidArgument"),
+])
+cases("flatten", [
+    Case("all", [F((2, 3, 4))]),
+    Case("start1", [F((2, 3, 4))], {"start_dim": 1}),
+    Case("0-1", [F((2, 3, 4))], {"start_dim": 0, "end_dim": 1}, dtypes=("f64",)),
+    Case("0d", [F(())], dtypes=("f64",)),
+    Case("start-after-end", [F((2, 3, 4))], {"start_dim": 2, "end_dim": 1}, dtypes=("f64",), error="InvalidArgument"),
+])
+cases("diagonal", [
+    Case("square", [F((4, 4))]),
+    Case("offset1", [F((3, 5))], {"offset": 1}),
+    Case("offset-2", [F((4, 3))], {"offset": -2}, dtypes=("f64",)),
+    Case("batched", [F((2, 3, 4))], {"dim1": 1, "dim2": 2}),
+    Case("dims-0-2", [F((2, 3, 4))], {"dim1": 0, "dim2": 2}, dtypes=("f64",)),
+    Case("same-dims", [F((3, 3))], {"dim1": 0, "dim2": 0}, dtypes=("f64",), error="InvalidArgument"),
+])
+
+
+# --------------------------------------------------------------------------------------
+# generation
+
+
+def generate(op, case, dtype, rng):
+    cid = f"{op}-{case.label}-{dtype}"
+    built = [build_input(s, dtype, rng) for s in case.inputs]
+    main_inputs = leaves_of(built, 0)
+    inputs_json = [
+        [tensor_json(b[0], b[2]) for b in x] if isinstance(x, list) else tensor_json(x[0], x[2])
+        for x in built
+    ]
+    proto = {"id": cid, "op": op, "inputs": inputs_json}
+    if case.attrs:
+        proto["attrs"] = case.attrs
+    if case.error is not None:
+        try:
+            run_torch(op, main_inputs, case.attrs, None)
+        except Exception as e:  # noqa: BLE001 - any refusal is the expected outcome
+            msg = str(e).strip().splitlines()[0] if str(e).strip() else ""
+            return {"case": proto, "expected": {"error": {"kind": case.error, "torch": f"{type(e).__name__}: {msg}"}}}
+        raise SystemExit(f"{cid}: PyTorch did not raise; fix the case")
+    outs = call_torch(op, main_inputs, case.attrs)
+    cots = None
+    if case.grad:
+        cots = []
+        for o in outs:
+            if o.dtype.is_floating_point:
+                v = np.round(rng.standard_normal(tuple(o.shape)), 4)
+                cots.append(torch.tensor(v, dtype=o.dtype))
+            else:
+                cots.append(None)
+        proto["cotangents"] = [None if c is None else tensor_json(c) for c in cots]
+    main_inputs = leaves_of(built, 0)
+    outs, grads = run_torch(op, main_inputs, case.attrs, cots)
+    # the same case in the other precision, for the conditioning estimate
+    alt_inputs = leaves_of(built, 1)
+    alt_cots = None
+    if cots is not None:
+        alt_cots = []
+        for c, o in zip(cots, outs):
+            alt_cots.append(None if c is None else c.to(torch.float64 if c.dtype != torch.float64 else torch.float32))
+    # (run_torch casts each cotangent to its output's dtype)
+    try:
+        alt_outs, alt_grads = run_torch(op, alt_inputs, case.attrs, alt_cots)
+        d_out = [max_delta(a, b) for a, b in zip(outs, alt_outs)]
+        d_grad = nested_delta(grads, alt_grads) if grads is not None else None
+    except Exception:  # noqa: BLE001 - no estimate: the test uses its base tolerance
+        d_out, d_grad = [None] * len(outs), None
+    expected = {"outputs": [tensor_json(o) for o in outs]}
+    if grads is not None:
+        expected["grads"] = nested_json(grads)
+    expected["delta"] = {"outputs": d_out}
+    if d_grad is not None:
+        expected["delta"]["grads"] = d_grad
+    return {"case": proto, "expected": expected}
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--out", default=DEFAULT_OUT)
+    args = ap.parse_args()
+    os.makedirs(args.out, exist_ok=True)
+    for f in os.listdir(args.out):
+        if f.endswith(".jsonl"):
+            os.remove(os.path.join(args.out, f))
+    total, size = 0, 0
+    for op, cs in CASES.items():
+        rng = np.random.default_rng(zlib.crc32(op.encode()))
+        lines = []
+        seen = set()
+        for case in cs:
+            for dtype in case.dtypes:
+                line = generate(op, case, dtype, rng)
+                cid = line["case"]["id"]
+                if cid in seen:
+                    raise SystemExit(f"duplicate case id {cid}")
+                seen.add(cid)
+                lines.append(dump(line))
+        path = os.path.join(args.out, f"{op}.jsonl")
+        with open(path, "w") as fh:
+            fh.write("\n".join(lines) + "\n")
+        total += len(lines)
+        size += os.path.getsize(path)
+    print(f"torch {torch.__version__}: {total} cases for {len(CASES)} ops, {size / 1024:.0f} KiB in {os.path.relpath(args.out)}", file=sys.stderr)
+
+
+if __name__ == "__main__":
+    main()
