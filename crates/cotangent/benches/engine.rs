@@ -6,9 +6,9 @@
 //! - `abc_sum/{f64,f32}/fwd_bwd`: `(a*b + c).sum()` and its backward, `a`, `b`, `c` 2x2
 //!   leaves that require grad;
 //! - `chain/f64/fwd_bwd` and `chain/f64/fwd`: a chain of [`CHAIN`] ops cycling through
-//!   `x*(-0.5)`, `exp(x)`, `x + c` on a 2x2 tensor, then `.sum()`, with and without its
-//!   backward. The throughput criterion prints is in ops; divide the time by [`CHAIN`] for
-//!   the cost of one op.
+//!   `x*(-0.5)`, `exp(x)`, `x + k` (`k` a constant) from a 2x2 leaf, then `.sum()`, with
+//!   and without its backward. The throughput criterion prints is in ops; divide the time
+//!   by [`CHAIN`] for the cost of one op.
 //!
 //! Run with `cargo bench -p cotangent --bench engine`; `scripts/bench_engine_compare.sh`
 //! runs this and the PyTorch script and prints the ratios.

@@ -54,12 +54,13 @@ impl Hasher for KeyHasher {
 type KeyMap<K, V> = HashMap<K, V, BuildHasherDefault<KeyHasher>>;
 type KeySet<K> = HashSet<K, BuildHasherDefault<KeyHasher>>;
 
-/// A node ordered by its creation `seq`.
-struct BySeq<'a>(&'a Arc<Node>);
+/// A node ordered by its creation `seq` (kept next to it, so the heap compares without
+/// touching the node).
+struct BySeq<'a>(u64, &'a Arc<Node>);
 
 impl PartialEq for BySeq<'_> {
     fn eq(&self, other: &Self) -> bool {
-        self.0.seq == other.0.seq
+        self.0 == other.0
     }
 }
 impl Eq for BySeq<'_> {}
@@ -70,7 +71,7 @@ impl PartialOrd for BySeq<'_> {
 }
 impl Ord for BySeq<'_> {
     fn cmp(&self, other: &Self) -> std::cmp::Ordering {
-        self.0.seq.cmp(&other.0.seq)
+        self.0.cmp(&other.0)
     }
 }
 
@@ -102,24 +103,34 @@ pub(crate) fn run(
     let mut heap: BinaryHeap<BySeq<'_>> = BinaryHeap::new();
     for (t, _) in roots {
         if let Some(gf) = t.grad_fn() {
-            heap.push(BySeq(&gf.node));
+            heap.push(BySeq(gf.node.seq, &gf.node));
         }
     }
     let mut nodes: Vec<&Arc<Node>> = Vec::new();
-    while let Some(BySeq(n)) = heap.pop() {
-        if nodes.last().is_some_and(|l| l.seq == n.seq) {
+    // the nodes' seqs, contiguous: lookups search them without touching the nodes
+    let mut seqs: Vec<u64> = Vec::new();
+    while let Some(BySeq(seq, n)) = heap.pop() {
+        if seqs.last() == Some(&seq) {
             continue;
         }
         for inp in &n.inputs {
             if let Some(gf) = inp.grad_fn() {
-                heap.push(BySeq(&gf.node));
+                heap.push(BySeq(gf.node.seq, &gf.node));
             }
         }
         nodes.push(n);
+        seqs.push(seq);
     }
     drop(heap);
-    // the position of a reached node in `nodes`
-    let index = |n: &Arc<Node>| nodes.binary_search_by(|m| n.seq.cmp(&m.seq)).ok();
+    // the position in `nodes` of a reached node that is an input of node `i` (so it comes
+    // after `i`): often `i + 1` (chains), else a binary search
+    let index = |i: usize, n: &Arc<Node>| {
+        if seqs.get(i + 1) == Some(&n.seq) {
+            return Some(i + 1);
+        }
+        let after = seqs.get(i + 1..)?;
+        after.binary_search_by(|&s| n.seq.cmp(&s)).ok().map(|j| i + 1 + j)
+    };
     // where each node's inputs (`needs`) and outputs (`buffers`) start in the flat vectors
     let mut in_start = Vec::with_capacity(nodes.len() + 1);
     let mut out_start = Vec::with_capacity(nodes.len() + 1);
@@ -159,7 +170,7 @@ pub(crate) fn run(
                     None => all_leaves || leaf_targets.contains(&inp.id()),
                     Some(gf) => {
                         node_targets.contains_key(&(node_key(&gf.node), gf.output))
-                            || index(&gf.node).is_some_and(|m| needed[m])
+                            || index(i, &gf.node).is_some_and(|m| needed[m])
                     }
                 };
             needs[in_start[i] + j] = need;
@@ -179,7 +190,7 @@ pub(crate) fn run(
     for (t, g) in roots {
         match t.grad_fn() {
             Some(gf) => {
-                let i = index(&gf.node).ok_or(NOT_REACHED)?;
+                let i = seqs.binary_search_by(|&s| gf.node.seq.cmp(&s)).map_err(|_| NOT_REACHED)?;
                 accumulate(&mut buffers[out_start[i] + gf.output as usize], g.clone())?;
             }
             None => {
@@ -233,7 +244,7 @@ pub(crate) fn run(
             }
             match inp.grad_fn() {
                 Some(gf) => {
-                    let m = index(&gf.node).ok_or(NOT_REACHED)?;
+                    let m = index(i, &gf.node).ok_or(NOT_REACHED)?;
                     accumulate(&mut buffers[out_start[m] + gf.output as usize], g)?;
                 }
                 None => accumulate(leaf_acc.entry(inp.id()).or_default(), g)?,

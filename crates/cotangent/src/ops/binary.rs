@@ -5,6 +5,8 @@
 //! (as views) to the broadcast shape before the kernel runs, so every VJP here sees
 //! cotangents of the inputs' shape and the expand's own VJP (`sum_to`) reduces them.
 
+use std::borrow::Cow;
+
 use crate::autograd::node::{record1, Op, VjpCtx};
 use crate::backend::{BackendStorage, BinaryKernel, CmpOp};
 use crate::dtype::{DType, Float};
@@ -13,15 +15,23 @@ use crate::shape::broadcast_shapes;
 use crate::tensor::Tensor;
 
 /// Promotes both operands to their common dtype and broadcasts them to a common shape.
-fn prepare(op: &'static str, a: &Tensor, b: &Tensor) -> Result<(Tensor, Tensor)> {
+/// Operands that need neither are borrowed, not cloned.
+fn prepare<'a>(
+    op: &'static str,
+    a: &'a Tensor,
+    b: &'a Tensor,
+) -> Result<(Cow<'a, Tensor>, Cow<'a, Tensor>)> {
+    if a.dtype() == b.dtype() && a.dims() == b.dims() {
+        return Ok((Cow::Borrowed(a), Cow::Borrowed(b)));
+    }
     let dt = DType::promote(a.dtype(), b.dtype());
     let a = if a.dtype() == dt { a.clone() } else { a.to_dtype(dt)? };
     let b = if b.dtype() == dt { b.clone() } else { b.to_dtype(dt)? };
     if a.dims() == b.dims() {
-        return Ok((a, b));
+        return Ok((Cow::Owned(a), Cow::Owned(b)));
     }
     let shape = broadcast_shapes(op, a.shape(), b.shape())?;
-    Ok((a.broadcast_to(shape.clone())?, b.broadcast_to(shape)?))
+    Ok((Cow::Owned(a.broadcast_to(shape.clone())?), Cow::Owned(b.broadcast_to(shape)?)))
 }
 
 fn apply<K: BinaryKernel + Op>(k: K, a: &Tensor, b: &Tensor, save_out: bool) -> Result<Tensor> {
@@ -31,7 +41,7 @@ fn apply<K: BinaryKernel + Op>(k: K, a: &Tensor, b: &Tensor, save_out: bool) -> 
     }
     let s = a.storage().cpu().binary(a.layout(), b.storage().cpu(), b.layout(), k)?;
     let out = Tensor::from_cpu(s, a.shape().clone());
-    Ok(record1(k, &[&a, &b], out, save_out))
+    Ok(record1(k, &[a.as_ref(), b.as_ref()], out, save_out))
 }
 
 macro_rules! binary_ops {

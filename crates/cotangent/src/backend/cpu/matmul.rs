@@ -10,7 +10,7 @@ use crate::dtype::Float;
 use crate::layout::Layout;
 
 /// Work (m·n·k) below which the direct loop beats faer's dispatch.
-const SMALL: usize = 16 * 16 * 16;
+const SMALL: usize = 8 * 8 * 8;
 /// Work above which faer is allowed to use both threads.
 const PAR_THRESHOLD: usize = 192 * 192 * 192;
 
@@ -50,7 +50,76 @@ fn view<'a, T: GemmElem>(
     }
 }
 
-/// `out[b] = a[b] · b[b]` for one batch element, into a row-major `m x n` block.
+/// `out = a · b` for small matrices, into a zeroed row-major `m x n` block, with the loop
+/// order that keeps the innermost loop contiguous (so it vectorises) where the layouts
+/// allow it.
+#[inline]
+fn small<T: GemmElem>(
+    a: &[T],
+    am: Mat,
+    b: &[T],
+    bm: Mat,
+    out: &mut [T],
+    m: usize,
+    k: usize,
+    n: usize,
+) {
+    if bm.cs == 1 {
+        // C[i, :] += A[i, p] · B[p, :]
+        for (i, crow) in out.chunks_exact_mut(n).enumerate().take(m) {
+            for p in 0..k {
+                let aip = a[am.off + i * am.rs + p * am.cs];
+                let start = bm.off + p * bm.rs;
+                for (c, &bv) in crow.iter_mut().zip(&b[start..start + n]) {
+                    *c += aip * bv;
+                }
+            }
+        }
+    } else if am.cs == 1 && bm.rs == 1 {
+        // C[i, j] = A[i, :] · B[:, j], both contiguous
+        for i in 0..m {
+            let arow = &a[am.off + i * am.rs..am.off + i * am.rs + k];
+            for j in 0..n {
+                let start = bm.off + j * bm.cs;
+                let bcol = &b[start..start + k];
+                out[i * n + j] = arow.iter().zip(bcol).fold(T::ZERO, |acc, (&x, &y)| acc + x * y);
+            }
+        }
+    } else {
+        for i in 0..m {
+            for j in 0..n {
+                let mut acc = T::ZERO;
+                for p in 0..k {
+                    acc += a[am.off + i * am.rs + p * am.cs] * b[bm.off + p * bm.rs + j * bm.cs];
+                }
+                out[i * n + j] = acc;
+            }
+        }
+    }
+}
+
+/// `out = a · b` for `N x N` matrices of any strides: both are loaded into arrays, so the
+/// product is fully unrolled and free of bounds checks.
+#[inline(always)]
+fn fixed<T: GemmElem, const N: usize>(a: &[T], am: Mat, b: &[T], bm: Mat, out: &mut [T]) {
+    let load = |v: &[T], m: Mat| -> [[T; N]; N] {
+        std::array::from_fn(|i| std::array::from_fn(|j| v[m.off + i * m.rs + j * m.cs]))
+    };
+    let (x, y) = (load(a, am), load(b, bm));
+    let mut c = [[T::ZERO; N]; N];
+    for i in 0..N {
+        for p in 0..N {
+            for j in 0..N {
+                c[i][j] += x[i][p] * y[p][j];
+            }
+        }
+    }
+    for (o, row) in out.chunks_exact_mut(N).zip(&c) {
+        o.copy_from_slice(row);
+    }
+}
+
+/// `out[b] = a[b] · b[b]` for one batch element, into a zeroed row-major `m x n` block.
 fn one<T: GemmElem>(
     a: &[T],
     am: Mat,
@@ -62,16 +131,17 @@ fn one<T: GemmElem>(
     n: usize,
     par: Par,
 ) {
-    if m * n * k <= SMALL {
-        for i in 0..m {
-            for j in 0..n {
-                let mut acc = T::ZERO;
-                for p in 0..k {
-                    acc += a[am.off + i * am.rs + p * am.cs] * b[bm.off + p * bm.rs + j * bm.cs];
-                }
-                out[i * n + j] = acc;
-            }
+    if m == k && k == n && n <= 4 {
+        match n {
+            1 => fixed::<T, 1>(a, am, b, bm, out),
+            2 => fixed::<T, 2>(a, am, b, bm, out),
+            3 => fixed::<T, 3>(a, am, b, bm, out),
+            _ => fixed::<T, 4>(a, am, b, bm, out),
         }
+        return;
+    }
+    if m * n * k <= SMALL {
+        small(a, am, b, bm, out, m, k, n);
         return;
     }
     let (mut ta, mut tb) = (Vec::new(), Vec::new());
@@ -86,6 +156,21 @@ fn one<T: GemmElem>(
 pub(crate) fn matmul<T: GemmElem>(a: &[T], al: &Layout, b: &[T], bl: &Layout) -> Vec<T> {
     let r = al.rank();
     let (m, k, n) = (al.dims()[r - 2], al.dims()[r - 1], bl.dims()[r - 1]);
+    // operands whose matrices have no unit stride (expanded cotangents, strided slices)
+    // are copied once, so every kernel below reads rows or columns contiguously
+    let fixed_size = m == k && k == n && n <= 4;
+    let awkward = |l: &Layout, rows: usize, cols: usize| {
+        let (rs, cs) = (l.strides()[r - 2], l.strides()[r - 1]);
+        !fixed_size && rs != 1 && cs != 1 && rows > 1 && cols > 1
+    };
+    if awkward(al, m, k) {
+        let c = super::map_strided(a, al, |x| x);
+        return matmul(&c, &Layout::contiguous(al.shape().clone()), b, bl);
+    }
+    if awkward(bl, k, n) {
+        let c = super::map_strided(b, bl, |x| x);
+        return matmul(a, al, &c, &Layout::contiguous(bl.shape().clone()));
+    }
     let batch_dims = &al.dims()[..r - 2];
     let batch: usize = batch_dims.iter().product();
     let mut out = vec![T::ZERO; batch * m * n];
@@ -109,8 +194,12 @@ pub(crate) fn matmul<T: GemmElem>(a: &[T], al: &Layout, b: &[T], bl: &Layout) ->
         let par = if work >= PAR_THRESHOLD { Par::rayon(0) } else { Par::Seq };
         one(a, mats[0].0, b, mats[0].1, &mut out, m, k, n, par);
     } else if batch * work >= 1 << 15 && work < PAR_THRESHOLD {
-        out.par_chunks_mut(m * n).zip(mats.par_iter()).for_each(|(o, &(am, bm))| {
-            one(a, am, b, bm, o, m, k, n, Par::Seq);
+        // about 2^14 multiply-adds per task
+        let per_task = ((1usize << 14) / work.max(1)).max(1);
+        out.par_chunks_mut(m * n * per_task).zip(mats.par_chunks(per_task)).for_each(|(o, ms)| {
+            for (o, &(am, bm)) in o.chunks_mut(m * n).zip(ms) {
+                one(a, am, b, bm, o, m, k, n, Par::Seq);
+            }
         });
     } else {
         let par = if work >= PAR_THRESHOLD { Par::rayon(0) } else { Par::Seq };

@@ -149,15 +149,21 @@ fn offset_of(l: &Layout, idx: &[usize]) -> usize {
     l.offset() + idx.iter().zip(l.strides()).map(|(&i, &s)| i * s).sum::<usize>()
 }
 
+/// Reduces `dims` of `l` with `f` from `init`; where the reduced elements of each output
+/// are one contiguous run, `run` folds the whole slice at once (so it can vectorise).
 fn reduce_generic<T: Copy>(
     v: &[T],
     l: &Layout,
     dims: &[usize],
     init: T,
     f: impl Fn(T, T) -> T,
+    run: impl Fn(&[T]) -> T,
 ) -> Vec<T> {
     let (mut kd, mut ks, mut rd, mut rs) = (vec![], vec![], vec![], vec![]);
     for (i, (&d, &s)) in l.dims().iter().zip(l.strides()).enumerate() {
+        if d == 1 {
+            continue;
+        }
         if dims.contains(&i) {
             rd.push(d);
             rs.push(s);
@@ -171,24 +177,58 @@ fn reduce_generic<T: Copy>(
     if n_out == 0 {
         return out;
     }
+    // the reduced dims form one contiguous run of `len` elements
+    let mut expected = 1usize;
+    let contiguous = rd.iter().zip(&rs).rev().all(|(&d, &s)| {
+        let ok = s == expected;
+        expected *= d;
+        ok
+    });
+    let len: usize = rd.iter().product();
     walk(&kd, [&ks], [l.offset()], |[o]| {
-        let mut acc = init;
-        walk(&rd, [&rs], [o], |[i]| acc = f(acc, v[i]));
-        out.push(acc);
+        if len == 0 {
+            out.push(init);
+        } else if contiguous {
+            out.push(f(init, run(&v[o..o + len])));
+        } else {
+            let mut acc = init;
+            walk(&rd, [&rs], [o], |[i]| acc = f(acc, v[i]));
+            out.push(acc);
+        }
     });
     out
 }
 
+/// Σ of a slice with 8 independent partial sums (vectorisable, and more accurate than one
+/// running sum).
+fn sum_run<T: Float>(xs: &[T]) -> T {
+    let mut acc = [T::ZERO; 8];
+    let mut chunks = xs.chunks_exact(8);
+    for c in &mut chunks {
+        for k in 0..8 {
+            acc[k] += c[k];
+        }
+    }
+    let mut s = T::ZERO;
+    for x in chunks.remainder() {
+        s += *x;
+    }
+    ((acc[0] + acc[4]) + (acc[1] + acc[5])) + ((acc[2] + acc[6]) + (acc[3] + acc[7])) + s
+}
+
+fn fold_run<T: Copy>(init: T, f: impl Fn(T, T) -> T) -> impl Fn(&[T]) -> T {
+    move |xs: &[T]| xs.iter().fold(init, |a, &b| f(a, b))
+}
+
 fn reduce_float<T: Float>(v: &[T], l: &Layout, dims: &[usize], op: ReduceOp) -> Vec<T> {
+    let max = |a: T, b: T| if b.is_nan() || b > a { b } else { a };
+    let min = |a: T, b: T| if b.is_nan() || b < a { b } else { a };
+    let mul = |a: T, b: T| a * b;
     match op {
-        ReduceOp::Sum => reduce_generic(v, l, dims, T::ZERO, |a, b| a + b),
-        ReduceOp::Prod => reduce_generic(v, l, dims, T::ONE, |a, b| a * b),
-        ReduceOp::Max => {
-            reduce_generic(v, l, dims, -T::INFINITY, |a, b| if b.is_nan() || b > a { b } else { a })
-        }
-        ReduceOp::Min => {
-            reduce_generic(v, l, dims, T::INFINITY, |a, b| if b.is_nan() || b < a { b } else { a })
-        }
+        ReduceOp::Sum => reduce_generic(v, l, dims, T::ZERO, |a, b| a + b, sum_run),
+        ReduceOp::Prod => reduce_generic(v, l, dims, T::ONE, mul, fold_run(T::ONE, mul)),
+        ReduceOp::Max => reduce_generic(v, l, dims, -T::INFINITY, max, fold_run(-T::INFINITY, max)),
+        ReduceOp::Min => reduce_generic(v, l, dims, T::INFINITY, min, fold_run(T::INFINITY, min)),
     }
 }
 
@@ -459,14 +499,26 @@ impl BackendStorage for CpuStorage {
                 CpuStorage::f32_to(self.dtype(), reduce_float(&x, &xl, dims, op))
             }
             CpuStorage::I64(v) => CpuStorage::I64(match op {
-                ReduceOp::Sum => reduce_generic(v, l, dims, 0, i64::wrapping_add),
-                ReduceOp::Prod => reduce_generic(v, l, dims, 1, i64::wrapping_mul),
-                ReduceOp::Max => reduce_generic(v, l, dims, i64::MIN, i64::max),
-                ReduceOp::Min => reduce_generic(v, l, dims, i64::MAX, i64::min),
+                ReduceOp::Sum => {
+                    reduce_generic(v, l, dims, 0, i64::wrapping_add, fold_run(0, i64::wrapping_add))
+                }
+                ReduceOp::Prod => {
+                    reduce_generic(v, l, dims, 1, i64::wrapping_mul, fold_run(1, i64::wrapping_mul))
+                }
+                ReduceOp::Max => {
+                    reduce_generic(v, l, dims, i64::MIN, i64::max, fold_run(i64::MIN, i64::max))
+                }
+                ReduceOp::Min => {
+                    reduce_generic(v, l, dims, i64::MAX, i64::min, fold_run(i64::MAX, i64::min))
+                }
             }),
             CpuStorage::Bool(v) => CpuStorage::Bool(match op {
-                ReduceOp::Sum | ReduceOp::Max => reduce_generic(v, l, dims, false, |a, b| a || b),
-                ReduceOp::Prod | ReduceOp::Min => reduce_generic(v, l, dims, true, |a, b| a && b),
+                ReduceOp::Sum | ReduceOp::Max => {
+                    reduce_generic(v, l, dims, false, |a, b| a || b, |xs| xs.contains(&true))
+                }
+                ReduceOp::Prod | ReduceOp::Min => {
+                    reduce_generic(v, l, dims, true, |a, b| a && b, |xs| !xs.contains(&false))
+                }
             }),
             _ => return Err(unsupported("reduce", self.dtype())),
         })
