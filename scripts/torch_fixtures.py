@@ -181,6 +181,8 @@ TENSOR_METHODS = {"repeat", "expand", "view", "sum_to_size", "to"}
 
 
 def torch_fn(op):
+    if op.startswith("linalg."):
+        return getattr(torch.linalg, op[len("linalg."):])
     if op.startswith("nn.functional."):
         return getattr(torch.nn.functional, op[len("nn.functional."):])
     if op in TENSOR_METHODS:
@@ -666,6 +668,210 @@ cases("diagonal", [
     Case("batched", [F((2, 3, 4))], {"dim1": 1, "dim2": 2}),
     Case("dims-0-2", [F((2, 3, 4))], {"dim1": 0, "dim2": 2}, dtypes=("f64",)),
     Case("same-dims", [F((3, 3))], {"dim1": 0, "dim2": 0}, dtypes=("f64",), error="InvalidArgument"),
+])
+
+
+# linear algebra: products and structured matrices (crates/cotangent/src/linalg)
+
+NAN = float("nan")
+F64 = ("f64",)
+
+
+def mixed(sa, sb):
+    """Operands of different float dtypes (f64, f32): PyTorch's mm/matmul refuse them."""
+    na, nb = int(np.prod(sa)), int(np.prod(sb))
+    return [T("f64", np.linspace(-1, 1, na), shape=sa), T("f32", np.linspace(1, 2, nb), shape=sb)]
+
+
+def nan_self(shape):
+    """A `self` with NaN in it, for beta = 0 (which must ignore it)."""
+    n = int(np.prod(shape))
+    return F(shape, values=[NAN if i % 2 == 0 else 0.5 for i in range(n)])
+
+
+cases("matmul", [
+    Case("2d", [F((3, 4)), F((4, 5))]),
+    Case("1x1", [F((1, 1)), F((1, 1))], dtypes=F64),
+    Case("vec-vec", [F((3,)), F((3,))]),
+    Case("vec-mat", [F((3,)), F((3, 4))], dtypes=F64),
+    Case("mat-vec", [F((3, 4)), F((4,))], dtypes=F64),
+    Case("batched", [F((2, 3, 4)), F((2, 4, 2))]),
+    Case("bcast", [F((2, 1, 3, 4)), F((3, 4, 2))], dtypes=F64),
+    Case("batched-vec", [F((2, 3, 4)), F((4,))], dtypes=F64),
+    Case("vec-batched", [F((4,)), F((2, 4, 3))], dtypes=F64),
+    Case("empty-inner", [F((2, 0)), F((0, 3))], dtypes=F64),
+    Case("inner-mismatch", [F((2, 3)), F((4, 2))], dtypes=F64, error="ShapeMismatch"),
+    Case("batch-mismatch", [F((2, 3, 4)), F((3, 4, 2))], dtypes=F64, error="ShapeMismatch"),
+    Case("0d", [F(()), F((3,))], dtypes=F64, error="ShapeMismatch"),
+    Case("mixed-dtype", mixed((2, 3), (3, 2)), dtypes=F64, error="DtypeMismatch"),
+])
+cases("mm", [
+    Case("2d", [F((3, 4)), F((4, 5))]),
+    Case("1x1", [F((1, 1)), F((1, 1))], dtypes=F64),
+    Case("rect", [F((1, 5)), F((5, 1))], dtypes=F64),
+    Case("inner-mismatch", [F((2, 3)), F((4, 2))], dtypes=F64, error="ShapeMismatch"),
+    Case("1d", [F((3,)), F((3, 2))], dtypes=F64, error="ShapeMismatch"),
+    Case("mixed-dtype", mixed((2, 3), (3, 2)), dtypes=F64, error="DtypeMismatch"),
+])
+cases("bmm", [
+    Case("batched", [F((2, 3, 4)), F((2, 4, 5))]),
+    Case("1x1x1", [F((1, 1, 1)), F((1, 1, 1))], dtypes=F64),
+    Case("batch-mismatch", [F((2, 3, 4)), F((3, 4, 5))], dtypes=F64, error="ShapeMismatch"),
+    Case("2d", [F((3, 4)), F((4, 5))], dtypes=F64, error="ShapeMismatch"),
+])
+cases("mv", [
+    Case("rect", [F((3, 4)), F((4,))]),
+    Case("1x1", [F((1, 1)), F((1,))], dtypes=F64),
+    Case("mismatch", [F((3, 4)), F((3,))], dtypes=F64, error="ShapeMismatch"),
+    Case("1d", [F((3,)), F((3,))], dtypes=F64, error="ShapeMismatch"),
+])
+for op in ("dot", "vdot"):
+    cases(op, [
+        Case("tiny", [F((3,)), F((3,))]),
+        Case("medium", [F((7,)), F((7,))], dtypes=F64),
+        Case("one", [F((1,)), F((1,))], dtypes=F64),
+        Case("mismatch", [F((3,)), F((4,))], dtypes=F64, error="ShapeMismatch"),
+        Case("2d", [F((2, 3)), F((2, 3))], dtypes=F64, error="ShapeMismatch"),
+    ])
+cases("inner", [
+    Case("vec", [F((3,)), F((3,))]),
+    Case("mats", [F((2, 3)), F((4, 3))]),
+    Case("batched-vec", [F((2, 3, 4)), F((4,))], dtypes=F64),
+    Case("0d", [F(()), F((2, 3))], dtypes=F64),
+    Case("mismatch", [F((2, 3)), F((4,))], dtypes=F64, error="ShapeMismatch"),
+])
+cases("outer", [
+    Case("rect", [F((3,)), F((4,))]),
+    Case("one", [F((1,)), F((1,))], dtypes=F64),
+    Case("2d", [F((2, 2)), F((3,))], dtypes=F64, error="ShapeMismatch"),
+])
+cases("linalg.vecdot", [
+    Case("last", [F((3, 4)), F((3, 4))]),
+    Case("dim0", [F((3, 4)), F((3, 4))], {"dim": 0}),
+    Case("bcast", [F((2, 3, 4)), F((4,))], dtypes=F64),
+    Case("tiny", [F((3,)), F((3,))], dtypes=F64),
+    Case("mismatch", [F((3,)), F((4,))], dtypes=F64, error="ShapeMismatch"),
+])
+cases("linalg.multi_dot", [
+    Case("three", [[F((2, 3)), F((3, 4)), F((4, 2))]]),
+    Case("vec-ends", [[F((3,)), F((3, 4)), F((4,))]]),
+    Case("vec-first", [[F((3,)), F((3, 4)), F((4, 5))]], dtypes=F64),
+    Case("vec-last", [[F((2, 3)), F((3,))]], dtypes=F64),
+    Case("four", [[F((5, 1)), F((1, 4)), F((4, 3)), F((3, 2))]], dtypes=F64),
+    Case("one", [[F((2, 3))]], dtypes=F64, error="InvalidArgument"),
+    Case("mismatch", [[F((2, 3)), F((4, 2))]], dtypes=F64, error="ShapeMismatch"),
+    Case("3d", [[F((2, 3)), F((2, 3, 2))]], dtypes=F64, error="ShapeMismatch"),
+])
+cases("addmm", [
+    Case("default", [F((2, 4)), F((2, 3)), F((3, 4))]),
+    Case("beta-alpha", [F((2, 4)), F((2, 3)), F((3, 4))], {"beta": 0.5, "alpha": -2.0}),
+    Case("bcast-self", [F((4,)), F((2, 3)), F((3, 4))], dtypes=F64),
+    Case("0d-self", [F(()), F((2, 3)), F((3, 4))], {"alpha": 1.5}, dtypes=F64),
+    Case("1x1", [F((1, 1)), F((1, 1)), F((1, 1))], dtypes=F64),
+    Case("beta0-nan", [nan_self((2, 4)), F((2, 3)), F((3, 4))], {"beta": 0.0}),
+    Case("inner-mismatch", [F((2, 4)), F((2, 3)), F((2, 4))], dtypes=F64, error="ShapeMismatch"),
+    Case("self-mismatch", [F((3,)), F((2, 3)), F((3, 4))], dtypes=F64, error="ShapeMismatch"),
+])
+cases("addbmm", [
+    Case("default", [F((3, 5)), F((2, 3, 4)), F((2, 4, 5))]),
+    Case("beta-alpha", [F((5,)), F((2, 3, 4)), F((2, 4, 5))], {"beta": -1.0, "alpha": 0.25}, dtypes=F64),
+    Case("beta0-nan", [nan_self((2, 2)), F((3, 2, 3)), F((3, 3, 2))], {"beta": 0.0}, dtypes=F64),
+    Case("batch-mismatch", [F((3, 5)), F((2, 3, 4)), F((3, 4, 5))], dtypes=F64, error="ShapeMismatch"),
+])
+cases("baddbmm", [
+    Case("default", [F((2, 3, 5)), F((2, 3, 4)), F((2, 4, 5))]),
+    Case("bcast-self", [F((3, 5)), F((2, 3, 4)), F((2, 4, 5))], {"beta": 2.0, "alpha": 0.5}, dtypes=F64),
+    Case("beta0-nan", [nan_self((2, 2, 2)), F((2, 2, 3)), F((2, 3, 2))], {"beta": 0.0}, dtypes=F64),
+    Case("inner-mismatch", [F((2, 3, 5)), F((2, 3, 4)), F((2, 3, 5))], dtypes=F64, error="ShapeMismatch"),
+])
+cases("addmv", [
+    Case("default", [F((3,)), F((3, 4)), F((4,))]),
+    Case("0d-self", [F(()), F((3, 4)), F((4,))], {"beta": 0.5, "alpha": 3.0}, dtypes=F64),
+    Case("beta0-nan", [nan_self((3,)), F((3, 4)), F((4,))], {"beta": 0.0}, dtypes=F64),
+    Case("mismatch", [F((3,)), F((3, 4)), F((3,))], dtypes=F64, error="ShapeMismatch"),
+])
+cases("addr", [
+    Case("default", [F((3, 4)), F((3,)), F((4,))]),
+    Case("bcast-self", [F((4,)), F((3,)), F((4,))], {"beta": -0.5, "alpha": 2.0}, dtypes=F64),
+    Case("beta0-nan", [nan_self((3, 4)), F((3,)), F((4,))], {"beta": 0.0}, dtypes=F64),
+    Case("2d-vec", [F((3, 4)), F((3, 1)), F((4,))], dtypes=F64, error="ShapeMismatch"),
+])
+cases("nn.functional.linear", [
+    Case("bias", [F((3, 4)), F((5, 4)), F((5,))]),
+    Case("no-bias", [F((3, 4)), F((5, 4))]),
+    Case("batched", [F((2, 3, 4)), F((5, 4)), F((5,))], dtypes=F64),
+    Case("1d-input", [F((4,)), F((5, 4)), F((5,))], dtypes=F64),
+    Case("1d-weight", [F((3, 4)), F((4,))], dtypes=F64),
+    Case("mismatch", [F((3, 4)), F((5, 3))], dtypes=F64, error="ShapeMismatch"),
+])
+cases("kron", [
+    Case("2d", [F((2, 3)), F((3, 2))]),
+    Case("1d", [F((2,)), F((3,))]),
+    Case("ranks", [F((2, 2)), F((3,))], dtypes=F64),
+    Case("0d", [F(()), F((2,))], dtypes=F64),
+    Case("1x1", [F((1, 1)), F((1, 1))], dtypes=F64),
+    Case("batched", [F((2, 1, 2)), F((1, 2, 2))], dtypes=F64),
+])
+cases("trace", [
+    Case("square", [F((3, 3))]),
+    Case("rect", [F((3, 5))]),
+    Case("1x1", [F((1, 1))], dtypes=F64),
+    Case("3d", [F((2, 3, 3))], dtypes=F64, error="ShapeMismatch"),
+])
+cases("diag", [
+    Case("1d", [F((3,))]),
+    Case("1d-k1", [F((3,))], {"diagonal": 1}),
+    Case("1d-k-2", [F((2,))], {"diagonal": -2}, dtypes=F64),
+    Case("2d", [F((3, 4))]),
+    Case("2d-k1", [F((3, 4))], {"diagonal": 1}, dtypes=F64),
+    Case("2d-k-1", [F((3, 4))], {"diagonal": -1}, dtypes=F64),
+    Case("1x1", [F((1, 1))], dtypes=F64),
+    Case("3d", [F((2, 3, 3))], dtypes=F64, error="ShapeMismatch"),
+])
+cases("diag_embed", [
+    Case("1d", [F((3,))]),
+    Case("batched", [F((2, 3))]),
+    Case("offset1", [F((2, 3))], {"offset": 1}, dtypes=F64),
+    Case("offset-1", [F((3,))], {"offset": -1}, dtypes=F64),
+    Case("dims-0-2", [F((2, 3))], {"dim1": 0, "dim2": 2}, dtypes=F64),
+    Case("dims-swapped", [F((2, 3))], {"offset": 1, "dim1": -1, "dim2": 0}, dtypes=F64),
+    Case("same-dims", [F((2, 3))], {"dim1": 1, "dim2": 1}, dtypes=F64, error="InvalidArgument"),
+])
+for op in ("tril", "triu"):
+    cases(op, [
+        Case("square", [F((4, 4))]),
+        Case("rect-k1", [F((3, 5))], {"diagonal": 1}),
+        Case("rect-k-1", [F((5, 3))], {"diagonal": -1}, dtypes=F64),
+        Case("batched", [F((2, 3, 4))]),
+        Case("1x1", [F((1, 1))], dtypes=F64),
+        Case("k-beyond", [F((3, 3))], {"diagonal": 5}, dtypes=F64),
+        Case("nan", [F((2, 2), values=[NAN, NAN, NAN, NAN])], dtypes=F64),
+        Case("1d", [F((3,))], dtypes=F64, error="ShapeMismatch"),
+    ])
+cases("linalg.cross", [
+    Case("vec", [F((3,)), F((3,))]),
+    Case("rows", [F((4, 3)), F((4, 3))]),
+    Case("dim0", [F((3, 4)), F((3, 4))], {"dim": 0}, dtypes=F64),
+    Case("bcast", [F((2, 1, 3)), F((1, 4, 3))], dtypes=F64),
+    Case("not-3", [F((3, 2)), F((3, 2))], dtypes=F64, error="ShapeMismatch"),
+    Case("ranks", [F((2, 3)), F((3,))], dtypes=F64, error="ShapeMismatch"),
+])
+cases("linalg.vander", [
+    Case("square", [F((3,))]),
+    Case("batched", [F((2, 4))]),
+    Case("N5", [F((3,))], {"N": 5}, dtypes=F64),
+    Case("N2", [F((4,))], {"N": 2}, dtypes=F64),
+    Case("N1", [F((3,))], {"N": 1}, dtypes=F64, error="InvalidArgument"),
+])
+cases("linalg.matrix_power", [
+    Case("n0", [F((3, 3))], {"n": 0}),
+    Case("n1", [F((3, 3))], {"n": 1}, dtypes=F64),
+    Case("n2", [F((3, 3))], {"n": 2}),
+    Case("n3", [F((3, 3))], {"n": 3}, dtypes=F64),
+    Case("n5", [F((3, 3), "unit")], {"n": 5}),
+    Case("batched", [F((2, 3, 3))], {"n": 3}),
+    Case("1x1", [F((1, 1))], {"n": 4}, dtypes=F64),
+    Case("not-square", [F((2, 3))], {"n": 2}, dtypes=F64, error="NotSquare"),
 ])
 
 

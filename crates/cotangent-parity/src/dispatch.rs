@@ -137,6 +137,33 @@ pub const OPS: &[OpSpec] = &[
     op("unsqueeze", &["dim"], h::unsqueeze),
     op("flatten", &["start_dim", "end_dim"], h::flatten),
     op("diagonal", &["offset", "dim1", "dim2"], h::diagonal),
+    // linear algebra: products
+    op("matmul", &[], h::matmul),
+    op("mm", &[], h::mm),
+    op("bmm", &[], h::bmm),
+    op("mv", &[], h::mv),
+    op("dot", &[], h::dot),
+    op("vdot", &[], h::vdot),
+    op("inner", &[], h::inner),
+    op("outer", &[], h::outer),
+    op("linalg.vecdot", &["dim"], h::vecdot),
+    op("linalg.multi_dot", &[], h::multi_dot),
+    op("addmm", &["beta", "alpha"], h::addmm),
+    op("addbmm", &["beta", "alpha"], h::addbmm),
+    op("baddbmm", &["beta", "alpha"], h::baddbmm),
+    op("addmv", &["beta", "alpha"], h::addmv),
+    op("addr", &["beta", "alpha"], h::addr),
+    op("nn.functional.linear", &[], h::linear),
+    // linear algebra: structure
+    op("kron", &[], h::kron),
+    op("trace", &[], h::trace),
+    op("diag", &["diagonal"], h::diag),
+    op("diag_embed", &["offset", "dim1", "dim2"], h::diag_embed),
+    op("tril", &["diagonal"], h::tril),
+    op("triu", &["diagonal"], h::triu),
+    op("linalg.cross", &["dim"], h::cross),
+    op("linalg.vander", &["N"], h::vander),
+    op("linalg.matrix_power", &["n"], h::matrix_power),
 ];
 
 /// The names of every op of the runner, in table order.
@@ -323,8 +350,13 @@ fn guard(op: &str, dims: &[usize]) -> Res<()> {
 /// Refuses a broadcast of `shapes` whose result could exceed the size limit (an upper
 /// bound: the largest size at each aligned dim).
 fn guard_broadcast(op: &str, shapes: &[&[usize]]) -> Res<()> {
+    guard(op, &broadcast_upper(shapes))
+}
+
+/// The largest size at each aligned dim of `shapes` (an upper bound of their broadcast).
+fn broadcast_upper(shapes: &[&[usize]]) -> Vec<usize> {
     let rank = shapes.iter().map(|s| s.len()).max().unwrap_or(0);
-    let dims: Vec<usize> = (0..rank)
+    (0..rank)
         .map(|i| {
             shapes
                 .iter()
@@ -332,15 +364,33 @@ fn guard_broadcast(op: &str, shapes: &[&[usize]]) -> Res<()> {
                 .max()
                 .unwrap_or(1)
         })
-        .collect();
+        .collect()
+}
+
+/// Refuses a matrix product of `a` and `b` (PyTorch's `matmul` rank rules) whose result
+/// could exceed the size limit; shapes the library refuses are left to it.
+fn guard_matmul(op: &str, a: &[usize], b: &[usize]) -> Res<()> {
+    let (ra, rb) = (a.len(), b.len());
+    if ra == 0 || rb == 0 {
+        return Ok(());
+    }
+    let batch_a = &a[..ra.saturating_sub(2)];
+    let batch_b = &b[..rb.saturating_sub(2)];
+    let mut dims = broadcast_upper(&[batch_a, batch_b]);
+    if ra >= 2 {
+        dims.push(a[ra - 2]);
+    }
+    if rb >= 2 {
+        dims.push(b[rb - 1]);
+    }
     guard(op, &dims)
 }
 
 /// Handlers, one per op (the table above says which).
 mod h {
     use super::{
-        bad, dtype_of, float_lit, guard, guard_broadcast, invalid, lit_f64, one, unsupported, Args,
-        Attrs, DType, Res, Shape, Tensor, Value, MAX_ELEMENTS, MAX_OUTPUTS,
+        bad, dtype_of, float_lit, guard, guard_broadcast, guard_matmul, invalid, lit_f64, one,
+        unsupported, Args, Attrs, DType, Res, Shape, Tensor, Value, MAX_ELEMENTS, MAX_OUTPUTS,
     };
 
     macro_rules! unary {
@@ -900,5 +950,253 @@ mod h {
         let (offset, d1, d2) =
             (at.isize_or("offset", 0)?, at.isize_or("dim1", 0)?, at.isize_or("dim2", 1)?);
         one(a.t(0)?.diagonal(offset, d1, d2))
+    }
+
+    /// A product of two tensors with `matmul`'s rank rules (guarded on the result's size).
+    fn product(
+        a: &Args<'_>,
+        f: fn(&Tensor, &Tensor) -> cotangent::Result<Tensor>,
+    ) -> Res<Vec<Tensor>> {
+        a.count(2, 2)?;
+        let (x, y) = (a.t(0)?, a.t(1)?);
+        guard_matmul(a.op, x.dims(), y.dims())?;
+        one(f(x, y))
+    }
+
+    pub(super) fn matmul(a: &Args<'_>, _: &Attrs<'_>) -> Res<Vec<Tensor>> {
+        product(a, Tensor::matmul)
+    }
+
+    pub(super) fn mm(a: &Args<'_>, _: &Attrs<'_>) -> Res<Vec<Tensor>> {
+        product(a, Tensor::mm)
+    }
+
+    pub(super) fn bmm(a: &Args<'_>, _: &Attrs<'_>) -> Res<Vec<Tensor>> {
+        product(a, Tensor::bmm)
+    }
+
+    pub(super) fn mv(a: &Args<'_>, _: &Attrs<'_>) -> Res<Vec<Tensor>> {
+        product(a, Tensor::mv)
+    }
+
+    pub(super) fn dot(a: &Args<'_>, _: &Attrs<'_>) -> Res<Vec<Tensor>> {
+        product(a, Tensor::dot)
+    }
+
+    pub(super) fn vdot(a: &Args<'_>, _: &Attrs<'_>) -> Res<Vec<Tensor>> {
+        product(a, Tensor::vdot)
+    }
+
+    pub(super) fn inner(a: &Args<'_>, _: &Attrs<'_>) -> Res<Vec<Tensor>> {
+        a.count(2, 2)?;
+        let (x, y) = (a.t(0)?, a.t(1)?);
+        if x.rank() == 0 || y.rank() == 0 {
+            guard_broadcast(a.op, &[x.dims(), y.dims()])?;
+        } else {
+            let mut dims = x.dims()[..x.rank() - 1].to_vec();
+            dims.extend_from_slice(&y.dims()[..y.rank() - 1]);
+            guard(a.op, &dims)?;
+        }
+        one(x.inner(y))
+    }
+
+    pub(super) fn outer(a: &Args<'_>, _: &Attrs<'_>) -> Res<Vec<Tensor>> {
+        a.count(2, 2)?;
+        let (x, y) = (a.t(0)?, a.t(1)?);
+        guard(a.op, &[x.numel(), y.numel()])?;
+        one(x.outer(y))
+    }
+
+    pub(super) fn vecdot(a: &Args<'_>, at: &Attrs<'_>) -> Res<Vec<Tensor>> {
+        a.count(2, 2)?;
+        let (x, y) = (a.t(0)?, a.t(1)?);
+        guard_broadcast(a.op, &[x.dims(), y.dims()])?;
+        one(x.vecdot(y, at.isize_or("dim", -1)?))
+    }
+
+    /// `linalg.multi_dot`; every product of a sub-chain is bounded (first rows by last
+    /// columns) whatever order the library picks.
+    pub(super) fn multi_dot(a: &Args<'_>, _: &Attrs<'_>) -> Res<Vec<Tensor>> {
+        a.count(1, 1)?;
+        let ts = a.list(0)?;
+        let n = ts.len();
+        let rows = |i: usize| {
+            let d = ts[i].dims();
+            if i == 0 && d.len() == 1 {
+                1
+            } else {
+                d.first().copied().unwrap_or(1)
+            }
+        };
+        let cols = |j: usize| {
+            let d = ts[j].dims();
+            if j == n - 1 && d.len() == 1 {
+                1
+            } else {
+                d.last().copied().unwrap_or(1)
+            }
+        };
+        for i in 0..n {
+            for j in i + 1..n {
+                guard(a.op, &[rows(i), cols(j)])?;
+            }
+        }
+        one(Tensor::multi_dot(&ts))
+    }
+
+    /// `beta` and `alpha` of the `add*` family (PyTorch's default 1).
+    fn beta_alpha(at: &Attrs<'_>) -> Res<(f64, f64)> {
+        Ok((at.float_or("beta", 1.0)?, at.float_or("alpha", 1.0)?))
+    }
+
+    type Affine = fn(&Tensor, &Tensor, &Tensor, f64, f64) -> cotangent::Result<Tensor>;
+
+    fn affine(a: &Args<'_>, at: &Attrs<'_>, f: Affine) -> Res<Vec<Tensor>> {
+        a.count(3, 3)?;
+        let (x, m1, m2) = (a.t(0)?, a.t(1)?, a.t(2)?);
+        if a.op == "addr" {
+            guard(a.op, &[m1.numel(), m2.numel()])?;
+        } else {
+            guard_matmul(a.op, m1.dims(), m2.dims())?;
+        }
+        let (beta, alpha) = beta_alpha(at)?;
+        one(f(x, m1, m2, beta, alpha))
+    }
+
+    pub(super) fn addmm(a: &Args<'_>, at: &Attrs<'_>) -> Res<Vec<Tensor>> {
+        affine(a, at, Tensor::addmm)
+    }
+
+    pub(super) fn addbmm(a: &Args<'_>, at: &Attrs<'_>) -> Res<Vec<Tensor>> {
+        affine(a, at, Tensor::addbmm)
+    }
+
+    pub(super) fn baddbmm(a: &Args<'_>, at: &Attrs<'_>) -> Res<Vec<Tensor>> {
+        affine(a, at, Tensor::baddbmm)
+    }
+
+    pub(super) fn addmv(a: &Args<'_>, at: &Attrs<'_>) -> Res<Vec<Tensor>> {
+        affine(a, at, Tensor::addmv)
+    }
+
+    pub(super) fn addr(a: &Args<'_>, at: &Attrs<'_>) -> Res<Vec<Tensor>> {
+        affine(a, at, Tensor::addr)
+    }
+
+    /// `nn.functional.linear(input, weight[, bias])`: an absent bias is left out of
+    /// `inputs`.
+    pub(super) fn linear(a: &Args<'_>, _: &Attrs<'_>) -> Res<Vec<Tensor>> {
+        a.count(2, 3)?;
+        let (x, w) = (a.t(0)?, a.t(1)?);
+        let bias = if a.len() == 3 { Some(a.t(2)?) } else { None };
+        if x.rank() >= 1 && w.rank() == 2 {
+            let mut dims = x.dims()[..x.rank() - 1].to_vec();
+            dims.push(w.dims()[0]);
+            guard(a.op, &dims)?;
+        }
+        one(x.linear(w, bias))
+    }
+
+    pub(super) fn kron(a: &Args<'_>, _: &Attrs<'_>) -> Res<Vec<Tensor>> {
+        a.count(2, 2)?;
+        let (x, y) = (a.t(0)?, a.t(1)?);
+        let r = x.rank().max(y.rank());
+        let dim = |t: &Tensor, k: usize| (k + t.rank()).checked_sub(r).map_or(1, |i| t.dims()[i]);
+        let dims: Vec<usize> = (0..r).map(|k| dim(x, k).saturating_mul(dim(y, k))).collect();
+        guard(a.op, &dims)?;
+        one(x.kron(y))
+    }
+
+    pub(super) fn trace(a: &Args<'_>, _: &Attrs<'_>) -> Res<Vec<Tensor>> {
+        a.count(1, 1)?;
+        one(a.t(0)?.trace())
+    }
+
+    /// The size `n + |offset|` of a square a diagonal is embedded in.
+    fn embedded(n: usize, offset: isize) -> usize {
+        n.saturating_add(offset.unsigned_abs())
+    }
+
+    pub(super) fn diag(a: &Args<'_>, at: &Attrs<'_>) -> Res<Vec<Tensor>> {
+        a.count(1, 1)?;
+        let x = a.t(0)?;
+        let k = at.isize_or("diagonal", 0)?;
+        if x.rank() == 1 {
+            let n = embedded(x.numel(), k);
+            guard(a.op, &[n, n])?;
+        }
+        one(x.diag(k))
+    }
+
+    pub(super) fn diag_embed(a: &Args<'_>, at: &Attrs<'_>) -> Res<Vec<Tensor>> {
+        a.count(1, 1)?;
+        let x = a.t(0)?;
+        let offset = at.isize_or("offset", 0)?;
+        if let Some((&last, lead)) = x.dims().split_last() {
+            let n = embedded(last, offset);
+            let mut dims = lead.to_vec();
+            dims.extend([n, n]);
+            guard(a.op, &dims)?;
+        }
+        one(x.diag_embed(offset, at.isize_or("dim1", -2)?, at.isize_or("dim2", -1)?))
+    }
+
+    pub(super) fn tril(a: &Args<'_>, at: &Attrs<'_>) -> Res<Vec<Tensor>> {
+        a.count(1, 1)?;
+        one(a.t(0)?.tril(at.isize_or("diagonal", 0)?))
+    }
+
+    pub(super) fn triu(a: &Args<'_>, at: &Attrs<'_>) -> Res<Vec<Tensor>> {
+        a.count(1, 1)?;
+        one(a.t(0)?.triu(at.isize_or("diagonal", 0)?))
+    }
+
+    pub(super) fn cross(a: &Args<'_>, at: &Attrs<'_>) -> Res<Vec<Tensor>> {
+        a.count(2, 2)?;
+        let (x, y) = (a.t(0)?, a.t(1)?);
+        guard_broadcast(a.op, &[x.dims(), y.dims()])?;
+        one(x.cross(y, at.isize_or("dim", -1)?))
+    }
+
+    /// `linalg.vander`; as PyTorch, an explicit `N` must be greater than 1.
+    pub(super) fn vander(a: &Args<'_>, at: &Attrs<'_>) -> Res<Vec<Tensor>> {
+        a.count(1, 1)?;
+        let x = a.t(0)?;
+        let n = match at.int("N")? {
+            None => None,
+            Some(n) if n > 1 => Some(usize::try_from(n).unwrap_or(usize::MAX)),
+            Some(n) => {
+                return Err(invalid(format!("linalg.vander: N must be greater than 1, got {n}")))
+            }
+        };
+        if let Some(&last) = x.dims().last() {
+            let mut dims = x.dims().to_vec();
+            dims.push(n.unwrap_or(last));
+            guard(a.op, &dims)?;
+        }
+        one(x.vander(n))
+    }
+
+    /// The most multiply-adds a `matrix_power` may cost (about a minute of one core).
+    const MAX_POWER_FLOPS: u128 = 1 << 36;
+
+    pub(super) fn matrix_power(a: &Args<'_>, at: &Attrs<'_>) -> Res<Vec<Tensor>> {
+        a.count(1, 1)?;
+        let x = a.t(0)?;
+        let n = at.required("n", at.int("n")?)?;
+        if let (Some(&m), true) = (x.dims().last(), n > 1) {
+            // repeated squaring: at most 2 log2(n) products of m^3 each, per matrix
+            let products = 2 * u128::from(64 - n.unsigned_abs().leading_zeros());
+            let per = (m as u128).pow(3);
+            let batch = (x.numel() / (m * m).max(1)) as u128;
+            if products * per * batch.max(1) > MAX_POWER_FLOPS {
+                return Err(bad(format!(
+                    "linalg.matrix_power: n = {n} for {:?} costs more than the runner's limit \
+                     of {MAX_POWER_FLOPS} multiply-adds",
+                    x.dims()
+                )));
+            }
+        }
+        one(x.matrix_power(n))
     }
 }

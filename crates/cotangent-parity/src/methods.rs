@@ -1,7 +1,7 @@
 //! The library's public differentiable ops, by method name, and the runner op that
 //! exercises each: the one place that says how the Rust API maps to PyTorch names.
 //!
-//! The crate's tests scan the library's op sources (`src/ops/*.rs`,
+//! The crate's tests scan the library's op sources (`src/ops/*.rs`, `src/linalg/*.rs`,
 //! `src/tensor/view.rs`) for public methods and fail when one is missing here, when an
 //! entry here no longer exists there, when an op named here has no runner entry, or when a
 //! runner op has no fixtures.
@@ -117,4 +117,32 @@ pub const LIBRARY_METHODS: &[(&str, Coverage)] = &[
     ("diagonal", Coverage::Op("diagonal")),
     ("contiguous", Coverage::NotAnOp("changes the memory layout only; the values are the input's")),
     ("sum_to", Coverage::Op("sum_to_size")),
+    // src/linalg/matmul.rs
+    ("matmul", Coverage::Op("matmul")),
+    ("mm", Coverage::Op("mm")),
+    ("bmm", Coverage::Op("bmm")),
+    ("mv", Coverage::Op("mv")),
+    ("dot", Coverage::Op("dot")),
+    // src/linalg/products.rs
+    ("vdot", Coverage::Op("vdot")),
+    ("inner", Coverage::Op("inner")),
+    ("outer", Coverage::Op("outer")),
+    ("vecdot", Coverage::Op("linalg.vecdot")),
+    ("multi_dot", Coverage::Op("linalg.multi_dot")),
+    ("addmm", Coverage::Op("addmm")),
+    ("addbmm", Coverage::Op("addbmm")),
+    ("baddbmm", Coverage::Op("baddbmm")),
+    ("addmv", Coverage::Op("addmv")),
+    ("addr", Coverage::Op("addr")),
+    ("linear", Coverage::Op("nn.functional.linear")),
+    // src/linalg/structure.rs
+    ("kron", Coverage::Op("kron")),
+    ("trace", Coverage::Op("trace")),
+    ("diag", Coverage::Op("diag")),
+    ("diag_embed", Coverage::Op("diag_embed")),
+    ("tril", Coverage::Op("tril")),
+    ("triu", Coverage::Op("triu")),
+    ("cross", Coverage::Op("linalg.cross")),
+    ("vander", Coverage::Op("linalg.vander")),
+    ("matrix_power", Coverage::Op("linalg.matrix_power")),
 ];

@@ -15,15 +15,19 @@ use std::path::PathBuf;
 
 use cotangent_parity::{op_names, Coverage, LIBRARY_METHODS, OPS};
 
-/// The library's op sources: every file of `src/ops`, and the views. When a new module of
-/// differentiable ops lands (`src/linalg`), add it here with its runner entries.
+/// The library's op sources: every file of `src/ops` and `src/linalg`, and the views.
+/// When a new module of differentiable ops lands, add it here with its runner entries.
 fn scanned_files() -> Vec<PathBuf> {
     let src = common::workspace_root().join("crates").join("cotangent").join("src");
-    let mut files: Vec<PathBuf> = std::fs::read_dir(src.join("ops"))
-        .expect("crates/cotangent/src/ops exists")
-        .map(|e| e.expect("a directory entry").path())
-        .filter(|p| p.extension().is_some_and(|e| e == "rs"))
-        .collect();
+    let mut files: Vec<PathBuf> = Vec::new();
+    for dir in ["ops", "linalg"] {
+        files.extend(
+            std::fs::read_dir(src.join(dir))
+                .unwrap_or_else(|e| panic!("crates/cotangent/src/{dir}: {e}"))
+                .map(|e| e.expect("a directory entry").path())
+                .filter(|p| p.extension().is_some_and(|e| e == "rs")),
+        );
+    }
     files.push(src.join("tensor").join("view.rs"));
     files.sort();
     files
@@ -89,9 +93,21 @@ fn library_methods() -> BTreeSet<String> {
 #[test]
 fn the_scanner_sees_the_library() {
     let found = library_methods();
-    // one of each kind: `pub fn`, unary_ops!, binary_ops!, comparisons!, views
-    for name in ["clamp", "neg", "sigmoid", "add", "atan2", "eq", "ge_scalar", "reshape", "sum_to"]
-    {
+    // one of each kind: `pub fn`, unary_ops!, binary_ops!, comparisons!, views, linalg
+    for name in [
+        "clamp",
+        "neg",
+        "sigmoid",
+        "add",
+        "atan2",
+        "eq",
+        "ge_scalar",
+        "reshape",
+        "sum_to",
+        "matmul",
+        "multi_dot",
+        "matrix_power",
+    ] {
         assert!(found.contains(name), "the scanner missed `{name}`: {found:?}");
     }
     assert!(!found.iter().any(|n| n.starts_with('$')));

@@ -136,3 +136,37 @@ fn errors_name_the_op_and_keep_the_id() {
     assert!(r["error"]["message"].as_str().is_some_and(|m| m.starts_with("transpose")));
     assert!(r.get("outputs").is_none());
 }
+
+#[test]
+fn linalg_outputs_beyond_the_limits_are_refused_before_computing() {
+    let vec = |n: usize| {
+        format!(r#"{{"dtype": "f64", "shape": [{n}], "data": [{}]}}"#, vec!["0"; n].join(","))
+    };
+    let mat = |m: usize, n: usize| {
+        format!(
+            r#"{{"dtype": "f64", "shape": [{m}, {n}], "data": [{}]}}"#,
+            vec!["0"; m * n].join(",")
+        )
+    };
+    for (op, inputs, attrs) in [
+        ("outer", format!("[{}, {}]", vec(4096), vec(4096)), "{}".to_string()),
+        ("matmul", format!("[{}, {}]", mat(4096, 1), mat(1, 4096)), "{}".to_string()),
+        ("addr", format!("[{}, {}, {}]", vec(1), vec(4096), vec(4096)), "{}".to_string()),
+        ("diag_embed", format!("[{}]", vec(1)), r#"{"offset": 100000}"#.to_string()),
+        ("linalg.vander", format!("[{}]", vec(2)), r#"{"N": 1000000000000}"#.to_string()),
+        ("kron", format!("[{}, {}]", vec(4096), vec(4096)), "{}".to_string()),
+        (
+            "linalg.matrix_power",
+            format!("[{}]", mat(1024, 1024)),
+            r#"{"n": 4611686018427387904}"#.to_string(),
+        ),
+    ] {
+        let r = run(&format!(r#"{{"op": "{op}", "inputs": {inputs}, "attrs": {attrs}}}"#));
+        assert_eq!(r["error"]["kind"], "BadCase", "{op}: {r}");
+        assert!(r["error"]["message"].as_str().unwrap().contains("limit"), "{op}: {r}");
+    }
+    // and PyTorch's own refusal
+    let r =
+        run(&format!(r#"{{"op": "linalg.vander", "inputs": [{}], "attrs": {{"N": 1}}}}"#, vec(3)));
+    assert_eq!(r["error"]["kind"], "InvalidArgument", "{r}");
+}

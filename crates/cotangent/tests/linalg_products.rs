@@ -184,4 +184,7 @@ fn errors_name_the_op() {
     assert!(Tensor::multi_dot(&[&a]).unwrap_err().to_string().contains("multi_dot"));
     assert!(a.linear(&randn(&[4, 2], 1), None).unwrap_err().to_string().contains("linear"));
     assert!(a.diag_embed(0, 1, 1).unwrap_err().to_string().contains("diag_embed"));
+    assert!(a.vander(Some(1)).unwrap_err().to_string().contains("linalg.vander"));
+    // a 0-d input is one element: [[1, x, x²]]
+    assert_eq!(Tensor::scalar(2.0f64).vander(Some(3)).unwrap().to_vec_f64(), vec![1.0, 2.0, 4.0]);
 }

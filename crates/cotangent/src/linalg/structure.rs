@@ -181,21 +181,22 @@ impl Tensor {
     }
 
     /// The Vandermonde matrix of the last dim (`torch.linalg.vander`): for `x: (*, n)` the
-    /// result is `(*, n, N)` with columns `x⁰, x¹, …, x^(N-1)` (`N = n` by default).
+    /// result is `(*, n, N)` with columns `x⁰, x¹, …, x^(N-1)` (`N = n` by default). A 0-d
+    /// input is taken as one element, as PyTorch does.
+    ///
+    /// Errors: `InvalidArgument` if `N < 2` (PyTorch: "N must be greater than 1").
     pub fn vander(&self, n: Option<usize>) -> Result<Tensor> {
         const OP: &str = "linalg.vander";
         if self.rank() == 0 {
-            return Err(Error::BadShape {
-                op: OP,
-                expected: "a tensor of at least 1 dim",
-                got: self.shape().clone(),
-            });
+            return self.reshape(1)?.vander(n);
         }
         let cols = n.unwrap_or(self.dims()[self.rank() - 1]);
-        if cols == 0 {
-            let mut dims = self.dims().to_vec();
-            dims.push(0);
-            return Tensor::zeros(dims, self.dtype());
+        if cols < 2 {
+            return Err(Error::InvalidArgument {
+                op: OP,
+                arg: "N",
+                reason: "N must be greater than 1",
+            });
         }
         let x = self.unsqueeze(-1)?;
         let mut powers = vec![x.ones_like()?];
