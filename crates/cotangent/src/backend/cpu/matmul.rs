@@ -115,7 +115,9 @@ fn fixed<T: GemmElem, const N: usize>(a: &[T], am: Mat, b: &[T], bm: Mat, out: &
         }
     }
     for (o, row) in out.chunks_exact_mut(N).zip(&c) {
-        o.copy_from_slice(row);
+        for j in 0..N {
+            o[j] = row[j];
+        }
     }
 }
 
@@ -177,35 +179,81 @@ pub(crate) fn matmul<T: GemmElem>(a: &[T], al: &Layout, b: &[T], bl: &Layout) ->
     if out.is_empty() {
         return out;
     }
-    let mut mats = Vec::with_capacity(batch);
-    walk(
+    let (ars, acs) = (al.strides()[r - 2], al.strides()[r - 1]);
+    let (brs, bcs) = (bl.strides()[r - 2], bl.strides()[r - 1]);
+    // batch offsets: arithmetic when the batch dims collapse to one stride per operand
+    // (the usual case), else listed once
+    let offsets = BatchOffsets::new(
         batch_dims,
-        [&al.strides()[..r - 2], &bl.strides()[..r - 2]],
-        [al.offset(), bl.offset()],
-        |[oa, ob]| {
-            mats.push((
-                Mat { off: oa, rs: al.strides()[r - 2], cs: al.strides()[r - 1] },
-                Mat { off: ob, rs: bl.strides()[r - 2], cs: bl.strides()[r - 1] },
-            ));
-        },
+        &al.strides()[..r - 2],
+        &bl.strides()[..r - 2],
+        al.offset(),
+        bl.offset(),
     );
+    let mats = |i: usize| {
+        let (oa, ob) = offsets.get(i);
+        (Mat { off: oa, rs: ars, cs: acs }, Mat { off: ob, rs: brs, cs: bcs })
+    };
     let work = m * n * k;
-    if batch == 1 {
-        let par = if work >= PAR_THRESHOLD { Par::rayon(0) } else { Par::Seq };
-        one(a, mats[0].0, b, mats[0].1, &mut out, m, k, n, par);
-    } else if batch * work >= 1 << 15 && work < PAR_THRESHOLD {
+    let par = if work >= PAR_THRESHOLD { Par::rayon(0) } else { Par::Seq };
+    if batch > 1 && batch * work >= 1 << 15 && work < PAR_THRESHOLD {
         // about 2^14 multiply-adds per task
         let per_task = ((1usize << 14) / work.max(1)).max(1);
-        out.par_chunks_mut(m * n * per_task).zip(mats.par_chunks(per_task)).for_each(|(o, ms)| {
-            for (o, &(am, bm)) in o.chunks_mut(m * n).zip(ms) {
+        out.par_chunks_mut(m * n * per_task).enumerate().for_each(|(t, o)| {
+            for (j, o) in o.chunks_exact_mut(m * n).enumerate() {
+                let (am, bm) = mats(t * per_task + j);
                 one(a, am, b, bm, o, m, k, n, Par::Seq);
             }
         });
     } else {
-        let par = if work >= PAR_THRESHOLD { Par::rayon(0) } else { Par::Seq };
-        for (o, &(am, bm)) in out.chunks_mut(m * n).zip(&mats) {
+        for (i, o) in out.chunks_exact_mut(m * n).enumerate() {
+            let (am, bm) = mats(i);
             one(a, am, b, bm, o, m, k, n, par);
         }
     }
     out
+}
+
+/// The storage offsets of each batch element's matrices.
+enum BatchOffsets {
+    /// `base + i * stride` for each operand.
+    Strided { a: (usize, usize), b: (usize, usize) },
+    /// Listed, for batch dims that do not collapse.
+    Listed(Vec<(usize, usize)>),
+}
+
+impl BatchOffsets {
+    fn new(dims: &[usize], sa: &[usize], sb: &[usize], oa: usize, ob: usize) -> BatchOffsets {
+        // collapse: dims of size 1 drop out; the rest must nest (stride = next stride x size)
+        let mut last: Option<(usize, usize, usize)> = None; // (size, stride a, stride b) of the innermost
+        let mut ok = true;
+        for ((&d, &x), &y) in dims.iter().zip(sa).zip(sb).rev() {
+            if d == 1 {
+                continue;
+            }
+            last = match last {
+                None => Some((d, x, y)),
+                Some((n, ia, ib)) if x == ia * n && y == ib * n => Some((n * d, ia, ib)),
+                Some(_) => {
+                    ok = false;
+                    break;
+                }
+            };
+        }
+        if ok {
+            let (_, ia, ib) = last.unwrap_or((1, 0, 0));
+            return BatchOffsets::Strided { a: (oa, ia), b: (ob, ib) };
+        }
+        let mut v = Vec::with_capacity(dims.iter().product());
+        walk(dims, [sa, sb], [oa, ob], |[x, y]| v.push((x, y)));
+        BatchOffsets::Listed(v)
+    }
+
+    #[inline]
+    fn get(&self, i: usize) -> (usize, usize) {
+        match self {
+            BatchOffsets::Strided { a, b } => (a.0 + i * a.1, b.0 + i * b.1),
+            BatchOffsets::Listed(v) => v[i],
+        }
+    }
 }
