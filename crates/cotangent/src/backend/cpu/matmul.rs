@@ -115,6 +115,8 @@ fn fixed<T: GemmElem, const N: usize>(a: &[T], am: Mat, b: &[T], bm: Mat, out: &
         }
     }
     for (o, row) in out.chunks_exact_mut(N).zip(&c) {
+        // an unrolled loop: `copy_from_slice` calls libc's memmove for these few elements
+        #[allow(clippy::manual_memcpy)]
         for j in 0..N {
             o[j] = row[j];
         }

@@ -46,9 +46,18 @@ macro_rules! map_any {
 
 /// Elements of `v` at the offsets of `l`, in row-major order, mapped through `f`.
 #[inline]
-pub(crate) fn map_strided<T: Copy, U>(v: &[T], l: &Layout, f: impl Fn(T) -> U) -> Vec<U> {
+pub(crate) fn map_strided<T: Copy, U: Clone>(v: &[T], l: &Layout, f: impl Fn(T) -> U) -> Vec<U> {
     if let Some(r) = l.contiguous_range() {
         return v[r].iter().map(|&x| f(x)).collect();
+    }
+    if l.strides().iter().all(|&s| s == 0) {
+        // one element broadcast everywhere (the cotangent of a sum, a scalar expanded)
+        let n = l.numel();
+        return if n == 0 {
+            Vec::new()
+        } else {
+            std::iter::repeat_n(f(v[l.offset()]), n).collect()
+        };
     }
     let mut out = Vec::with_capacity(l.numel());
     walk(l.dims(), [l.strides()], [l.offset()], |[o]| out.push(f(v[o])));
