@@ -1,6 +1,6 @@
 //! Ops that rearrange elements: cat, stack, split, chunk, flip, pad, repeat.
 
-use crate::autograd::node::{record, record1, Op, VjpCtx};
+use crate::autograd::node::{record1, Op, VjpCtx};
 use crate::backend::{BackendStorage, CpuStorage};
 use crate::dtype::DType;
 use crate::error::{Error, Result};
@@ -325,15 +325,4 @@ impl Tensor {
         }
         (0..self.dims()[d]).map(|i| self.select(d as isize, i as isize)).collect()
     }
-}
-
-/// Records a multi-output op (used by ops that return several tensors).
-#[allow(dead_code)]
-pub(crate) fn record_multi(
-    op: impl Op,
-    inputs: &[&Tensor],
-    outputs: Vec<Tensor>,
-    save: bool,
-) -> Vec<Tensor> {
-    record(op, inputs, outputs, save)
 }
