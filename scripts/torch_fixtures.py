@@ -135,6 +135,19 @@ class F:
             v = rng.uniform(0.5, 1.5, n)
         elif self.kind == "ints":
             v = rng.integers(-2, 3, n).astype(np.float64)
+        elif self.kind == "wellcond":
+            # square matrices (batch): normal entries plus size x identity
+            k = self.shape[-1]
+            v = (rng.standard_normal(self.shape) + k * np.eye(k)).reshape(-1)
+        elif self.kind == "spd":
+            # symmetric positive-definite: X Xᵀ / k + I, symmetric after rounding
+            k = self.shape[-1]
+            x = rng.standard_normal(self.shape)
+            v = (x @ np.swapaxes(x, -1, -2) / k + np.eye(k)).reshape(-1)
+        elif self.kind == "unitlower":
+            # unit lower triangular (batch)
+            k = self.shape[-1]
+            v = (np.tril(rng.standard_normal(self.shape), -1) + np.eye(k)).reshape(-1)
         else:
             raise ValueError(self.kind)
         return np.round(np.asarray(v, dtype=np.float64), 4).reshape(self.shape)
@@ -872,6 +885,31 @@ cases("linalg.matrix_power", [
     Case("batched", [F((2, 3, 3))], {"n": 3}),
     Case("1x1", [F((1, 1))], {"n": 4}, dtypes=F64),
     Case("not-square", [F((2, 3))], {"n": 2}, dtypes=F64, error="NotSquare"),
+])
+
+
+# linear algebra: solvers and factorisations (crates/cotangent/src/linalg)
+# Matrices are drawn well conditioned ("wellcond": normal + n I) or symmetric
+# positive-definite ("spd"), so that f32 and f64 agree and the gradients are stable.
+
+
+def W(shape, **kw):
+    return F(shape, "wellcond", **kw)
+
+
+cases("linalg.solve_triangular", [
+    Case("lower-left", [W((4, 4)), F((4, 3))], {"upper": False}),
+    Case("upper-left", [W((4, 4)), F((4, 2))], {"upper": True}),
+    Case("lower-right", [W((3, 3)), F((2, 3))], {"upper": False, "left": False}),
+    Case("upper-right-unit", [W((3, 3)), F((2, 3))], {"upper": True, "left": False, "unitriangular": True}),
+    Case("lower-unit", [W((3, 3)), F((3, 3))], {"upper": False, "unitriangular": True}, dtypes=F64),
+    Case("batched-bcast", [W((2, 1, 3, 3)), F((3, 3, 2))], {"upper": True}),
+    Case("1x1", [W((1, 1)), F((1, 2))], {"upper": False}, dtypes=F64),
+    Case("empty-batch", [W((0, 3, 3)), F((0, 3, 2))], {"upper": False}, dtypes=F64),
+    Case("not-square", [F((3, 4)), F((3, 2))], {"upper": False}, dtypes=F64, error="NotSquare"),
+    Case("rows-mismatch", [W((3, 3)), F((4, 2))], {"upper": False}, dtypes=F64, error="ShapeMismatch"),
+    Case("vector-b", [W((3, 3)), F((3,))], {"upper": False}, dtypes=F64, error="ShapeMismatch"),
+    Case("dtype-promote", [T("f64", np.eye(3) * 2 + np.tril(np.ones((3, 3)), -1)), T("f32", np.linspace(1, 2, 6), shape=(3, 2))], {"upper": False}, dtypes=F64),
 ])
 
 

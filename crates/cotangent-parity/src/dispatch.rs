@@ -8,6 +8,7 @@ use serde_json::{Map, Value};
 
 use crate::json::{check_size, dtype_of, float_lit, lit_f64};
 use crate::limits::{MAX_ELEMENTS, MAX_OUTPUTS, MAX_RANK};
+use crate::solvers as sv;
 use crate::Kind;
 
 /// Why a case has no result.
@@ -164,6 +165,8 @@ pub const OPS: &[OpSpec] = &[
     op("linalg.cross", &["dim"], h::cross),
     op("linalg.vander", &["N"], h::vander),
     op("linalg.matrix_power", &["n"], h::matrix_power),
+    // linear algebra: solvers and factorisations (src/solvers/)
+    op("linalg.solve_triangular", &["upper", "left", "unitriangular"], sv::solve_triangular),
 ];
 
 /// The names of every op of the runner, in table order.
@@ -198,7 +201,7 @@ impl<'a> Args<'a> {
     }
 
     /// `BadCase` unless there are `lo..=hi` arguments.
-    fn count(&self, lo: usize, hi: usize) -> Res<()> {
+    pub(crate) fn count(&self, lo: usize, hi: usize) -> Res<()> {
         let n = self.items.len();
         if n < lo || n > hi {
             let want = if lo == hi { format!("{lo}") } else { format!("{lo} to {hi}") };
@@ -207,7 +210,7 @@ impl<'a> Args<'a> {
         Ok(())
     }
 
-    fn t(&self, i: usize) -> Res<&'a Tensor> {
+    pub(crate) fn t(&self, i: usize) -> Res<&'a Tensor> {
         match self.items.get(i) {
             Some(Arg::One(t)) => Ok(t),
             Some(Arg::List(_)) => {
@@ -248,15 +251,15 @@ impl<'a> Attrs<'a> {
         bad(format!("{}: attribute `{name}` must be {what}", self.op))
     }
 
-    fn required<T>(&self, name: &str, v: Option<T>) -> Res<T> {
+    pub(crate) fn required<T>(&self, name: &str, v: Option<T>) -> Res<T> {
         v.ok_or_else(|| bad(format!("{}: attribute `{name}` is required", self.op)))
     }
 
-    fn int(&self, name: &str) -> Res<Option<i64>> {
+    pub(crate) fn int(&self, name: &str) -> Res<Option<i64>> {
         self.get(name).map(|v| v.as_i64().ok_or_else(|| self.wrong(name, "an integer"))).transpose()
     }
 
-    fn isize_or(&self, name: &str, default: isize) -> Res<isize> {
+    pub(crate) fn isize_or(&self, name: &str, default: isize) -> Res<isize> {
         Ok(self.int(name)?.map_or(default, |v| v as isize))
     }
 
@@ -264,13 +267,19 @@ impl<'a> Attrs<'a> {
         Ok(self.required(name, self.int(name)?)? as isize)
     }
 
-    fn bool_or(&self, name: &str, default: bool) -> Res<bool> {
+    /// A required boolean (PyTorch's keyword-only arguments without default: `upper`).
+    pub(crate) fn req_bool(&self, name: &str) -> Res<bool> {
+        let v = self.bool_or(name, false)?;
+        self.required(name, self.get(name).map(|_| v))
+    }
+
+    pub(crate) fn bool_or(&self, name: &str, default: bool) -> Res<bool> {
         self.get(name)
             .map_or(Ok(default), |v| v.as_bool().ok_or_else(|| self.wrong(name, "true or false")))
     }
 
     /// A number, or `"inf"`, `"-inf"`, `"nan"`.
-    fn float(&self, name: &str) -> Res<Option<f64>> {
+    pub(crate) fn float(&self, name: &str) -> Res<Option<f64>> {
         self.get(name)
             .map(|v| {
                 float_lit(v)
@@ -280,11 +289,11 @@ impl<'a> Attrs<'a> {
             .transpose()
     }
 
-    fn float_or(&self, name: &str, default: f64) -> Res<f64> {
+    pub(crate) fn float_or(&self, name: &str, default: f64) -> Res<f64> {
         Ok(self.float(name)?.unwrap_or(default))
     }
 
-    fn string(&self, name: &str) -> Res<Option<&'a str>> {
+    pub(crate) fn string(&self, name: &str) -> Res<Option<&'a str>> {
         self.get(name).map(|v| v.as_str().ok_or_else(|| self.wrong(name, "a string"))).transpose()
     }
 
@@ -337,13 +346,13 @@ impl<'a> Attrs<'a> {
     }
 }
 
-fn one(t: cotangent::Result<Tensor>) -> Res<Vec<Tensor>> {
+pub(crate) fn one(t: cotangent::Result<Tensor>) -> Res<Vec<Tensor>> {
     Ok(vec![t?])
 }
 
 /// Refuses an output of `dims` beyond the runner's size limit (checked before the library
 /// allocates it).
-fn guard(op: &str, dims: &[usize]) -> Res<()> {
+pub(crate) fn guard(op: &str, dims: &[usize]) -> Res<()> {
     check_size(&format!("{op}: the output"), dims)
 }
 

@@ -20,6 +20,7 @@ mod case;
 mod dispatch;
 mod json;
 mod methods;
+mod solvers;
 
 use std::io::{BufRead, Write};
 

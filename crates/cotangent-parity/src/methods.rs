@@ -145,4 +145,6 @@ pub const LIBRARY_METHODS: &[(&str, Coverage)] = &[
     ("cross", Coverage::Op("linalg.cross")),
     ("vander", Coverage::Op("linalg.vander")),
     ("matrix_power", Coverage::Op("linalg.matrix_power")),
+    // src/linalg/triangular.rs
+    ("solve_triangular", Coverage::Op("linalg.solve_triangular")),
 ];

@@ -88,6 +88,30 @@ pub(crate) trait BackendStorage: Sized {
     /// Batched matrix product of `(*, m, k)` and `(*, k, n)` layouts with equal batch
     /// dims; the result is row-major `(*, m, n)`.
     fn matmul(&self, l: &Layout, rhs: &Self, rl: &Layout) -> Result<Self>;
+
+    // dense linear algebra: operands have equal batch dims and one dtype (f32 or f64);
+    // results carry their own layout (column-major matrices where LAPACK's are)
+
+    /// Triangular solve with the `spec.upper` triangle of `self: (*, n, n)`: `A X = B`
+    /// (`b: (*, n, k)`) or `X A = B` (`b: (*, k, n)`).
+    fn solve_triangular(
+        &self,
+        l: &Layout,
+        b: &Self,
+        bl: &Layout,
+        spec: TriSolve,
+    ) -> Result<(Self, Layout)>;
+}
+
+/// Which triangular system a solve is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct TriSolve {
+    /// The upper triangle of `A` is read (else the lower).
+    pub(crate) upper: bool,
+    /// `A X = B` (else `X A = B`).
+    pub(crate) left: bool,
+    /// The diagonal of `A` is taken as ones (and not read).
+    pub(crate) unit: bool,
 }
 
 /// A tensor's buffer, on some device. Immutable once created; shared by views.

@@ -17,3 +17,47 @@
 mod matmul;
 mod products;
 mod structure;
+mod triangular;
+pub(crate) mod util;
+
+pub use triangular::solve_triangular;
+
+/// Which triangle of a matrix an op reads or returns (PyTorch's `upper=` / `UPLO=`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Uplo {
+    /// The lower triangle (PyTorch's default for `cholesky`, `eigh`).
+    Lower,
+    /// The upper triangle.
+    Upper,
+}
+
+impl Uplo {
+    /// The other triangle (the one a transpose reads).
+    #[must_use]
+    pub(crate) fn flip(self) -> Uplo {
+        match self {
+            Uplo::Lower => Uplo::Upper,
+            Uplo::Upper => Uplo::Lower,
+        }
+    }
+}
+
+/// Which side of the unknown a matrix multiplies (PyTorch's `left=`): `Left` solves
+/// `A X = B`, `Right` solves `X A = B`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Side {
+    /// `A X = B` (PyTorch's default, `left=True`).
+    Left,
+    /// `X A = B` (`left=False`).
+    Right,
+}
+
+/// Whether a triangular matrix's diagonal is read or taken as ones (PyTorch's
+/// `unitriangular=`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Diag {
+    /// The diagonal is read (the default).
+    NonUnit,
+    /// The diagonal is taken as ones and not read (`unitriangular=True`).
+    Unit,
+}

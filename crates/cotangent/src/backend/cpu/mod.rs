@@ -1,12 +1,13 @@
 //! The CPU backend: a typed buffer per dtype and generic kernels over strided layouts.
 
+pub(crate) mod linalg;
 pub(crate) mod matmul;
 pub(crate) mod strided;
 
 use half::{bf16, f16};
 use num_complex::Complex;
 
-use super::{BackendStorage, BinaryKernel, CmpOp, ReduceOp, UnaryKernel};
+use super::{BackendStorage, BinaryKernel, CmpOp, ReduceOp, TriSolve, UnaryKernel};
 use crate::dtype::{DType, Element, Float};
 use crate::error::{Error, Result};
 use crate::layout::Layout;
@@ -762,6 +763,30 @@ impl BackendStorage for CpuStorage {
                 })
             }
             _ => return Err(unsupported("matmul", self.dtype())),
+        })
+    }
+
+    fn solve_triangular(
+        &self,
+        l: &Layout,
+        b: &CpuStorage,
+        bl: &Layout,
+        spec: TriSolve,
+    ) -> Result<(CpuStorage, Layout)> {
+        const OP: &str = "linalg.solve_triangular";
+        Ok(match (self, b) {
+            (CpuStorage::F32(a), CpuStorage::F32(b)) => {
+                let (x, xl) = linalg::triangular::solve_triangular(a, l, b, bl, spec);
+                (CpuStorage::F32(x), xl)
+            }
+            (CpuStorage::F64(a), CpuStorage::F64(b)) => {
+                let (x, xl) = linalg::triangular::solve_triangular(a, l, b, bl, spec);
+                (CpuStorage::F64(x), xl)
+            }
+            _ if self.dtype() != b.dtype() => {
+                return Err(Error::DTypeMismatch { op: OP, lhs: self.dtype(), rhs: b.dtype() })
+            }
+            _ => return Err(unsupported(OP, self.dtype())),
         })
     }
 }

@@ -1,0 +1,6 @@
+//! Handlers of the solvers and factorisations (`linalg.solve_triangular`, cholesky, LU,
+//! QR and the ops built on them): one file per family, listed in [`crate::dispatch::OPS`].
+
+mod triangular;
+
+pub(crate) use triangular::solve_triangular;

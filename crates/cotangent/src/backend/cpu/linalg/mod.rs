@@ -1,0 +1,149 @@
+//! Dense factorisations and solvers over batches of strided matrices, on faer.
+//!
+//! Conventions shared by every kernel here:
+//! - an input is a [`Layout`] of rank >= 2 whose leading dims are the batch (already
+//!   broadcast above the seam: two operands of one kernel have the same batch dims);
+//! - [`Batch`] lists the offset of each matrix; a matrix is read through its strides with
+//!   no copy when one stride is 1 ([`mat_ref`]), else copied once;
+//! - results are fresh buffers of column-major matrices, one after another (PyTorch's
+//!   and LAPACK's layout); [`colmajor_layout`] describes them honestly with strides
+//!   `(…, 1, m)`, and `mT` of such a result is contiguous;
+//! - per-matrix status (`info`) is returned as LAPACK numbers it: 0 for success, `k > 0`
+//!   for the 1-based index of the failing pivot or leading minor.
+
+pub(crate) mod triangular;
+
+use faer::{MatMut, MatRef};
+
+use crate::dtype::Float;
+use crate::layout::Layout;
+use crate::shape::Shape;
+
+use super::strided::walk;
+
+/// Elements faer factorises: `f32`, `f64`.
+pub(crate) trait LinalgElem: Float + faer::traits::RealField {}
+impl LinalgElem for f32 {}
+impl LinalgElem for f64 {}
+
+/// The matrices of a batched layout `(*, m, n)`.
+#[derive(Debug, Clone)]
+pub(crate) struct Batch {
+    /// The batch dims.
+    pub(crate) dims: Vec<usize>,
+    /// Offset of each matrix, in row-major order of the batch dims.
+    pub(crate) offsets: Vec<usize>,
+    pub(crate) m: usize,
+    pub(crate) n: usize,
+    /// Row and column strides.
+    pub(crate) rs: usize,
+    pub(crate) cs: usize,
+}
+
+impl Batch {
+    pub(crate) fn of(l: &Layout) -> Batch {
+        let r = l.rank();
+        debug_assert!(r >= 2);
+        let dims = l.dims()[..r - 2].to_vec();
+        let mut offsets = Vec::with_capacity(dims.iter().product());
+        walk(&dims, [&l.strides()[..r - 2]], [l.offset()], |[o]| offsets.push(o));
+        Batch {
+            dims,
+            offsets,
+            m: l.dims()[r - 2],
+            n: l.dims()[r - 1],
+            rs: l.strides()[r - 2],
+            cs: l.strides()[r - 1],
+        }
+    }
+
+    /// The number of matrices.
+    pub(crate) fn len(&self) -> usize {
+        self.offsets.len()
+    }
+
+    /// Matrix `i`, read in place when a stride is 1, else copied into `tmp`.
+    pub(crate) fn mat<'a, T: Copy>(
+        &self,
+        data: &'a [T],
+        i: usize,
+        tmp: &'a mut Vec<T>,
+    ) -> MatRef<'a, T> {
+        mat_ref(data, self.offsets[i], self.m, self.n, self.rs, self.cs, tmp)
+    }
+
+    /// Copies matrix `i` into `dst` (column-major, `m * n`).
+    pub(crate) fn load<T: Copy>(&self, data: &[T], i: usize, dst: &mut [T]) {
+        load_colmajor(data, self.offsets[i], self.m, self.n, self.rs, self.cs, dst);
+    }
+}
+
+/// A view of the `m x n` matrix at `off` with strides `rs`, `cs`: in place when one
+/// stride is 1 (or the matrix is a vector), otherwise a column-major copy into `tmp`.
+pub(crate) fn mat_ref<'a, T: Copy>(
+    data: &'a [T],
+    off: usize,
+    m: usize,
+    n: usize,
+    rs: usize,
+    cs: usize,
+    tmp: &'a mut Vec<T>,
+) -> MatRef<'a, T> {
+    if m == 0 || n == 0 {
+        return MatRef::from_column_major_slice(&data[..0], m, n);
+    }
+    let s = &data[off..];
+    if rs == 1 || n == 1 {
+        MatRef::from_column_major_slice_with_stride(s, m, n, cs.max(m))
+    } else if cs == 1 || m == 1 {
+        MatRef::from_row_major_slice_with_stride(s, m, n, rs.max(n))
+    } else {
+        tmp.clear();
+        tmp.resize(m * n, s[0]);
+        load_colmajor(data, off, m, n, rs, cs, tmp);
+        MatRef::from_column_major_slice(tmp.as_slice(), m, n)
+    }
+}
+
+/// Copies the `m x n` matrix at `off` (strides `rs`, `cs`) into `dst`, column-major.
+pub(crate) fn load_colmajor<T: Copy>(
+    data: &[T],
+    off: usize,
+    m: usize,
+    n: usize,
+    rs: usize,
+    cs: usize,
+    dst: &mut [T],
+) {
+    debug_assert_eq!(dst.len(), m * n);
+    if rs == 1 {
+        for (j, col) in dst.chunks_exact_mut(m.max(1)).enumerate().take(n) {
+            let start = off + j * cs;
+            col.copy_from_slice(&data[start..start + m]);
+        }
+    } else {
+        for j in 0..n {
+            for i in 0..m {
+                dst[j * m + i] = data[off + i * rs + j * cs];
+            }
+        }
+    }
+}
+
+/// A mutable column-major view of an `m x n` block.
+pub(crate) fn colmajor_mut<T>(dst: &mut [T], m: usize, n: usize) -> MatMut<'_, T> {
+    MatMut::from_column_major_slice_mut(dst, m, n)
+}
+
+/// The layout of a batch of column-major `m x n` matrices stored one after another.
+pub(crate) fn colmajor_layout(batch: &[usize], m: usize, n: usize) -> Layout {
+    let mut dims = batch.to_vec();
+    dims.extend([m, n]);
+    let shape = Shape::new(dims);
+    let mut strides = Shape::new(batch.to_vec()).contiguous_strides();
+    for s in &mut strides {
+        *s *= m * n;
+    }
+    strides.extend([1, m.max(1)]);
+    Layout::new(shape, strides, 0)
+}

@@ -1,0 +1,90 @@
+//! Helpers shared by the linear-algebra ops: argument checks, batch broadcasting, and
+//! wrapping kernel results.
+
+use std::sync::Arc;
+
+use crate::backend::{CpuStorage, Storage};
+use crate::error::{Error, Result};
+use crate::layout::Layout;
+use crate::shape::{broadcast_shapes, Shape};
+use crate::tensor::Tensor;
+
+/// `UnsupportedDType` unless `t` is floating point (f32, f64, or bf16/f16 computed in
+/// f32).
+pub(crate) fn check_float(op: &'static str, t: &Tensor) -> Result<()> {
+    if t.dtype().is_floating_point() && !t.dtype().is_complex() {
+        Ok(())
+    } else {
+        Err(Error::UnsupportedDType { op, dtype: t.dtype() })
+    }
+}
+
+/// `DTypeMismatch` unless both have one dtype (PyTorch's linalg does not promote).
+#[allow(dead_code)] // for the factorisations' solvers, which do not promote
+pub(crate) fn check_same_dtype(op: &'static str, a: &Tensor, b: &Tensor) -> Result<()> {
+    if a.dtype() == b.dtype() {
+        Ok(())
+    } else {
+        Err(Error::DTypeMismatch { op, lhs: a.dtype(), rhs: b.dtype() })
+    }
+}
+
+/// `BadShape` ("square matrices") unless `t` is `(*, n, n)`.
+pub(crate) fn check_square(op: &'static str, t: &Tensor) -> Result<usize> {
+    let r = t.rank();
+    if r < 2 || t.dims()[r - 1] != t.dims()[r - 2] {
+        return Err(Error::BadShape {
+            op,
+            expected: "square matrices (*, n, n)",
+            got: t.shape().clone(),
+        });
+    }
+    Ok(t.dims()[r - 1])
+}
+
+/// `BadShape` unless `t` has at least 2 dims.
+#[allow(dead_code)] // for the rectangular factorisations (LU, QR)
+pub(crate) fn check_matrix(op: &'static str, t: &Tensor) -> Result<()> {
+    if t.rank() < 2 {
+        return Err(Error::BadShape {
+            op,
+            expected: "matrices (*, m, n) of at least 2 dims",
+            got: t.shape().clone(),
+        });
+    }
+    Ok(())
+}
+
+/// The batch dims of a tensor whose last `tail` dims are the matrix (or vector).
+pub(crate) fn batch_of(t: &Tensor, tail: usize) -> Shape {
+    Shape::new(t.dims()[..t.rank() - tail].to_vec())
+}
+
+/// `a` and `b` with their batch dims (all but the last `ta` / `tb` dims) broadcast to a
+/// common batch shape (expand views: their gradients are summed back by autograd).
+/// `ShapeMismatch` with both full shapes if the batches do not broadcast.
+pub(crate) fn broadcast_batch(
+    op: &'static str,
+    a: &Tensor,
+    ta: usize,
+    b: &Tensor,
+    tb: usize,
+) -> Result<(Tensor, Tensor)> {
+    let batch = broadcast_shapes(op, &batch_of(a, ta), &batch_of(b, tb))
+        .map_err(|_| Error::ShapeMismatch { op, lhs: a.shape().clone(), rhs: b.shape().clone() })?;
+    let with = |t: &Tensor, tail: usize| -> Result<Tensor> {
+        let mut dims = batch.dims().to_vec();
+        dims.extend(&t.dims()[t.rank() - tail..]);
+        if dims == t.dims() {
+            Ok(t.clone())
+        } else {
+            t.broadcast_to(dims)
+        }
+    };
+    Ok((with(a, ta)?, with(b, tb)?))
+}
+
+/// A tensor over a kernel's fresh buffer, with the kernel's layout.
+pub(crate) fn from_kernel(s: CpuStorage, l: Layout) -> Tensor {
+    Tensor::from_parts(Arc::new(Storage::Cpu(s)), l)
+}

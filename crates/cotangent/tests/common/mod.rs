@@ -1,0 +1,60 @@
+//! Helpers shared by the linear-algebra test files: seeded inputs, well-posed matrices
+//! (well conditioned, symmetric positive-definite, triangular), tolerances, and the
+//! first-and-second-order gradient check.
+#![allow(dead_code, clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use cotangent::autograd::{gradcheck, gradgradcheck, GradcheckOptions};
+use cotangent::{DType, Generator, Result, Tensor};
+
+/// Standard normal entries, seeded.
+pub fn randn(shape: &[usize], seed: u64) -> Tensor {
+    Tensor::randn(shape.to_vec(), DType::F64, &mut Generator::new(seed)).unwrap()
+}
+
+/// `t` as a leaf that requires grad.
+pub fn rg(t: Tensor) -> Tensor {
+    t.with_requires_grad(true).unwrap()
+}
+
+/// A well-conditioned matrix (batch): `n I + N(0, 1)` entries, in f64.
+pub fn well_conditioned(shape: &[usize], seed: u64) -> Tensor {
+    let n = shape[shape.len() - 1];
+    let eye = Tensor::eye(n, DType::F64).unwrap().mul_scalar(n as f64).unwrap();
+    randn(shape, seed).add(&eye).unwrap()
+}
+
+/// A symmetric positive-definite matrix (batch): `X Xᵀ / n + I`.
+pub fn spd(shape: &[usize], seed: u64) -> Tensor {
+    let n = shape[shape.len() - 1];
+    let x = randn(shape, seed);
+    let eye = Tensor::eye(n, DType::F64).unwrap();
+    x.matmul(&x.mT().unwrap()).unwrap().div_scalar(n as f64).unwrap().add(&eye).unwrap()
+}
+
+/// Asserts `|a - b| <= tol (1 + |b|)` elementwise.
+pub fn close(a: &[f64], b: &[f64], tol: f64) {
+    assert_eq!(a.len(), b.len(), "lengths");
+    for (i, (x, y)) in a.iter().zip(b).enumerate() {
+        assert!((x - y).abs() <= tol * (1.0 + y.abs()), "element {i}: {x} vs {y}");
+    }
+}
+
+/// Asserts two tensors have the same shape and close values.
+pub fn assert_close(a: &Tensor, b: &Tensor, tol: f64) {
+    assert_eq!(a.shape(), b.shape(), "shapes");
+    close(&a.to_vec_f64(), &b.to_vec_f64(), tol);
+}
+
+/// The largest absolute entry of `t`.
+pub fn max_abs(t: &Tensor) -> f64 {
+    t.to_vec_f64().iter().fold(0.0, |m, v| m.max(v.abs()))
+}
+
+/// gradcheck and gradgradcheck of `f` at `inputs` (f64, finite differences).
+pub fn check2(name: &str, inputs: &[Tensor], f: impl Fn(&[Tensor]) -> Result<Vec<Tensor>> + Copy) {
+    let o = GradcheckOptions::default();
+    let r = gradcheck(f, inputs, &o).unwrap();
+    assert!(r.passed, "{name}: {r}");
+    let r = gradgradcheck(f, inputs, &o).unwrap();
+    assert!(r.passed, "{name} (2nd order): {r}");
+}
