@@ -60,6 +60,7 @@ mod error;
 pub mod layout;
 pub mod linalg;
 mod ops;
+pub mod optim;
 pub mod shape;
 mod tensor;
 
