@@ -144,6 +144,11 @@ class F:
             k = self.shape[-1]
             x = rng.standard_normal(self.shape)
             v = (x @ np.swapaxes(x, -1, -2) / k + np.eye(k)).reshape(-1)
+        elif self.kind == "lowerpd":
+            # lower triangular with a diagonal in [1, 2] (a Cholesky factor; batch)
+            k = self.shape[-1]
+            d = np.eye(k) * rng.uniform(1.0, 2.0, self.shape[:-1])[..., None]
+            v = (0.5 * np.tril(rng.standard_normal(self.shape), -1) + d).reshape(-1)
         elif self.kind == "unitlower":
             # unit lower triangular (batch)
             k = self.shape[-1]
@@ -215,7 +220,9 @@ def call_torch(op, inputs, attrs):
         kw.update(zip(names, inputs[1:]))
         inputs = inputs[:1]
     outs = torch_fn(op)(*inputs, **kw)
-    return list(outs) if isinstance(outs, (tuple, list)) else [outs]
+    outs = list(outs) if isinstance(outs, (tuple, list)) else [outs]
+    # int32 outputs (LAPACK's info and pivots) are compared as the library's int64
+    return [o.to(torch.int64) if o.dtype == torch.int32 else o for o in outs]
 
 
 def torch_attrs(attrs):
@@ -910,6 +917,73 @@ cases("linalg.solve_triangular", [
     Case("rows-mismatch", [W((3, 3)), F((4, 2))], {"upper": False}, dtypes=F64, error="ShapeMismatch"),
     Case("vector-b", [W((3, 3)), F((3,))], {"upper": False}, dtypes=F64, error="ShapeMismatch"),
     Case("dtype-promote", [T("f64", np.eye(3) * 2 + np.tril(np.ones((3, 3)), -1)), T("f32", np.linspace(1, 2, 6), shape=(3, 2))], {"upper": False}, dtypes=F64),
+])
+
+
+def S(shape, **kw):
+    return F(shape, "spd", **kw)
+
+
+def LF(shape, **kw):
+    return F(shape, "lowerpd", **kw)
+
+
+# a batch of two 3x3 matrices, the second not positive definite (minor of order 2)
+NON_PD = [4.0, 1.0, 0.5, 1.0, 3.0, 0.2, 0.5, 0.2, 2.0,
+          4.0, 2.0, 1.0, 2.0, -3.0, 1.0, 1.0, 1.0, 5.0]
+NAN_PD = [2.0, 0.5, "nan", 0.5, 2.0, 0.1, "nan", 0.1, 2.0]
+
+cases("linalg.cholesky", [
+    Case("3x3", [S((3, 3))]),
+    Case("1x1", [S((1, 1))]),
+    Case("batched", [S((2, 3, 4, 4))]),
+    Case("upper", [S((4, 4))], {"upper": True}),
+    Case("upper-batched", [S((2, 5, 5))], {"upper": True}),
+    Case("50x50", [S((50, 50))], dtypes=F64),
+    Case("upper-70x70", [S((70, 70))], {"upper": True}, dtypes=F64),
+    Case("empty", [S((0, 0))], dtypes=F64),
+    Case("empty-batch", [S((0, 3, 3))], dtypes=F64),
+    Case("not-pd", [F((2, 3, 3), values=NON_PD)], dtypes=F64, error="NotPositiveDefinite"),
+    Case("not-pd-upper", [F((2, 3, 3), values=NON_PD)], {"upper": True}, dtypes=F64, error="NotPositiveDefinite"),
+    Case("nan", [F((3, 3), values=[float(v) for v in NAN_PD])], dtypes=F64, error="NotPositiveDefinite"),
+    Case("not-square", [F((3, 4))], dtypes=F64, error="NotSquare"),
+])
+
+cases("linalg.cholesky_ex", [
+    Case("3x3", [S((3, 3))]),
+    Case("upper-batched", [S((2, 4, 4))], {"upper": True}),
+    Case("not-pd-in-batch", [F((2, 3, 3), values=NON_PD)], grad=False),
+    Case("not-pd-in-batch-upper", [F((2, 3, 3), values=NON_PD)], {"upper": True}, grad=False),
+    Case("nan", [F((3, 3), values=[float(v) for v in NAN_PD])], dtypes=F64, grad=False),
+    Case("check-errors", [F((2, 3, 3), values=NON_PD)], {"check_errors": True}, dtypes=F64, error="NotPositiveDefinite"),
+    Case("check-errors-pd", [S((2, 3, 3))], {"check_errors": True}, dtypes=F64),
+    Case("empty-batch", [S((0, 3, 3))], dtypes=F64),
+])
+
+cases("cholesky_solve", [
+    Case("3x2", [F((3, 2)), LF((3, 3))]),
+    Case("full-factor", [F((4, 2)), W((4, 4))], dtypes=F64),
+    Case("upper", [F((4, 2)), W((4, 4))], {"upper": True}),
+    Case("batched-bcast", [F((2, 1, 3, 2)), LF((4, 3, 3))]),
+    Case("upper-bcast", [F((3, 2)), W((2, 3, 3))], {"upper": True}, dtypes=F64),
+    Case("1x1", [F((1, 2)), LF((1, 1))], dtypes=F64),
+    Case("empty", [F((0, 2)), LF((0, 0))], dtypes=F64),
+    Case("empty-batch", [F((0, 3, 2)), LF((0, 3, 3))], dtypes=F64),
+    Case("not-square", [F((3, 2)), F((3, 4))], dtypes=F64, error="NotSquare"),
+    Case("rows-mismatch", [F((4, 2)), LF((3, 3))], dtypes=F64, error="ShapeMismatch"),
+    Case("vector-b", [F((3,)), LF((3, 3))], dtypes=F64, error="ShapeMismatch"),
+    Case("dtype-mismatch", [T("f32", np.linspace(1, 2, 6), shape=(3, 2)), LF((3, 3))], dtypes=F64, error="DtypeMismatch"),
+])
+
+cases("cholesky_inverse", [
+    Case("3x3", [LF((3, 3))]),
+    Case("full-factor", [W((3, 3))], dtypes=F64),
+    Case("upper", [W((4, 4))], {"upper": True}),
+    Case("batched", [LF((2, 4, 4))]),
+    Case("1x1", [LF((1, 1))], dtypes=F64),
+    Case("empty", [LF((0, 0))], dtypes=F64),
+    Case("empty-batch", [LF((0, 3, 3))], dtypes=F64),
+    Case("not-square", [F((3, 4))], dtypes=F64, error="NotSquare"),
 ])
 
 

@@ -167,6 +167,10 @@ pub const OPS: &[OpSpec] = &[
     op("linalg.matrix_power", &["n"], h::matrix_power),
     // linear algebra: solvers and factorisations (src/solvers/)
     op("linalg.solve_triangular", &["upper", "left", "unitriangular"], sv::solve_triangular),
+    op("linalg.cholesky", &["upper"], sv::cholesky),
+    op("linalg.cholesky_ex", &["upper", "check_errors"], sv::cholesky_ex),
+    op("cholesky_solve", &["upper"], sv::cholesky_solve),
+    op("cholesky_inverse", &["upper"], sv::cholesky_inverse),
 ];
 
 /// The names of every op of the runner, in table order.

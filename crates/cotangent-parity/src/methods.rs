@@ -147,4 +147,9 @@ pub const LIBRARY_METHODS: &[(&str, Coverage)] = &[
     ("matrix_power", Coverage::Op("linalg.matrix_power")),
     // src/linalg/triangular.rs
     ("solve_triangular", Coverage::Op("linalg.solve_triangular")),
+    // src/linalg/cholesky.rs
+    ("cholesky", Coverage::Op("linalg.cholesky")),
+    ("cholesky_ex", Coverage::Op("linalg.cholesky_ex")),
+    ("cholesky_solve", Coverage::Op("cholesky_solve")),
+    ("cholesky_inverse", Coverage::Op("cholesky_inverse")),
 ];

@@ -101,6 +101,10 @@ pub(crate) trait BackendStorage: Sized {
         bl: &Layout,
         spec: TriSolve,
     ) -> Result<(Self, Layout)>;
+    /// Cholesky factor of each `self: (*, n, n)`, reading its lower triangle (`L`) or its
+    /// upper one (`U = Lᵀ`, if `upper`); with each matrix's LAPACK `info` (0 or the order
+    /// of its first non-positive leading minor).
+    fn cholesky(&self, l: &Layout, upper: bool) -> Result<(Self, Layout, Vec<i64>)>;
 }
 
 /// Which triangular system a solve is.

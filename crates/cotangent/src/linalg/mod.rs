@@ -10,16 +10,20 @@
 //! | [`Tensor::linear`](crate::Tensor::linear) | `x Wᵀ + b`, `Wᵀ` a view | inherited |
 //! | [`Tensor::kron`](crate::Tensor::kron), [`Tensor::trace`](crate::Tensor::trace), [`Tensor::diag`](crate::Tensor::diag), [`Tensor::diag_embed`](crate::Tensor::diag_embed), [`Tensor::tril`](crate::Tensor::tril), [`Tensor::triu`](crate::Tensor::triu) | views, scatters and masks | inherited |
 //! | [`Tensor::cross`](crate::Tensor::cross), [`Tensor::vander`](crate::Tensor::vander), [`Tensor::matrix_power`](crate::Tensor::matrix_power) (`n >= 0`) | implicit composites | inherited |
+//! | [`cholesky`], [`cholesky_ex`] | primitive (direct loop for small `n`, faer above) | symmetric `gA = L⁻ᵀ Φ*(Lᵀ gL) L⁻¹` |
+//! | [`cholesky_solve`], [`cholesky_inverse`] | explicit composites (triangular solves) | PyTorch's full-matrix gradient for the factor |
 //!
 //! bf16 and f16 inputs are computed in f32 and rounded back (results and gradients in the
 //! input dtype).
 
+mod cholesky;
 mod matmul;
 mod products;
 mod structure;
 mod triangular;
 pub(crate) mod util;
 
+pub use cholesky::{cholesky, cholesky_ex, cholesky_inverse, cholesky_solve, CholeskyEx};
 pub use triangular::solve_triangular;
 
 /// Which triangle of a matrix an op reads or returns (PyTorch's `upper=` / `UPLO=`).

@@ -789,4 +789,18 @@ impl BackendStorage for CpuStorage {
             _ => return Err(unsupported(OP, self.dtype())),
         })
     }
+
+    fn cholesky(&self, l: &Layout, upper: bool) -> Result<(CpuStorage, Layout, Vec<i64>)> {
+        Ok(match self {
+            CpuStorage::F32(a) => {
+                let (f, fl, info) = linalg::cholesky::cholesky(a, l, upper);
+                (CpuStorage::F32(f), fl, info)
+            }
+            CpuStorage::F64(a) => {
+                let (f, fl, info) = linalg::cholesky::cholesky(a, l, upper);
+                (CpuStorage::F64(f), fl, info)
+            }
+            _ => return Err(unsupported("linalg.cholesky", self.dtype())),
+        })
+    }
 }
