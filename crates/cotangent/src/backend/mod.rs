@@ -124,6 +124,15 @@ pub(crate) enum Storage {
     Cpu(CpuStorage),
 }
 
+impl Drop for Storage {
+    /// Large host buffers go back to the CPU backend's cache (see `cpu::pool`).
+    fn drop(&mut self) {
+        match self {
+            Storage::Cpu(s) => s.recycle(),
+        }
+    }
+}
+
 impl Storage {
     pub(crate) fn device(&self) -> Device {
         match self {

@@ -335,10 +335,29 @@ impl Lbfgs {
 }
 
 impl Optimizer for Lbfgs {
-    #[allow(clippy::too_many_lines)]
     fn step<F>(&mut self, params: &mut [Param], loss: F) -> Result<f64>
     where
         F: FnMut(&[Tensor]) -> Result<Tensor>,
+    {
+        self.step_with_progress(params, loss, |_, _| {})
+    }
+}
+
+impl Lbfgs {
+    /// [`Optimizer::step`], calling `progress(iteration, loss)` after each iteration with
+    /// the iteration number (over all steps) and the loss at the new point.
+    ///
+    /// Errors: as [`Optimizer::step`].
+    #[allow(clippy::too_many_lines)]
+    pub fn step_with_progress<F, P>(
+        &mut self,
+        params: &mut [Param],
+        loss: F,
+        mut progress: P,
+    ) -> Result<f64>
+    where
+        F: FnMut(&[Tensor]) -> Result<Tensor>,
+        P: FnMut(usize, f64),
     {
         self.check()?;
         match &self.state.sig {
@@ -449,6 +468,9 @@ impl Optimizer for Lbfgs {
             }
             current_evals += ls_func_evals;
             st.func_evals += ls_func_evals;
+            if ls_func_evals > 0 {
+                progress(st.n_iter, if self.maximize { -loss } else { loss });
+            }
             if n_iter == self.max_iter
                 || current_evals >= max_eval
                 || opt_cond

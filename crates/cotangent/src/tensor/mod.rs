@@ -242,7 +242,7 @@ impl Tensor {
             lhs: self.dtype(),
             rhs: T::DTYPE,
         })?;
-        Ok(crate::backend::cpu::map_strided(v, &self.0.layout, |x| x))
+        Ok(crate::backend::cpu::collect_strided(v, &self.0.layout))
     }
 
     /// The elements in row-major order converted to `f64` (real parts of complex values).

@@ -15,7 +15,7 @@ const SMALL: usize = 8 * 8 * 8;
 const PAR_THRESHOLD: usize = 192 * 192 * 192;
 
 /// Elements that faer multiplies: `f32`, `f64`.
-pub(crate) trait GemmElem: Float + faer::traits::ComplexField {}
+pub(crate) trait GemmElem: Float + faer::traits::ComplexField + super::pool::Pooled {}
 impl GemmElem for f32 {}
 impl GemmElem for f64 {}
 
@@ -177,7 +177,7 @@ pub(crate) fn matmul<T: GemmElem>(a: &[T], al: &Layout, b: &[T], bl: &Layout) ->
     }
     let batch_dims = &al.dims()[..r - 2];
     let batch: usize = batch_dims.iter().product();
-    let mut out = vec![T::ZERO; batch * m * n];
+    let mut out = super::pool::filled(batch * m * n, T::ZERO);
     if out.is_empty() {
         return out;
     }

@@ -2,6 +2,7 @@
 
 pub(crate) mod linalg;
 pub(crate) mod matmul;
+pub(crate) mod pool;
 pub(crate) mod strided;
 
 use half::{bf16, f16};
@@ -12,6 +13,7 @@ use crate::dtype::{DType, Element, Float};
 use crate::error::{Error, Result};
 use crate::layout::Layout;
 use crate::shape::Shape;
+use pool::Pooled;
 use strided::walk;
 
 /// A host buffer of one dtype.
@@ -26,6 +28,17 @@ pub enum CpuStorage {
     F64(Vec<f64>),
     C64(Vec<Complex<f32>>),
     C128(Vec<Complex<f64>>),
+}
+
+impl CpuStorage {
+    /// Hands a large f32/f64 buffer to the cache for reuse (leaves `self` empty).
+    pub(crate) fn recycle(&mut self) {
+        match self {
+            CpuStorage::F64(v) => pool::give(std::mem::take(v)),
+            CpuStorage::F32(v) => pool::give(std::mem::take(v)),
+            _ => {}
+        }
+    }
 }
 
 /// Applies `$body` to the buffer whatever its dtype, rewrapping a `Vec` result in the same
@@ -45,28 +58,37 @@ macro_rules! map_any {
     };
 }
 
+/// Elements of `v` at the offsets of `l`, in row-major order, in a fresh (uncached)
+/// vector: for buffers handed to users.
+pub(crate) fn collect_strided<T: Copy>(v: &[T], l: &Layout) -> Vec<T> {
+    if let Some(r) = l.contiguous_range() {
+        return v[r].to_vec();
+    }
+    let mut out = Vec::with_capacity(l.numel());
+    walk(l.dims(), [l.strides()], [l.offset()], |[o]| out.push(v[o]));
+    out
+}
+
 /// Elements of `v` at the offsets of `l`, in row-major order, mapped through `f`.
 #[inline]
-pub(crate) fn map_strided<T: Copy, U: Clone>(v: &[T], l: &Layout, f: impl Fn(T) -> U) -> Vec<U> {
+pub(crate) fn map_strided<T: Copy, U: Pooled>(v: &[T], l: &Layout, f: impl Fn(T) -> U) -> Vec<U> {
     if let Some(r) = l.contiguous_range() {
-        return v[r].iter().map(|&x| f(x)).collect();
+        let mut out = pool::take(r.len());
+        out.extend(v[r].iter().map(|&x| f(x)));
+        return out;
     }
     if l.strides().iter().all(|&s| s == 0) {
         // one element broadcast everywhere (the cotangent of a sum, a scalar expanded)
         let n = l.numel();
-        return if n == 0 {
-            Vec::new()
-        } else {
-            std::iter::repeat_n(f(v[l.offset()]), n).collect()
-        };
+        return if n == 0 { Vec::new() } else { pool::filled(n, f(v[l.offset()])) };
     }
-    let mut out = Vec::with_capacity(l.numel());
+    let mut out = pool::take(l.numel());
     walk(l.dims(), [l.strides()], [l.offset()], |[o]| out.push(f(v[o])));
     out
 }
 
 #[inline]
-fn zip_strided<T: Copy, U>(
+fn zip_strided<T: Copy, U: Pooled>(
     a: &[T],
     al: &Layout,
     b: &[T],
@@ -74,9 +96,11 @@ fn zip_strided<T: Copy, U>(
     f: impl Fn(T, T) -> U,
 ) -> Vec<U> {
     if let (Some(ra), Some(rb)) = (al.contiguous_range(), bl.contiguous_range()) {
-        return a[ra].iter().zip(&b[rb]).map(|(&x, &y)| f(x, y)).collect();
+        let mut out = pool::take(ra.len());
+        out.extend(a[ra].iter().zip(&b[rb]).map(|(&x, &y)| f(x, y)));
+        return out;
     }
-    let mut out = Vec::with_capacity(al.numel());
+    let mut out = pool::take(al.numel());
     walk(al.dims(), [al.strides(), bl.strides()], [al.offset(), bl.offset()], |[i, j]| {
         out.push(f(a[i], b[j]));
     });
@@ -332,8 +356,8 @@ impl BackendStorage for CpuStorage {
             DType::I64 => CpuStorage::I64(vec![0; n]),
             DType::Bf16 => CpuStorage::Bf16(vec![bf16::ZERO; n]),
             DType::F16 => CpuStorage::F16(vec![f16::ZERO; n]),
-            DType::F32 => CpuStorage::F32(vec![0.0; n]),
-            DType::F64 => CpuStorage::F64(vec![0.0; n]),
+            DType::F32 => CpuStorage::F32(pool::filled(n, 0.0)),
+            DType::F64 => CpuStorage::F64(pool::filled(n, 0.0)),
             DType::C64 => CpuStorage::C64(vec![Complex::new(0.0, 0.0); n]),
             DType::C128 => CpuStorage::C128(vec![Complex::new(0.0, 0.0); n]),
         }
@@ -468,7 +492,7 @@ impl BackendStorage for CpuStorage {
         let CpuStorage::Bool(c) = self else {
             return Err(Error::DTypeMismatch { op: "where", lhs: self.dtype(), rhs: DType::Bool });
         };
-        fn go<T: Copy>(
+        fn go<T: Copy + Pooled>(
             c: &[bool],
             l: &Layout,
             t: &[T],
@@ -476,7 +500,7 @@ impl BackendStorage for CpuStorage {
             f: &[T],
             fl: &Layout,
         ) -> Vec<T> {
-            let mut out = Vec::with_capacity(l.numel());
+            let mut out = pool::take(l.numel());
             walk(
                 l.dims(),
                 [l.strides(), tl.strides(), fl.strides()],
@@ -541,14 +565,14 @@ impl BackendStorage for CpuStorage {
         dst: &Layout,
         accumulate: bool,
     ) -> Result<CpuStorage> {
-        fn go<T: AddElem + Default>(
+        fn go<T: AddElem + Default + Pooled>(
             v: &[T],
             src: &Layout,
             numel: usize,
             dst: &Layout,
             acc: bool,
         ) -> Vec<T> {
-            let mut out = vec![T::default(); numel];
+            let mut out = pool::filled(numel, T::default());
             walk(
                 src.dims(),
                 [src.strides(), dst.strides()],

@@ -157,7 +157,7 @@ pub(crate) fn cholesky<T: LinalgElem>(
     } else {
         colmajor_layout(&ba.dims, n, n)
     };
-    let mut out = vec![T::ZERO; ba.len() * size];
+    let mut out = crate::backend::cpu::pool::filled(ba.len() * size, T::ZERO);
     let mut info = vec![0i64; ba.len()];
     if size == 0 {
         return (out, layout, info);

@@ -23,7 +23,7 @@ use crate::shape::Shape;
 use super::strided::walk;
 
 /// Elements faer factorises: `f32`, `f64`.
-pub(crate) trait LinalgElem: Float + faer::traits::RealField {}
+pub(crate) trait LinalgElem: Float + faer::traits::RealField + super::pool::Pooled {}
 impl LinalgElem for f32 {}
 impl LinalgElem for f64 {}
 

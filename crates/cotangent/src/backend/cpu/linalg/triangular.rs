@@ -56,7 +56,7 @@ pub(crate) fn solve_triangular<T: LinalgElem>(
     }
     let (xm, xn) = (bb.m, bb.n); // n x k
     let size = xm * xn;
-    let mut out = vec![T::ZERO; ba.len() * size];
+    let mut out = crate::backend::cpu::pool::filled(ba.len() * size, T::ZERO);
     if size == 0 {
         return (out, out_layout);
     }
