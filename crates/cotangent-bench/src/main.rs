@@ -14,9 +14,10 @@ use std::io::Write;
 use std::time::Instant;
 
 use cotangent::autograd::{self, GradOptions};
+use cotangent::linalg::{self, Uplo};
 use cotangent::{DType, Generator, Result, Tensor};
 
-const OPS: &[&str] = &["mm", "bmm", "matmul"];
+const OPS: &[&str] = &["mm", "bmm", "matmul", "cholesky"];
 const SQUARE: &[usize] = &[4, 16, 64, 256, 1024];
 const BATCHED: &[(usize, usize)] = &[(4096, 4), (1024, 16)];
 
@@ -109,25 +110,39 @@ fn inputs(
         None => vec![n, n],
         Some(b) => vec![b, n, n],
     };
+    let eye = Tensor::eye(n, dt)?;
     match op {
         "mm" | "bmm" | "matmul" => {
             Ok(vec![Tensor::randn(shape.clone(), dt, gen)?, Tensor::randn(shape, dt, gen)?])
+        }
+        "cholesky" => {
+            // g gᵀ / n + I
+            let g = Tensor::randn(shape, dt, gen)?;
+            Ok(vec![g.matmul(&g.mT()?)?.div_scalar(n as f64)?.add(&eye)?.contiguous()?])
         }
         _ => Ok(vec![]),
     }
 }
 
-/// The op's forward and the scalar loss of its outputs (as in the PyTorch script).
-fn forward(op: &str, xs: &[Tensor]) -> Result<Tensor> {
-    match op {
-        "mm" => xs[0].mm(&xs[1]),
-        "bmm" => xs[0].bmm(&xs[1]),
-        _ => xs[0].matmul(&xs[1]),
-    }
+/// The op's forward: its outputs, as in the PyTorch script.
+fn forward(op: &str, xs: &[Tensor]) -> Result<Vec<Tensor>> {
+    Ok(match op {
+        "mm" => vec![xs[0].mm(&xs[1])?],
+        "bmm" => vec![xs[0].bmm(&xs[1])?],
+        "matmul" => vec![xs[0].matmul(&xs[1])?],
+        "cholesky" => vec![linalg::cholesky(&xs[0], Uplo::Lower)?],
+        _ => {
+            return Err(cotangent::Error::Unsupported {
+                op: "cotangent-bench",
+                device: cotangent::Device::Cpu,
+            })
+        }
+    })
 }
 
-fn loss(_op: &str, y: &Tensor) -> Result<Tensor> {
-    y.sum()
+/// The scalar loss of the outputs (the PyTorch script's `loss_fn`).
+fn loss(_op: &str, ys: &[Tensor]) -> Result<Tensor> {
+    ys[0].sum()
 }
 
 fn applicable(op: &str, batch: Option<usize>) -> bool {

@@ -74,37 +74,57 @@ pub fn load(csv: &str, points: Option<usize>) -> std::result::Result<Data, Strin
     Ok(Data { x, y: ppmv.iter().map(|v| v - mean).collect(), mean })
 }
 
-/// The kernel matrix `k(a, b)` for hyperparameters `theta` (logs, a (11,) tensor), without
-/// the white-noise term (added on the training diagonal only).
-pub fn kernel(theta: &Tensor, a: &Tensor, b: &Tensor) -> Result<Tensor> {
+/// The parts of the kernel that do not depend on the hyperparameters, for inputs `a`
+/// (n) and `b` (m): `−d²/2` and `−2 sin²(π d)` with `d = aᵢ − bⱼ`. Computed once per fit.
+#[derive(Debug, Clone)]
+pub struct Geometry {
+    half_d2: Tensor,
+    periodic: Tensor,
+}
+
+impl Geometry {
+    /// The geometry of `a` against `b`.
+    pub fn new(a: &Tensor, b: &Tensor) -> Result<Geometry> {
+        let d = a.unsqueeze(1)?.sub(&b.unsqueeze(0)?)?;
+        Ok(Geometry {
+            half_d2: d.square()?.mul_scalar(-0.5)?,
+            periodic: d.mul_scalar(PI)?.sin()?.square()?.mul_scalar(-2.0)?,
+        })
+    }
+}
+
+/// The kernel matrix for hyperparameters `theta` (logs, a (11,) tensor), without the
+/// white-noise term (added on the training diagonal only):
+/// `s1² e^{−d²/2l1²} + s2² e^{−d²/2l2² − 2 sin²(πd)/lp²} + s3² (1 + d²/(2 α l3²))^{−α}
+/// + s4² e^{−d²/2l4²}`.
+pub fn kernel(theta: &Tensor, g: &Geometry) -> Result<Tensor> {
     let p = theta.exp()?;
     let h = |i: isize| p.select(0, i);
-    let d = a.unsqueeze(1)?.sub(&b.unsqueeze(0)?)?; // (n, m) differences
-    let d2 = d.square()?;
-    // exp(−d² / (2 l²))
-    let rbf =
-        |l: &Tensor| -> Result<Tensor> { d2.div(&l.square()?.mul_scalar(2.0)?)?.neg()?.exp() };
-    let long = h(0)?.mul(&rbf(&h(1)?)?)?;
-    // periodic with period 1: exp(−2 sin²(π d) / l_p²)
-    let periodic =
-        d.mul_scalar(PI)?.sin()?.square()?.mul_scalar(-2.0)?.div(&h(4)?.square()?)?.exp()?;
-    let seasonal = h(2)?.mul(&rbf(&h(3)?)?)?.mul(&periodic)?;
-    // rational quadratic: (1 + d² / (2 α l²))^(−α)
+    // e^{−d²/(2 l²)}
+    let rbf = |l: &Tensor| -> Result<Tensor> { g.half_d2.div(&l.square()?)?.exp() };
+    let long = rbf(&h(1)?)?.mul(&h(0)?)?;
+    let seasonal = g
+        .half_d2
+        .div(&h(3)?.square()?)?
+        .add(&g.periodic.div(&h(4)?.square()?)?)?
+        .exp()?
+        .mul(&h(2)?)?;
+    // (1 + d²/(2 α l²))^{−α} = exp(−α log1p(−(−d²/2) / (α l²)))
     let (alpha, l3) = (h(6)?, h(7)?);
     let rq =
-        d2.div(&alpha.mul(&l3.square()?)?.mul_scalar(2.0)?)?.log1p()?.mul(&alpha.neg()?)?.exp()?;
-    let medium = h(5)?.mul(&rq)?;
-    let noise = h(8)?.mul(&rbf(&h(9)?)?)?;
+        g.half_d2.div(&alpha.mul(&l3.square()?)?.neg()?)?.log1p()?.mul(&alpha.neg()?)?.exp()?;
+    let medium = rq.mul(&h(5)?)?;
+    let noise = rbf(&h(9)?)?.mul(&h(8)?)?;
     long.add(&seasonal)?.add(&medium)?.add(&noise)
 }
 
 /// The negative log marginal likelihood `½ yᵀK⁻¹y + ½ log det K + (n/2) log 2π` with
 /// `K = k(x, x) + σ²_white I`, by a Cholesky factorisation `K = L Lᵀ`:
 /// `½ ‖L⁻¹y‖² + Σ log Lᵢᵢ + (n/2) log 2π`. Differentiable in `theta`.
-pub fn nlml(theta: &Tensor, x: &Tensor, y: &Tensor) -> Result<Tensor> {
-    let n = x.dims()[0];
+pub fn nlml(theta: &Tensor, g: &Geometry, y: &Tensor) -> Result<Tensor> {
+    let n = y.dims()[0];
     let white = theta.select(0, 10)?.exp()?;
-    let k = kernel(theta, x, x)?.add(&Tensor::eye(n, DType::F64)?.mul(&white)?)?;
+    let k = kernel(theta, g)?.add(&Tensor::eye(n, DType::F64)?.mul(&white)?)?;
     let l = cholesky(&k, Uplo::Lower)?;
     let z = solve_triangular(&l, &y.unsqueeze(1)?, Uplo::Lower, Side::Left, Diag::NonUnit)?;
     let fit = z.square()?.sum()?.mul_scalar(0.5)?;
@@ -121,8 +141,9 @@ pub fn tensors(data: &Data) -> Result<(Tensor, Tensor)> {
 /// The log marginal likelihood and its gradient with respect to `theta` (logs).
 pub fn lml_and_grad(theta: &[f64], data: &Data) -> Result<(f64, Vec<f64>)> {
     let (x, y) = tensors(data)?;
+    let g = Geometry::new(&x, &x)?;
     let t = Tensor::from_vec(theta.to_vec(), theta.len())?.with_requires_grad(true)?;
-    let l = nlml(&t, &x, &y)?;
+    let l = nlml(&t, &g, &y)?;
     let g = autograd::grad(&[&l], &[None], &[&t], GradOptions::default())?;
     let g = g[0].as_ref().map_or_else(|| vec![0.0; theta.len()], Tensor::to_vec_f64);
     Ok((-l.item::<f64>()?, g.iter().map(|v| -v).collect()))
@@ -148,14 +169,15 @@ pub struct Fit {
 /// strong-Wolfe line search, from `start`, calling `progress` after every iteration.
 pub fn fit(data: &Data, start: &[f64], max_iter: usize, progress: Progress<'_>) -> Result<Fit> {
     let (x, y) = tensors(data)?;
+    let g = Geometry::new(&x, &x)?;
     let mut params = vec![Param::new(&Tensor::from_vec(start.to_vec(), start.len())?)?];
     let mut opt = Lbfgs::default()
         .line_search(LineSearch::StrongWolfe)
         .max_iter(max_iter)
         .max_eval(Some(max_iter * 2))
         .tolerance_grad(1e-5)
-        .tolerance_change(1e-10);
-    opt.step_with_progress(&mut params, |p| nlml(&p[0], &x, &y), |it, l| progress(it, l))?;
+        .tolerance_change(1e-9);
+    opt.step_with_progress(&mut params, |p| nlml(&p[0], &g, &y), |it, l| progress(it, l))?;
     let theta = params[0].tensor().to_vec_f64();
     let (lml, _) = lml_and_grad(&theta, data)?;
     Ok(Fit { theta, lml, iterations: opt.n_iter(), evaluations: opt.func_evals() })
@@ -169,15 +191,16 @@ pub fn predict(theta: &[f64], data: &Data, at: &[f64]) -> Result<(Vec<f64>, Vec<
     let t = Tensor::from_vec(theta.to_vec(), theta.len())?;
     let n = x.dims()[0];
     let white = theta[10].exp();
-    let k = kernel(&t, &x, &x)?.add(&Tensor::eye(n, DType::F64)?.mul_scalar(white)?)?;
+    let k = kernel(&t, &Geometry::new(&x, &x)?)?
+        .add(&Tensor::eye(n, DType::F64)?.mul_scalar(white)?)?;
     let l = cholesky(&k, Uplo::Lower)?;
     let z = solve_triangular(&l, &y.unsqueeze(1)?, Uplo::Lower, Side::Left, Diag::NonUnit)?;
     let alpha = solve_triangular(&l.mT()?, &z, Uplo::Upper, Side::Left, Diag::NonUnit)?;
     let s = Tensor::from_vec(at.to_vec(), at.len())?;
-    let ks = kernel(&t, &s, &x)?; // (m, n)
+    let ks = kernel(&t, &Geometry::new(&s, &x)?)?; // (m, n)
     let mean = ks.matmul(&alpha)?.squeeze_dim(1)?.add_scalar(data.mean)?.to_vec_f64();
     let v = solve_triangular(&l, &ks.mT()?, Uplo::Lower, Side::Left, Diag::NonUnit)?; // (n, m)
-    let prior = kernel(&t, &s, &s)?.diagonal(0, 0, 1)?.add_scalar(white)?;
+    let prior = kernel(&t, &Geometry::new(&s, &s)?)?.diagonal(0, 0, 1)?.add_scalar(white)?;
     let var = prior.sub(&v.square()?.sum_dims(&[0], false)?)?.to_vec_f64();
     Ok((mean, var.iter().map(|v| v.max(0.0).sqrt()).collect()))
 }

@@ -107,6 +107,50 @@ fn zip_strided<T: Copy, U: Pooled>(
     out
 }
 
+/// Elements from which a contiguous elementwise kernel runs on all of rayon's threads.
+const PAR_ELEMS: usize = 1 << 16;
+
+/// [`map_strided`] on all threads when the input is large and contiguous.
+fn map_par<T: Copy + Sync, U: Pooled + Send>(
+    v: &[T],
+    l: &Layout,
+    f: impl Fn(T) -> U + Sync,
+) -> Vec<U> {
+    use rayon::prelude::*;
+    if l.numel() >= PAR_ELEMS && rayon::current_num_threads() > 1 {
+        if let Some(r) = l.contiguous_range() {
+            let mut out = pool::take(r.len());
+            v[r].par_iter().with_min_len(1 << 13).map(|&x| f(x)).collect_into_vec(&mut out);
+            return out;
+        }
+    }
+    map_strided(v, l, f)
+}
+
+/// [`zip_strided`] on all threads when both inputs are large and contiguous.
+fn zip_par<T: Copy + Sync, U: Pooled + Send>(
+    a: &[T],
+    al: &Layout,
+    b: &[T],
+    bl: &Layout,
+    f: impl Fn(T, T) -> U + Sync,
+) -> Vec<U> {
+    use rayon::prelude::*;
+    if al.numel() >= PAR_ELEMS && rayon::current_num_threads() > 1 {
+        if let (Some(ra), Some(rb)) = (al.contiguous_range(), bl.contiguous_range()) {
+            let mut out = pool::take(ra.len());
+            a[ra]
+                .par_iter()
+                .with_min_len(1 << 13)
+                .zip(&b[rb])
+                .map(|(&x, &y)| f(x, y))
+                .collect_into_vec(&mut out);
+            return out;
+        }
+    }
+    zip_strided(a, al, b, bl, f)
+}
+
 fn unsupported(op: &'static str, dtype: DType) -> Error {
     Error::UnsupportedDType { op, dtype }
 }
@@ -396,8 +440,8 @@ impl BackendStorage for CpuStorage {
 
     fn unary<K: UnaryKernel>(&self, l: &Layout, k: K) -> Result<CpuStorage> {
         Ok(match self {
-            CpuStorage::F32(v) => CpuStorage::F32(map_strided(v, l, |x| k.f(x))),
-            CpuStorage::F64(v) => CpuStorage::F64(map_strided(v, l, |x| k.f(x))),
+            CpuStorage::F32(v) => CpuStorage::F32(map_par(v, l, |x| k.f(x))),
+            CpuStorage::F64(v) => CpuStorage::F64(map_par(v, l, |x| k.f(x))),
             CpuStorage::Bf16(_) | CpuStorage::F16(_) => {
                 let (x, _) = self
                     .half_to_f32(l)
@@ -417,10 +461,10 @@ impl BackendStorage for CpuStorage {
     ) -> Result<CpuStorage> {
         Ok(match (self, rhs) {
             (CpuStorage::F32(a), CpuStorage::F32(b)) => {
-                CpuStorage::F32(zip_strided(a, l, b, rl, |x, y| k.f(x, y)))
+                CpuStorage::F32(zip_par(a, l, b, rl, |x, y| k.f(x, y)))
             }
             (CpuStorage::F64(a), CpuStorage::F64(b)) => {
-                CpuStorage::F64(zip_strided(a, l, b, rl, |x, y| k.f(x, y)))
+                CpuStorage::F64(zip_par(a, l, b, rl, |x, y| k.f(x, y)))
             }
             (CpuStorage::Bf16(_), CpuStorage::Bf16(_))
             | (CpuStorage::F16(_), CpuStorage::F16(_)) => {
