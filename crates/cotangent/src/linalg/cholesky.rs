@@ -8,7 +8,6 @@ use super::util::{
 };
 use super::{Diag, Side, Uplo};
 use crate::autograd::node::{record1, Op, VjpCtx};
-use crate::backend::cpu::linalg::cholesky::DIRECT_MAX;
 use crate::backend::BackendStorage;
 use crate::dtype::DType;
 use crate::error::{Error, Result};
@@ -49,8 +48,7 @@ impl Op for Cholesky {
     fn vjp(&self, cx: &VjpCtx<'_>, g: &[Option<Tensor>]) -> Result<Vec<Option<Tensor>>> {
         let Some(gl) = &g[0] else { return Ok(vec![None]) };
         let f = cx.output(0)?;
-        let n = f.dims()[f.rank() - 1];
-        if !cx.create_graph() && n <= DIRECT_MAX && f.dtype() == gl.dtype() {
+        if !cx.create_graph() && f.dtype() == gl.dtype() {
             // the same formula, fused per matrix (no graph to build)
             let (s, layout) = f.storage().cpu().cholesky_backward(
                 f.layout(),

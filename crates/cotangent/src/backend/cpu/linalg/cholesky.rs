@@ -327,10 +327,72 @@ fn backward_small<T: Float>(l: &[T], g: &mut [T], dst: &mut [T], n: usize) {
     arms!(1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16);
 }
 
+/// `gA` for one factor above the direct loop's size, on faer: `l` the column-major lower
+/// `L`, `g` the column-major lower triangle of `gL` (scratch), into `dst` (symmetric).
+fn backward_faer<T: LinalgElem>(l: &[T], g: &mut [T], dst: &mut [T], n: usize, par: Par) {
+    use faer::linalg::matmul::triangular::{matmul, BlockStructure as B};
+    use faer::linalg::triangular_solve::solve_upper_triangular_in_place;
+    use faer::{Accum, MatRef};
+    let lm = MatRef::from_column_major_slice(l, n, n);
+    let gm = MatRef::from_column_major_slice(&*g, n, n);
+    // P = tril(Lᵀ tril(G)): a triangular product (a third of a full one)
+    matmul(
+        colmajor_mut(dst, n, n),
+        B::TriangularLower,
+        Accum::Replace,
+        lm.transpose(),
+        B::TriangularUpper,
+        gm,
+        B::TriangularLower,
+        T::ONE,
+        par,
+    );
+    // S = ½ (P + tril(P, −1)ᵀ)
+    let half = T::of(0.5);
+    for c in 0..n {
+        dst[c * n + c] *= half;
+        for r in c + 1..n {
+            let v = dst[c * n + r] * half;
+            dst[c * n + r] = v;
+            dst[r * n + c] = v;
+        }
+    }
+    // Y = L⁻ᵀ S; Z = L⁻ᵀ Yᵀ (S is symmetric)
+    solve_upper_triangular_in_place(lm.transpose(), colmajor_mut(dst, n, n), par);
+    for c in 0..n {
+        for r in 0..n {
+            g[c * n + r] = dst[r * n + c];
+        }
+    }
+    solve_upper_triangular_in_place(lm.transpose(), colmajor_mut(g, n, n), par);
+    // exactly symmetric: ½ (Z + Zᵀ)
+    for c in 0..n {
+        dst[c * n + c] = g[c * n + c];
+        for r in c + 1..n {
+            let v = (g[c * n + r] + g[r * n + c]) * half;
+            dst[c * n + r] = v;
+            dst[r * n + c] = v;
+        }
+    }
+}
+
+/// Loads the lower triangle of matrix `i` of `b` into `dst` (column-major, zero above).
+fn load_lower_cols<T: Copy>(b: &Batch, a: &[T], i: usize, dst: &mut [T], zero: T) {
+    let (n, off) = (b.n, b.offsets[i]);
+    for c in 0..n {
+        let base = off + c * b.cs;
+        dst[c * n..c * n + c].fill(zero);
+        for (r, d) in dst[c * n + c..(c + 1) * n].iter_mut().enumerate() {
+            *d = a[base + (c + r) * b.rs];
+        }
+    }
+}
+
 /// The VJP of [`cholesky`] for each factor `f: (*, n, n)` (`L`, or `U` if `upper`) and
-/// cotangent `g` (same shape): the symmetric `gA = L⁻ᵀ S L⁻¹` (its lower triangle,
-/// mirrored), `S = Φ*(tril(Lᵀ gL))`, row-major. For small `n` (one allocation-free pass
-/// per matrix); the library uses tensor ops above [`DIRECT_MAX`] and when building a graph.
+/// cotangent `g` (same shape), without a graph: the symmetric `gA = L⁻ᵀ S L⁻¹`,
+/// `S = Φ*(tril(Lᵀ gL))`. Small `n`: one allocation-free pass per matrix (its lower
+/// triangle, mirrored); above [`DIRECT_MAX`]: faer's triangular product and solves
+/// (symmetrised as `½ (Z + Zᵀ)`).
 pub(crate) fn cholesky_backward<T: LinalgElem>(
     f: &[T],
     fl: &Layout,
@@ -349,24 +411,38 @@ pub(crate) fn cholesky_backward<T: LinalgElem>(
     let size = n * n;
     let mut dims = bf.dims.clone();
     dims.extend([n, n]);
+    // exactly symmetric: row-major and column-major are the same
     let layout = Layout::contiguous(Shape::new(dims));
     let mut out = vec![T::ZERO; bf.len() * size];
     if size == 0 {
         return (out, layout);
     }
-    let one = |i: usize, dst: &mut [T], lw: &mut [T], gw: &mut [T]| {
-        load_lower_rows(&bf, f, i, lw);
-        load_lower_rows(&bg, g, i, gw);
-        backward_small(lw, gw, dst, n);
+    let one = |i: usize, dst: &mut [T], lw: &mut [T], gw: &mut [T], par: Par| {
+        if n <= DIRECT_MAX {
+            load_lower_rows(&bf, f, i, lw);
+            load_lower_rows(&bg, g, i, gw);
+            backward_small(lw, gw, dst, n);
+        } else {
+            load_lower_cols(&bf, f, i, lw, T::ZERO);
+            load_lower_cols(&bg, g, i, gw, T::ZERO);
+            backward_faer(lw, gw, dst, n, par);
+        }
     };
     let work = (size * n * 4 / 3).max(1);
-    let per_task = (TASK_WORK / work).max(1);
-    let tasks = out.par_chunks_mut(size * per_task);
-    tasks.enumerate().for_each(|(t, chunk)| {
+    if bf.len() > 1 && n < PAR_N && bf.len() * work >= 2 * TASK_WORK {
+        let per_task = (TASK_WORK / work).max(1);
+        out.par_chunks_mut(size * per_task).enumerate().for_each(|(t, chunk)| {
+            let (mut lw, mut gw) = (vec![T::ZERO; size], vec![T::ZERO; size]);
+            for (j, dst) in chunk.chunks_exact_mut(size).enumerate() {
+                one(t * per_task + j, dst, &mut lw, &mut gw, Par::Seq);
+            }
+        });
+    } else {
+        let par = if n >= PAR_N { Par::rayon(0) } else { Par::Seq };
         let (mut lw, mut gw) = (vec![T::ZERO; size], vec![T::ZERO; size]);
-        for (j, dst) in chunk.chunks_exact_mut(size).enumerate() {
-            one(t * per_task + j, dst, &mut lw, &mut gw);
+        for (i, dst) in out.chunks_exact_mut(size).enumerate() {
+            one(i, dst, &mut lw, &mut gw, par);
         }
-    });
+    }
     (out, layout)
 }
