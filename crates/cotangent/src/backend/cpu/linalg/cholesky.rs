@@ -28,6 +28,13 @@ const TASK_WORK: usize = 1 << 15;
 /// Order above which faer may use both threads on one matrix.
 const PAR_N: usize = 768;
 
+/// Matrices per rayon task: about [`TASK_WORK`] flops, but at least four tasks per thread
+/// (the batch splits evenly).
+fn per_task(len: usize, work: usize) -> usize {
+    let even = len.div_ceil(4 * rayon::current_num_threads());
+    (TASK_WORK / work).min(even).max(1)
+}
+
 #[inline(always)]
 fn dot<T: Float>(a: &[T], b: &[T]) -> T {
     let mut s = T::ZERO;
@@ -210,7 +217,7 @@ pub(crate) fn cholesky<T: LinalgElem>(
     }
     let work = (size * n / 3).max(1);
     if ba.len() > 1 && n < PAR_N && ba.len() * work >= 2 * TASK_WORK {
-        let per_task = (TASK_WORK / work).max(1);
+        let per_task = per_task(ba.len(), work);
         out.par_chunks_mut(size * per_task)
             .zip(info.par_chunks_mut(per_task))
             .enumerate()
@@ -430,7 +437,7 @@ pub(crate) fn cholesky_backward<T: LinalgElem>(
     };
     let work = (size * n * 4 / 3).max(1);
     if bf.len() > 1 && n < PAR_N && bf.len() * work >= 2 * TASK_WORK {
-        let per_task = (TASK_WORK / work).max(1);
+        let per_task = per_task(bf.len(), work);
         out.par_chunks_mut(size * per_task).enumerate().for_each(|(t, chunk)| {
             let (mut lw, mut gw) = (vec![T::ZERO; size], vec![T::ZERO; size]);
             for (j, dst) in chunk.chunks_exact_mut(size).enumerate() {
