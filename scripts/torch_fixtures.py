@@ -939,6 +939,9 @@ cases("linalg.cholesky", [
     Case("batched", [S((2, 3, 4, 4))]),
     Case("upper", [S((4, 4))], {"upper": True}),
     Case("upper-batched", [S((2, 5, 5))], {"upper": True}),
+    # not symmetric: only the triangle named is read, and the gradient is still symmetric
+    Case("nonsymmetric", [W((4, 4))], dtypes=F64),
+    Case("nonsymmetric-upper", [W((4, 4))], {"upper": True}, dtypes=F64),
     Case("50x50", [S((50, 50))], dtypes=F64),
     Case("upper-70x70", [S((70, 70))], {"upper": True}, dtypes=F64),
     Case("empty", [S((0, 0))], dtypes=F64),

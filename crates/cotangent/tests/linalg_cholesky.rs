@@ -7,6 +7,7 @@
 mod common;
 
 use common::{assert_close, check2, max_abs, randn, rg, spd};
+use cotangent::autograd::{gradcheck, GradcheckOptions};
 use cotangent::linalg::{cholesky, cholesky_ex, cholesky_inverse, cholesky_solve, Uplo};
 use cotangent::{DType, Error, Result, Tensor};
 
@@ -98,8 +99,10 @@ fn cholesky_gradients_first_and_second_order() {
     for (dims, seed) in [(vec![1, 1], 1), (vec![3, 3], 2), (vec![2, 4, 4], 3)] {
         let x = rg(spd(&dims, seed));
         for uplo in [Uplo::Lower, Uplo::Upper] {
-            check2("cholesky", &[x.clone()], |x| Ok(vec![cholesky(&sym(&x[0], 0.5)?, uplo)?]));
-            check2("cholesky_ex", &[x.clone()], |x| {
+            check2("cholesky", std::slice::from_ref(&x), |x| {
+                Ok(vec![cholesky(&sym(&x[0], 0.5)?, uplo)?])
+            });
+            check2("cholesky_ex", std::slice::from_ref(&x), |x| {
                 Ok(vec![cholesky_ex(&sym(&x[0], 0.5)?, uplo)?.l])
             });
         }
@@ -107,7 +110,7 @@ fn cholesky_gradients_first_and_second_order() {
     // the faer path (n above the direct loop's limit): first order only (cost)
     let x = rg(spd(&[50, 50], 4));
     let f = |x: &[Tensor]| Ok(vec![cholesky(&sym(&x[0], 0.5)?, Uplo::Lower)?]);
-    let r = cotangent::autograd::gradcheck(f, &[x], &Default::default()).unwrap();
+    let r = gradcheck(f, &[x], &GradcheckOptions::default()).unwrap();
     assert!(r.passed, "{r}");
 }
 
@@ -119,7 +122,44 @@ fn cholesky_gradient_is_symmetric() {
         let g = f.mul(&randn(&[2, 5, 5], 6)).unwrap().sum().unwrap().backward().unwrap();
         let ga = g.get(&a).unwrap();
         assert_eq!(ga.to_vec_f64(), ga.mT().unwrap().contiguous().unwrap().to_vec_f64());
-        assert!(max_abs(&ga) > 0.0);
+        assert!(max_abs(ga) > 0.0);
+    }
+}
+
+#[test]
+fn fused_and_graph_gradients_agree() {
+    // without create_graph small factors take a fused kernel; with it, tensor ops
+    use cotangent::autograd::{grad, GradOptions};
+    for n in [1, 2, 3, 4, 5, 7, 8, 17, 48, 49, 80] {
+        for uplo in [Uplo::Lower, Uplo::Upper] {
+            let a = rg(spd(&[3, n, n], n as u64));
+            let g = randn(&[3, n, n], 1);
+            // a transposed cotangent: a strided read
+            let g = g.mT().unwrap();
+            let f = cholesky(&a, uplo).unwrap();
+            let fused = grad(&[&f], &[Some(&g)], &[&a], GradOptions::default()).unwrap();
+            let opts = GradOptions { create_graph: true, allow_unused: false };
+            let graph = grad(&[&f], &[Some(&g)], &[&a], opts).unwrap();
+            let (x, y) = (fused[0].as_ref().unwrap(), graph[0].as_ref().unwrap());
+            assert!(!x.requires_grad() && y.requires_grad());
+            assert_close(x, &y.detach(), 1e-10);
+        }
+    }
+}
+
+#[test]
+fn logdet_through_the_factor() {
+    // log det A = 2 Σ log L_ii, whose gradient is A⁻¹ (symmetric): the VJP, the
+    // inverse from the factor and the diagonal agree (the path a logdet of SPD matrices
+    // can take), on the direct loop and on faer
+    for n in [1, 4, 16, 60] {
+        let a = rg(spd(&[2, n, n], n as u64));
+        let l = cholesky(&a, Uplo::Lower).unwrap();
+        let logdet =
+            l.diagonal(0, -2, -1).unwrap().log().unwrap().sum().unwrap().mul_scalar(2.0).unwrap();
+        let ga = logdet.backward().unwrap().get(&a).unwrap().clone();
+        let inv = cholesky_inverse(&l.detach(), Uplo::Lower).unwrap();
+        assert_close(&ga, &inv, 1e-10);
     }
 }
 
@@ -378,5 +418,38 @@ fn errors_name_the_op() {
             ),
             "{e:?}"
         );
+    }
+}
+
+/// Timings for comparison with PyTorch (the minimum over repetitions: robust to a loaded
+/// machine); run with `--ignored --nocapture` on an optimised build. No assertion.
+#[test]
+#[ignore = "timing, for a manual comparison with PyTorch"]
+fn timing() {
+    use std::time::Instant;
+    let min_time = |reps: usize, f: &mut dyn FnMut()| {
+        (0..reps)
+            .map(|_| {
+                let t = Instant::now();
+                f();
+                t.elapsed().as_secs_f64()
+            })
+            .fold(f64::INFINITY, f64::min)
+    };
+    for (b, n, reps) in
+        [(4096, 4, 200), (1024, 16, 100), (1, 4, 5000), (1, 16, 2000), (1, 256, 30), (1, 1024, 4)]
+    {
+        let dims = if b == 1 { vec![n, n] } else { vec![b, n, n] };
+        let a = rg(spd(&dims, 1));
+        let g = randn(&dims, 2);
+        let fwd = min_time(reps, &mut || {
+            std::hint::black_box(cholesky(&a.detach(), Uplo::Lower).unwrap());
+        });
+        let both = min_time(reps, &mut || {
+            let l = cholesky(&a, Uplo::Lower).unwrap();
+            let gr = l.backward_with(&g).unwrap();
+            std::hint::black_box(gr.get(&a).unwrap());
+        });
+        eprintln!("cholesky {b}x{n}x{n}: fwd {:.1} us, fwd+bwd {:.1} us", fwd * 1e6, both * 1e6);
     }
 }

@@ -105,6 +105,15 @@ pub(crate) trait BackendStorage: Sized {
     /// upper one (`U = Lᵀ`, if `upper`); with each matrix's LAPACK `info` (0 or the order
     /// of its first non-positive leading minor).
     fn cholesky(&self, l: &Layout, upper: bool) -> Result<(Self, Layout, Vec<i64>)>;
+    /// The VJP of [`BackendStorage::cholesky`] for factors `self: (*, n, n)` and their
+    /// cotangent `g`: the symmetric `gA`, fused (no graph).
+    fn cholesky_backward(
+        &self,
+        l: &Layout,
+        g: &Self,
+        gl: &Layout,
+        upper: bool,
+    ) -> Result<(Self, Layout)>;
 }
 
 /// Which triangular system a solve is.

@@ -48,6 +48,16 @@ impl Op for Cholesky {
     fn vjp(&self, cx: &VjpCtx<'_>, g: &[Option<Tensor>]) -> Result<Vec<Option<Tensor>>> {
         let Some(gl) = &g[0] else { return Ok(vec![None]) };
         let f = cx.output(0)?;
+        if !cx.create_graph() && f.dtype() == gl.dtype() {
+            // the same formula, fused per matrix (no graph to build)
+            let (s, layout) = f.storage().cpu().cholesky_backward(
+                f.layout(),
+                gl.storage().cpu(),
+                gl.layout(),
+                self.uplo == Uplo::Upper,
+            )?;
+            return Ok(vec![Some(from_kernel(s, layout))]);
+        }
         let (l, gl) = match self.uplo {
             Uplo::Lower => (f, gl.clone()),
             Uplo::Upper => (f.mT()?, gl.mT()?),

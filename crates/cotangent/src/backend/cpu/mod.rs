@@ -871,4 +871,28 @@ impl BackendStorage for CpuStorage {
             _ => return Err(unsupported("linalg.cholesky", self.dtype())),
         })
     }
+
+    fn cholesky_backward(
+        &self,
+        l: &Layout,
+        g: &CpuStorage,
+        gl: &Layout,
+        upper: bool,
+    ) -> Result<(CpuStorage, Layout)> {
+        const OP: &str = "linalg.cholesky";
+        Ok(match (self, g) {
+            (CpuStorage::F32(f), CpuStorage::F32(g)) => {
+                let (x, xl) = linalg::cholesky::cholesky_backward(f, l, g, gl, upper);
+                (CpuStorage::F32(x), xl)
+            }
+            (CpuStorage::F64(f), CpuStorage::F64(g)) => {
+                let (x, xl) = linalg::cholesky::cholesky_backward(f, l, g, gl, upper);
+                (CpuStorage::F64(x), xl)
+            }
+            _ if self.dtype() != g.dtype() => {
+                return Err(Error::DTypeMismatch { op: OP, lhs: self.dtype(), rhs: g.dtype() })
+            }
+            _ => return Err(unsupported(OP, self.dtype())),
+        })
+    }
 }

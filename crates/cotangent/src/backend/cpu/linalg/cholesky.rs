@@ -1,5 +1,5 @@
-//! Cholesky factorisation `A = L Lᵀ`, batched: a direct loop for small matrices, faer's
-//! blocked left-looking factorisation above.
+//! Cholesky factorisation `A = L Lᵀ`, batched: a direct right-looking loop for small
+//! matrices (unrolled up to 16), faer's blocked left-looking factorisation above.
 //!
 //! Only the lower triangle of `A` is read (the upper one, for `upper`, by reading `Aᵀ`).
 //! A matrix that is not positive definite (a pivot `≤ 0` or NaN, LAPACK's test) gets
@@ -10,7 +10,9 @@
 //! algorithm.)
 
 use faer::dyn_stack::{MemBuffer, MemStack};
-use faer::linalg::cholesky::llt::factor::{cholesky_in_place, cholesky_in_place_scratch};
+use faer::linalg::cholesky::llt::factor::{
+    cholesky_in_place, cholesky_in_place_scratch, LltRegularization,
+};
 use faer::{Par, Spec};
 use rayon::prelude::*;
 
@@ -25,6 +27,13 @@ pub(crate) const DIRECT_MAX: usize = 48;
 const TASK_WORK: usize = 1 << 15;
 /// Order above which faer may use both threads on one matrix.
 const PAR_N: usize = 768;
+
+/// Matrices per rayon task: about [`TASK_WORK`] flops, but at least four tasks per thread
+/// (the batch splits evenly).
+fn per_task(len: usize, work: usize) -> usize {
+    let even = len.div_ceil(4 * rayon::current_num_threads());
+    (TASK_WORK / work).min(even).max(1)
+}
 
 #[inline(always)]
 fn dot<T: Float>(a: &[T], b: &[T]) -> T {
@@ -56,7 +65,7 @@ pub(crate) fn potf2_rows<T: Float>(l: &mut [T], n: usize) -> usize {
         row_below(l, n, i, i);
         let row = &mut l[i * n..i * n + i + 1];
         let d = row[i] - dot(&row[..i], &row[..i]);
-        if !(d > T::ZERO) {
+        if d <= T::ZERO || Float::is_nan(d) {
             row[i] = d;
             // potf2 is column-oriented: columns < i are complete in every row below
             for r in i + 1..n {
@@ -67,6 +76,49 @@ pub(crate) fn potf2_rows<T: Float>(l: &mut [T], n: usize) -> usize {
         row[i] = Float::sqrt(d);
     }
     0
+}
+
+/// Right-looking Cholesky in place on the column-major `n x n` matrix `l` whose lower
+/// triangle holds `A`'s: contiguous column updates, reciprocal scaling as `potf2`. Returns
+/// false at the first pivot that is not positive (the state is then not LAPACK's).
+#[inline(always)]
+fn right_looking<T: Float>(l: &mut [T], n: usize) -> bool {
+    for k in 0..n {
+        let (head, tail) = l.split_at_mut((k + 1) * n);
+        let col = &mut head[k * n + k..];
+        let d = col[0];
+        if d <= T::ZERO || Float::is_nan(d) {
+            return false;
+        }
+        let d = Float::sqrt(d);
+        col[0] = d;
+        let r = T::ONE / d;
+        for x in &mut col[1..] {
+            *x *= r;
+        }
+        let col = &col[1..]; // rows k+1.. of column k
+        for (j, cj) in tail.chunks_exact_mut(n).enumerate() {
+            // column k + 1 + j, rows k + 1 + j..
+            axpy_sub(&mut cj[k + 1 + j..], col[j], &col[j..]);
+        }
+    }
+    true
+}
+
+/// [`right_looking`] with `n` a constant for small orders (unrolled loops).
+fn right_looking_small<T: Float>(l: &mut [T], n: usize) -> bool {
+    fn fixed<T: Float, const N: usize>(l: &mut [T]) -> bool {
+        right_looking(&mut l[..N * N], N)
+    }
+    macro_rules! arms {
+        ($($n:literal)*) => {
+            match n {
+                $($n => fixed::<T, $n>(l),)*
+                _ => right_looking(l, n),
+            }
+        };
+    }
+    arms!(1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16)
 }
 
 /// Loads the lower triangle of matrix `i` of `ba` into `dst` (row-major, zero above).
@@ -80,48 +132,50 @@ fn load_lower_rows<T: Copy>(ba: &Batch, a: &[T], i: usize, dst: &mut [T]) {
     }
 }
 
-/// Factorises matrix `i` of `ba` into `dst` (row-major for the direct loop, else
-/// column-major); returns its `info`.
+/// Factorises matrix `i` of `ba` into `dst` (column-major `L`); returns its `info`.
 fn factor_one<T: LinalgElem>(
     ba: &Batch,
     a: &[T],
     i: usize,
     dst: &mut [T],
-    direct: bool,
     par: Par,
     scratch: &mut Option<MemBuffer>,
 ) -> i64 {
     let n = ba.n;
-    if direct {
-        load_lower_rows(ba, a, i, dst);
-        return potf2_rows(dst, n) as i64;
-    }
-    // column-major lower triangle for faer (the upper triangle stays zero)
+    // column-major lower triangle (the upper triangle stays zero)
     let off = ba.offsets[i];
     for c in 0..n {
-        for r in c..n {
-            dst[c * n + r] = a[off + r * ba.rs + c * ba.cs];
+        let base = off + c * ba.cs;
+        for (r, d) in dst[c * n + c..(c + 1) * n].iter_mut().enumerate() {
+            *d = a[base + (c + r) * ba.rs];
         }
     }
-    let buf = scratch.get_or_insert_with(|| {
-        MemBuffer::new(cholesky_in_place_scratch::<T>(n, par, Spec::default()))
-    });
-    let res = cholesky_in_place(
-        colmajor_mut(dst, n, n),
-        Default::default(),
-        par,
-        MemStack::new(buf),
-        Spec::default(),
-    );
-    let failed = res.is_err() || (0..n).any(|k| !dst[k * n + k].is_finite());
-    if !failed {
-        // faer may leave workspace values above the diagonal
-        for c in 1..n {
-            dst[c * n..c * n + c].fill(T::ZERO);
+    let ok = if n <= DIRECT_MAX {
+        right_looking_small(dst, n)
+    } else {
+        let buf = scratch.get_or_insert_with(|| {
+            MemBuffer::new(cholesky_in_place_scratch::<T>(n, par, Spec::default()))
+        });
+        let res = cholesky_in_place(
+            colmajor_mut(dst, n, n),
+            LltRegularization::default(),
+            par,
+            MemStack::new(buf),
+            Spec::default(),
+        );
+        let ok = res.is_ok() && (0..n).all(|k| dst[k * n + k].is_finite());
+        if ok {
+            // faer may leave workspace values above the diagonal
+            for c in 1..n {
+                dst[c * n..c * n + c].fill(T::ZERO);
+            }
         }
+        ok
+    };
+    if ok {
         return 0;
     }
-    // rerun with the direct loop for LAPACK's order and state
+    // rerun with the unblocked left-looking loop for LAPACK's order and state
     let mut rows = vec![T::ZERO; n * n];
     load_lower_rows(ba, a, i, &mut rows);
     let info = potf2_rows(&mut rows, n);
@@ -148,9 +202,8 @@ pub(crate) fn cholesky<T: LinalgElem>(
     }
     let n = ba.n;
     let size = n * n;
-    let direct = n <= DIRECT_MAX;
-    // the direct loop writes L row-major (so U column-major), faer L column-major
-    let layout = if direct != upper {
+    // L column-major, so U = Lᵀ row-major
+    let layout = if upper {
         let mut dims = ba.dims.clone();
         dims.extend([n, n]);
         Layout::contiguous(Shape::new(dims))
@@ -164,22 +217,239 @@ pub(crate) fn cholesky<T: LinalgElem>(
     }
     let work = (size * n / 3).max(1);
     if ba.len() > 1 && n < PAR_N && ba.len() * work >= 2 * TASK_WORK {
-        let per_task = (TASK_WORK / work).max(1);
+        let per_task = per_task(ba.len(), work);
         out.par_chunks_mut(size * per_task)
             .zip(info.par_chunks_mut(per_task))
             .enumerate()
             .for_each(|(t, (chunk, inf))| {
                 let mut scratch = None;
                 for (j, (dst, k)) in chunk.chunks_exact_mut(size).zip(inf).enumerate() {
-                    *k = factor_one(&ba, a, t * per_task + j, dst, direct, Par::Seq, &mut scratch);
+                    *k = factor_one(&ba, a, t * per_task + j, dst, Par::Seq, &mut scratch);
                 }
             });
     } else {
         let par = if n >= PAR_N { Par::rayon(0) } else { Par::Seq };
         let mut scratch = None;
         for (i, (dst, k)) in out.chunks_exact_mut(size).zip(&mut info).enumerate() {
-            *k = factor_one(&ba, a, i, dst, direct, par, &mut scratch);
+            *k = factor_one(&ba, a, i, dst, par, &mut scratch);
         }
     }
     (out, layout, info)
+}
+
+// ------------------------------------------------------------------------------------
+// the VJP, fused for small matrices
+
+/// `x[..] -= a * y[..]`.
+#[inline(always)]
+fn axpy_sub<T: Float>(x: &mut [T], a: T, y: &[T]) {
+    for (x, &y) in x.iter_mut().zip(y) {
+        *x = *x - a * y;
+    }
+}
+
+/// Solves `Lᵀ Y = B` in place (`b` row-major `n x n`, `l` row-major lower).
+#[inline(always)]
+fn solve_lt_rows<T: Float>(l: &[T], b: &mut [T], n: usize) {
+    for i in (0..n).rev() {
+        let (head, tail) = b.split_at_mut((i + 1) * n);
+        let row = &mut head[i * n..];
+        for k in i + 1..n {
+            axpy_sub(row, l[k * n + i], &tail[(k - i - 1) * n..(k - i) * n]);
+        }
+        let d = T::ONE / l[i * n + i];
+        for x in row.iter_mut() {
+            *x *= d;
+        }
+    }
+}
+
+/// `gA` for one factor: `l` (row-major lower `L`), `g` (row-major, lower triangle of
+/// `gL`; overwritten as scratch), into `dst` (row-major, symmetric).
+#[inline(always)]
+fn backward_one<T: Float>(l: &[T], g: &mut [T], dst: &mut [T], n: usize) {
+    // P = tril(Lᵀ G): P_ij = Σ_{k ≥ i} L_ki G_kj (j ≤ i)
+    dst.fill(T::ZERO);
+    for k in 0..n {
+        for i in 0..=k {
+            let a = l[k * n + i];
+            let (p, gk) = (&mut dst[i * n..i * n + i + 1], &g[k * n..k * n + i + 1]);
+            for (p, &y) in p.iter_mut().zip(gk) {
+                *p += a * y;
+            }
+        }
+    }
+    // S = ½ (P + tril(P, −1)ᵀ): P mirrored, its diagonal halved
+    let half = T::of(0.5);
+    for i in 0..n {
+        for j in 0..i {
+            let v = dst[i * n + j] * half;
+            dst[i * n + j] = v;
+            dst[j * n + i] = v;
+        }
+        dst[i * n + i] *= half;
+    }
+    // Y = L⁻ᵀ S; Z = L⁻ᵀ S L⁻¹ = L⁻ᵀ Yᵀ (S is symmetric), of which the lower triangle
+    // is enough: row i of it needs only the lower triangle of the rows below
+    solve_lt_rows(l, dst, n);
+    for i in 0..n {
+        for j in 0..=i {
+            g[i * n + j] = dst[j * n + i];
+        }
+    }
+    for i in (0..n).rev() {
+        let (head, tail) = g.split_at_mut((i + 1) * n);
+        let row = &mut head[i * n..i * n + i + 1];
+        for k in i + 1..n {
+            axpy_sub(row, l[k * n + i], &tail[(k - i - 1) * n..(k - i - 1) * n + i + 1]);
+        }
+        let d = T::ONE / l[i * n + i];
+        for x in row.iter_mut() {
+            *x *= d;
+        }
+    }
+    // Z is symmetric: its lower triangle mirrored
+    for i in 0..n {
+        for j in 0..=i {
+            let v = g[i * n + j];
+            dst[i * n + j] = v;
+            dst[j * n + i] = v;
+        }
+    }
+}
+
+/// [`backward_one`] with `n` a constant for the smallest orders.
+fn backward_small<T: Float>(l: &[T], g: &mut [T], dst: &mut [T], n: usize) {
+    fn fixed<T: Float, const N: usize>(l: &[T], g: &mut [T], dst: &mut [T]) {
+        backward_one(&l[..N * N], &mut g[..N * N], &mut dst[..N * N], N);
+    }
+    macro_rules! arms {
+        ($($n:literal)*) => {
+            match n {
+                $($n => fixed::<T, $n>(l, g, dst),)*
+                _ => backward_one(l, g, dst, n),
+            }
+        };
+    }
+    arms!(1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16);
+}
+
+/// `gA` for one factor above the direct loop's size, on faer: `l` the column-major lower
+/// `L`, `g` the column-major lower triangle of `gL` (scratch), into `dst` (symmetric).
+fn backward_faer<T: LinalgElem>(l: &[T], g: &mut [T], dst: &mut [T], n: usize, par: Par) {
+    use faer::linalg::matmul::triangular::{matmul, BlockStructure as B};
+    use faer::linalg::triangular_solve::solve_upper_triangular_in_place;
+    use faer::{Accum, MatRef};
+    let lm = MatRef::from_column_major_slice(l, n, n);
+    let gm = MatRef::from_column_major_slice(&*g, n, n);
+    // P = tril(Lᵀ tril(G)): a triangular product (a third of a full one)
+    matmul(
+        colmajor_mut(dst, n, n),
+        B::TriangularLower,
+        Accum::Replace,
+        lm.transpose(),
+        B::TriangularUpper,
+        gm,
+        B::TriangularLower,
+        T::ONE,
+        par,
+    );
+    // S = ½ (P + tril(P, −1)ᵀ)
+    let half = T::of(0.5);
+    for c in 0..n {
+        dst[c * n + c] *= half;
+        for r in c + 1..n {
+            let v = dst[c * n + r] * half;
+            dst[c * n + r] = v;
+            dst[r * n + c] = v;
+        }
+    }
+    // Y = L⁻ᵀ S; Z = L⁻ᵀ Yᵀ (S is symmetric)
+    solve_upper_triangular_in_place(lm.transpose(), colmajor_mut(dst, n, n), par);
+    for c in 0..n {
+        for r in 0..n {
+            g[c * n + r] = dst[r * n + c];
+        }
+    }
+    solve_upper_triangular_in_place(lm.transpose(), colmajor_mut(g, n, n), par);
+    // exactly symmetric: ½ (Z + Zᵀ)
+    for c in 0..n {
+        dst[c * n + c] = g[c * n + c];
+        for r in c + 1..n {
+            let v = (g[c * n + r] + g[r * n + c]) * half;
+            dst[c * n + r] = v;
+            dst[r * n + c] = v;
+        }
+    }
+}
+
+/// Loads the lower triangle of matrix `i` of `b` into `dst` (column-major, zero above).
+fn load_lower_cols<T: Copy>(b: &Batch, a: &[T], i: usize, dst: &mut [T], zero: T) {
+    let (n, off) = (b.n, b.offsets[i]);
+    for c in 0..n {
+        let base = off + c * b.cs;
+        dst[c * n..c * n + c].fill(zero);
+        for (r, d) in dst[c * n + c..(c + 1) * n].iter_mut().enumerate() {
+            *d = a[base + (c + r) * b.rs];
+        }
+    }
+}
+
+/// The VJP of [`cholesky`] for each factor `f: (*, n, n)` (`L`, or `U` if `upper`) and
+/// cotangent `g` (same shape), without a graph: the symmetric `gA = L⁻ᵀ S L⁻¹`,
+/// `S = Φ*(tril(Lᵀ gL))`. Small `n`: one allocation-free pass per matrix (its lower
+/// triangle, mirrored); above [`DIRECT_MAX`]: faer's triangular product and solves
+/// (symmetrised as `½ (Z + Zᵀ)`).
+pub(crate) fn cholesky_backward<T: LinalgElem>(
+    f: &[T],
+    fl: &Layout,
+    g: &[T],
+    gl: &Layout,
+    upper: bool,
+) -> (Vec<T>, Layout) {
+    let mut bf = Batch::of(fl);
+    let mut bg = Batch::of(gl);
+    if upper {
+        // L = Uᵀ, gL = gUᵀ; gA is symmetric, so needs no transpose
+        std::mem::swap(&mut bf.rs, &mut bf.cs);
+        std::mem::swap(&mut bg.rs, &mut bg.cs);
+    }
+    let n = bf.n;
+    let size = n * n;
+    let mut dims = bf.dims.clone();
+    dims.extend([n, n]);
+    // exactly symmetric: row-major and column-major are the same
+    let layout = Layout::contiguous(Shape::new(dims));
+    let mut out = vec![T::ZERO; bf.len() * size];
+    if size == 0 {
+        return (out, layout);
+    }
+    let one = |i: usize, dst: &mut [T], lw: &mut [T], gw: &mut [T], par: Par| {
+        if n <= DIRECT_MAX {
+            load_lower_rows(&bf, f, i, lw);
+            load_lower_rows(&bg, g, i, gw);
+            backward_small(lw, gw, dst, n);
+        } else {
+            load_lower_cols(&bf, f, i, lw, T::ZERO);
+            load_lower_cols(&bg, g, i, gw, T::ZERO);
+            backward_faer(lw, gw, dst, n, par);
+        }
+    };
+    let work = (size * n * 4 / 3).max(1);
+    if bf.len() > 1 && n < PAR_N && bf.len() * work >= 2 * TASK_WORK {
+        let per_task = per_task(bf.len(), work);
+        out.par_chunks_mut(size * per_task).enumerate().for_each(|(t, chunk)| {
+            let (mut lw, mut gw) = (vec![T::ZERO; size], vec![T::ZERO; size]);
+            for (j, dst) in chunk.chunks_exact_mut(size).enumerate() {
+                one(t * per_task + j, dst, &mut lw, &mut gw, Par::Seq);
+            }
+        });
+    } else {
+        let par = if n >= PAR_N { Par::rayon(0) } else { Par::Seq };
+        let (mut lw, mut gw) = (vec![T::ZERO; size], vec![T::ZERO; size]);
+        for (i, dst) in out.chunks_exact_mut(size).enumerate() {
+            one(i, dst, &mut lw, &mut gw, par);
+        }
+    }
+    (out, layout)
 }
