@@ -167,6 +167,18 @@ pub const OPS: &[OpSpec] = &[
     op("linalg.matrix_power", &["n"], h::matrix_power),
     // linear algebra: solvers and factorisations (src/solvers/)
     op("linalg.solve_triangular", &["upper", "left", "unitriangular"], sv::solve_triangular),
+    op("linalg.lu_factor", &["pivot"], sv::lu_factor),
+    op("linalg.lu_factor_ex", &["pivot", "check_errors"], sv::lu_factor_ex),
+    op("linalg.lu", &["pivot"], sv::lu),
+    op("lu_unpack", &["unpack_data", "unpack_pivots"], sv::lu_unpack),
+    op("linalg.lu_solve", &["left", "adjoint"], sv::lu_solve),
+    op("linalg.solve", &["left"], sv::solve),
+    op("linalg.solve_ex", &["left", "check_errors"], sv::solve_ex),
+    op("linalg.inv", &[], sv::inv),
+    op("linalg.inv_ex", &["check_errors"], sv::inv_ex),
+    op("linalg.det", &[], sv::det),
+    op("linalg.slogdet", &[], sv::slogdet),
+    op("logdet", &[], sv::logdet),
 ];
 
 /// The names of every op of the runner, in table order.

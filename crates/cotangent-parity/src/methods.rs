@@ -147,4 +147,19 @@ pub const LIBRARY_METHODS: &[(&str, Coverage)] = &[
     ("matrix_power", Coverage::Op("linalg.matrix_power")),
     // src/linalg/triangular.rs
     ("solve_triangular", Coverage::Op("linalg.solve_triangular")),
+    // src/linalg/lu.rs
+    ("lu_factor", Coverage::Op("linalg.lu_factor")),
+    ("lu_factor_ex", Coverage::Op("linalg.lu_factor_ex")),
+    ("lu", Coverage::Op("linalg.lu")),
+    ("lu_unpack", Coverage::Op("lu_unpack")),
+    ("lu_solve", Coverage::Op("linalg.lu_solve")),
+    // src/linalg/solve.rs
+    ("solve", Coverage::Op("linalg.solve")),
+    ("solve_ex", Coverage::Op("linalg.solve_ex")),
+    ("inv", Coverage::Op("linalg.inv")),
+    ("inv_ex", Coverage::Op("linalg.inv_ex")),
+    // src/linalg/det.rs
+    ("det", Coverage::Op("linalg.det")),
+    ("slogdet", Coverage::Op("linalg.slogdet")),
+    ("logdet", Coverage::Op("logdet")),
 ];

@@ -1,6 +1,11 @@
 //! Handlers of the solvers and factorisations (`linalg.solve_triangular`, cholesky, LU,
 //! QR and the ops built on them): one file per family, listed in [`crate::dispatch::OPS`].
 
+mod lu;
 mod triangular;
 
+pub(crate) use lu::{
+    det, inv, inv_ex, logdet, lu, lu_factor, lu_factor_ex, lu_solve, lu_unpack, slogdet, solve,
+    solve_ex,
+};
 pub(crate) use triangular::solve_triangular;
