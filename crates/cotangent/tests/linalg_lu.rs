@@ -134,7 +134,7 @@ fn lu_factor_gradients_square_wide_tall() {
         [vec![3, 3], vec![2, 4], vec![4, 2], vec![2, 3, 3], vec![1, 1]].iter().enumerate()
     {
         let a = rg(randn(shape, 10 + i as u64));
-        check2("lu_factor", &[a.clone()], |x| Ok(vec![lu_factor(&x[0])?.lu]));
+        check2("lu_factor", std::slice::from_ref(&a), |x| Ok(vec![lu_factor(&x[0])?.lu]));
         check2("lu", &[a], |x| {
             let r = lu(&x[0])?;
             Ok(vec![r.l, r.u])
@@ -148,7 +148,7 @@ fn lu_unpack_gradient_and_pivots_have_none() {
     let f = lu_factor(&a).unwrap();
     let lu_t = rg(f.lu.clone());
     let piv = &f.pivots;
-    check2("lu_unpack", &[lu_t.clone()], move |x| {
+    check2("lu_unpack", std::slice::from_ref(&lu_t), move |x| {
         let r = lu_unpack(&x[0], piv)?;
         Ok(vec![r.l, r.u])
     });

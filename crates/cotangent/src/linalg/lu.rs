@@ -131,7 +131,7 @@ pub(crate) fn permute_rows(x: &Tensor, pivots: &Tensor, transpose: bool) -> Resu
             &inv
         };
         for &row in rows {
-            idx.extend(std::iter::repeat(row as i64).take(c));
+            idx.extend(std::iter::repeat_n(row as i64, c));
         }
     }
     let idx = Tensor::from_vec(idx, x.shape().clone())?;
@@ -199,26 +199,30 @@ fn lu_backward(gl: &Tensor, gu: &Tensor, l: &Tensor, u: &Tensor) -> Result<Tenso
     let n = u.dims()[r - 1];
     let lt = l.mT()?;
     let ut = u.mT()?;
-    if m == n {
-        let x = lt.matmul(gl)?.tril(-1)?.add(&gu.matmul(&ut)?.triu(0)?)?;
-        let x = solve_triangular(&ut, &x, Uplo::Lower, Side::Right, Diag::NonUnit)?;
-        solve_triangular(&lt, &x, Uplo::Upper, Side::Left, Diag::Unit)
-    } else if m < n {
-        let u1t = u.narrow(-1, 0, k)?.mT()?;
-        let gu1 = gu.narrow(-1, 0, k)?;
-        let gu2 = gu.narrow(-1, k, n - k)?;
-        let x = lt.matmul(gl)?.sub(&gu.matmul(&ut)?)?.tril(-1)?;
-        let x = solve_triangular(&u1t, &x, Uplo::Lower, Side::Right, Diag::NonUnit)?;
-        let x = Tensor::cat(&[&x.add(&gu1.triu(0)?)?, &gu2], -1)?;
-        solve_triangular(&lt, &x, Uplo::Upper, Side::Left, Diag::Unit)
-    } else {
-        let l1t = l.narrow(-2, 0, k)?.mT()?;
-        let gl1 = gl.narrow(-2, 0, k)?;
-        let gl2 = gl.narrow(-2, k, m - k)?;
-        let x = gu.matmul(&ut)?.sub(&lt.matmul(gl)?)?.triu(0)?;
-        let x = solve_triangular(&l1t, &x, Uplo::Upper, Side::Left, Diag::Unit)?;
-        let x = Tensor::cat(&[&x.add(&gl1.tril(-1)?)?, &gl2], -2)?;
-        solve_triangular(&ut, &x, Uplo::Lower, Side::Right, Diag::NonUnit)
+    match m.cmp(&n) {
+        std::cmp::Ordering::Equal => {
+            let x = lt.matmul(gl)?.tril(-1)?.add(&gu.matmul(&ut)?.triu(0)?)?;
+            let x = solve_triangular(&ut, &x, Uplo::Lower, Side::Right, Diag::NonUnit)?;
+            solve_triangular(&lt, &x, Uplo::Upper, Side::Left, Diag::Unit)
+        }
+        std::cmp::Ordering::Less => {
+            let u1t = u.narrow(-1, 0, k)?.mT()?;
+            let gu1 = gu.narrow(-1, 0, k)?;
+            let gu2 = gu.narrow(-1, k, n - k)?;
+            let x = lt.matmul(gl)?.sub(&gu.matmul(&ut)?)?.tril(-1)?;
+            let x = solve_triangular(&u1t, &x, Uplo::Lower, Side::Right, Diag::NonUnit)?;
+            let x = Tensor::cat(&[&x.add(&gu1.triu(0)?)?, &gu2], -1)?;
+            solve_triangular(&lt, &x, Uplo::Upper, Side::Left, Diag::Unit)
+        }
+        std::cmp::Ordering::Greater => {
+            let l1t = l.narrow(-2, 0, k)?.mT()?;
+            let gl1 = gl.narrow(-2, 0, k)?;
+            let gl2 = gl.narrow(-2, k, m - k)?;
+            let x = gu.matmul(&ut)?.sub(&lt.matmul(gl)?)?.triu(0)?;
+            let x = solve_triangular(&l1t, &x, Uplo::Upper, Side::Left, Diag::Unit)?;
+            let x = Tensor::cat(&[&x.add(&gl1.tril(-1)?)?, &gl2], -2)?;
+            solve_triangular(&ut, &x, Uplo::Lower, Side::Right, Diag::NonUnit)
+        }
     }
 }
 

@@ -10,7 +10,7 @@
 use faer::dyn_stack::{MemBuffer, MemStack};
 use faer::linalg::lu::partial_pivoting::factor as pp;
 use faer::linalg::triangular_solve as ts;
-use faer::{MatRef, Par};
+use faer::{MatRef, Par, Spec};
 use rayon::prelude::*;
 
 use super::{colmajor_layout, colmajor_mut, Batch, LinalgElem};
@@ -97,7 +97,7 @@ pub(crate) fn lu_unblocked<T: LinalgElem>(
             if f != T::ZERO {
                 let lcol = &left[cj + j + 1..cj + m];
                 for (x, &l) in right[j + 1..m].iter_mut().zip(lcol) {
-                    *x = *x - l * f;
+                    *x -= l * f;
                 }
             }
         }
@@ -117,15 +117,14 @@ fn lu_blocked<T: LinalgElem>(
     let k = m.min(n);
     let mut perm = vec![0usize; m];
     let mut perm_inv = vec![0usize; m];
-    let mut mem =
-        MemBuffer::new(pp::lu_in_place_scratch::<usize, T>(m, n, par, Default::default()));
+    let mut mem = MemBuffer::new(pp::lu_in_place_scratch::<usize, T>(m, n, par, Spec::default()));
     pp::lu_in_place(
         colmajor_mut(a, m, n),
         &mut perm,
         &mut perm_inv,
         par,
         MemStack::new(&mut mem),
-        Default::default(),
+        Spec::default(),
     );
     if (0..k).any(|i| a[i * m + i] == T::ZERO) {
         return None;
@@ -217,8 +216,8 @@ fn swap_rows<T: Copy>(x: &mut [T], n: usize, k: usize, ipiv: &[i64], forward: bo
 }
 
 /// Solves `A X = B` (or `Aᵀ X = B` if `adjoint`) in place in `x` (`n x k`, column-major)
-/// with `A = P L U` packed in `lu`.
-fn solve_one<T: LinalgElem>(
+/// with `A = P L U` packed in `lu`, by faer's blocked triangular solves.
+fn solve_blocked<T: LinalgElem>(
     lu: MatRef<'_, T>,
     ipiv: &[i64],
     x: &mut [T],
@@ -227,66 +226,51 @@ fn solve_one<T: LinalgElem>(
     adjoint: bool,
     par: Par,
 ) {
-    if n <= SMALL_SOLVE {
-        solve_small(lu, ipiv, x, n, k, adjoint);
-        return;
-    }
-    if !adjoint {
-        swap_rows(x, n, k, ipiv, true);
-        ts::solve_unit_lower_triangular_in_place(lu, colmajor_mut(x, n, k), par);
-        ts::solve_upper_triangular_in_place(lu, colmajor_mut(x, n, k), par);
-    } else {
+    if adjoint {
         ts::solve_lower_triangular_in_place(lu.transpose(), colmajor_mut(x, n, k), par);
         ts::solve_unit_upper_triangular_in_place(lu.transpose(), colmajor_mut(x, n, k), par);
         swap_rows(x, n, k, ipiv, false);
+    } else {
+        swap_rows(x, n, k, ipiv, true);
+        ts::solve_unit_lower_triangular_in_place(lu, colmajor_mut(x, n, k), par);
+        ts::solve_upper_triangular_in_place(lu, colmajor_mut(x, n, k), par);
     }
 }
 
-/// [`solve_one`] by direct substitution (small `n`).
-fn solve_small<T: LinalgElem>(
-    lu: MatRef<'_, T>,
-    ipiv: &[i64],
-    x: &mut [T],
-    n: usize,
-    k: usize,
-    adjoint: bool,
-) {
-    let a = |i: usize, j: usize| *lu.get(i, j);
+/// [`solve_blocked`] by direct substitution for small `n`, with the factors `lu`
+/// column-major (`n x n`): every inner loop runs along a column of `lu`.
+fn solve_small<T: LinalgElem>(lu: &[T], ipiv: &[i64], x: &mut [T], n: usize, adjoint: bool) {
+    let k = x.len() / n.max(1);
     if !adjoint {
         swap_rows(x, n, k, ipiv, true);
     }
-    for col in x.chunks_exact_mut(n).take(k) {
-        if !adjoint {
-            // L y = b (unit lower), then U x = y
+    for col in x.chunks_exact_mut(n) {
+        if adjoint {
+            // Uᵀ y = b (lower; row i of Uᵀ is column i of U), then Lᵀ x = y (unit upper)
             for i in 0..n {
-                let mut s = col[i];
-                for j in 0..i {
-                    s = s - a(i, j) * col[j];
-                }
-                col[i] = s;
+                let c = &lu[i * n..i * n + i];
+                let s: T = c.iter().zip(&col[..i]).map(|(&u, &y)| u * y).sum();
+                col[i] = (col[i] - s) / lu[i * n + i];
             }
             for i in (0..n).rev() {
-                let mut s = col[i];
-                for j in i + 1..n {
-                    s = s - a(i, j) * col[j];
-                }
-                col[i] = s / a(i, i);
+                let c = &lu[i * n + i + 1..(i + 1) * n];
+                let s: T = c.iter().zip(&col[i + 1..]).map(|(&l, &y)| l * y).sum();
+                col[i] -= s;
             }
         } else {
-            // Uᵀ y = b (lower), then Lᵀ x = y (unit upper)
-            for i in 0..n {
-                let mut s = col[i];
-                for j in 0..i {
-                    s = s - a(j, i) * col[j];
+            // L y = b (unit lower), then U x = y, column-oriented
+            for j in 0..n {
+                let xj = col[j];
+                for (y, &l) in col[j + 1..].iter_mut().zip(&lu[j * n + j + 1..(j + 1) * n]) {
+                    *y -= l * xj;
                 }
-                col[i] = s / a(i, i);
             }
-            for i in (0..n).rev() {
-                let mut s = col[i];
-                for j in i + 1..n {
-                    s = s - a(j, i) * col[j];
+            for j in (0..n).rev() {
+                let xj = col[j] / lu[j * n + j];
+                col[j] = xj;
+                for (y, &u) in col[..j].iter_mut().zip(&lu[j * n..j * n + j]) {
+                    *y -= u * xj;
                 }
-                col[i] = s;
             }
         }
     }
@@ -317,8 +301,15 @@ pub(crate) fn lu_solve<T: LinalgElem>(
     let work = n * n * k.max(1);
     for_each_matrix(&mut out, size, work, |i, dst, tmp, par| {
         bb.load(b, i, dst);
-        let m = ba.mat(lu, i, tmp);
-        solve_one(m, &piv[i * n..(i + 1) * n], dst, n, k, adjoint, par);
+        let ipiv = &piv[i * n..(i + 1) * n];
+        if n <= SMALL_SOLVE {
+            tmp.clear();
+            tmp.resize(n * n, T::ZERO);
+            ba.load(lu, i, tmp);
+            solve_small(tmp, ipiv, dst, n, adjoint);
+        } else {
+            solve_blocked(ba.mat(lu, i, tmp), ipiv, dst, n, k, adjoint, par);
+        }
     });
     (out, layout)
 }
@@ -347,19 +338,17 @@ pub(crate) fn cofactor<T: LinalgElem>(a: &[T], al: &Layout) -> Result<Vec<T>, us
         let mut acc = T::ONE;
         for j in 0..n {
             d[j] = acc;
-            acc = acc * s[j];
+            acc *= s[j];
         }
         acc = T::ONE;
         for j in (0..n).rev() {
-            d[j] = d[j] * acc;
-            acc = acc * s[j];
+            d[j] *= acc;
+            acc *= s[j];
         }
         for r in 0..n {
             for c in 0..n {
-                let mut t = T::ZERO;
-                for j in 0..n {
-                    t = t + *u.get(r, j) * d[j] * *v.get(c, j);
-                }
+                let t: T =
+                    d.iter().enumerate().map(|(j, &dj)| *u.get(r, j) * dj * *v.get(c, j)).sum();
                 dst[r * n + c] = sign * t;
             }
         }
