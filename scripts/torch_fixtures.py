@@ -144,6 +144,11 @@ class F:
             # larger size times the m x n identity)
             k = max(self.shape[-2:])
             v = (rng.standard_normal(self.shape) + k * np.eye(*self.shape[-2:])).reshape(-1)
+        elif self.kind == "wellflat":
+            # a well-conditioned square matrix of numel elements, reshaped (tensorinv,
+            # tensorsolve)
+            k = int(round(math.sqrt(n)))
+            v = (rng.standard_normal((k, k)) + k * np.eye(k)).reshape(-1)
         elif self.kind == "spd":
             # symmetric positive-definite: X Xᵀ / k + I, symmetric after rounding
             k = self.shape[-1]
@@ -890,6 +895,9 @@ cases("linalg.matrix_power", [
     Case("batched", [F((2, 3, 3))], {"n": 3}),
     Case("1x1", [F((1, 1))], {"n": 4}, dtypes=F64),
     Case("not-square", [F((2, 3))], {"n": 2}, dtypes=F64, error="NotSquare"),
+    Case("n-1", [F((3, 3), "wellcond")], {"n": -1}),
+    Case("n-3-batched", [F((2, 3, 3), "wellcond")], {"n": -3}),
+    Case("n-2-singular", [F((2, 2), values=[1.0, 2.0, 2.0, 4.0])], {"n": -2}, dtypes=F64, error="Singular"),
 ])
 
 
@@ -1040,6 +1048,20 @@ cases("logdet", [
     Case("batched", [F((2, 3, 3), "spd")]),
     Case("negative", [F((3, 3), values=CYCLE3)], dtypes=F64),
     Case("singular", [F((2, 2), values=SING2)], dtypes=F64, grad=False),
+])
+
+cases("linalg.tensorinv", [
+    Case("ind1", [F((6, 2, 3), "wellflat")], {"ind": 1}),
+    Case("ind-default", [F((2, 3, 3, 2), "wellflat")]),
+    Case("ind3", [F((2, 2, 2, 4, 2), "wellflat")], {"ind": 3}, dtypes=F64),
+    Case("not-square", [F((2, 3, 4))], {"ind": 1}, dtypes=F64, error="ShapeMismatch"),
+    Case("singular", [F((2, 2), values=SING2)], {"ind": 1}, dtypes=F64, error="Singular"),
+])
+cases("linalg.tensorsolve", [
+    Case("basic", [F((2, 3, 6), "wellflat"), F((2, 3))]),
+    Case("matrix-x", [F((6, 2, 3), "wellflat"), F((6,))]),
+    Case("dims", [F((2, 3, 6), "wellflat"), F((6,))], {"dims": [0, 1]}, dtypes=F64),
+    Case("mismatch", [F((2, 3, 5)), F((2, 3))], dtypes=F64, error="ShapeMismatch"),
 ])
 
 

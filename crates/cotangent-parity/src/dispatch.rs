@@ -179,6 +179,8 @@ pub const OPS: &[OpSpec] = &[
     op("linalg.det", &[], sv::det),
     op("linalg.slogdet", &[], sv::slogdet),
     op("logdet", &[], sv::logdet),
+    op("linalg.tensorinv", &["ind"], sv::tensorinv),
+    op("linalg.tensorsolve", &["dims"], sv::tensorsolve),
 ];
 
 /// The names of every op of the runner, in table order.
@@ -310,7 +312,7 @@ impl<'a> Attrs<'a> {
     }
 
     /// A list of integers (an integer alone is a list of one, as PyTorch's `int[]`).
-    fn ints(&self, name: &str) -> Res<Option<Vec<i64>>> {
+    pub(crate) fn ints(&self, name: &str) -> Res<Option<Vec<i64>>> {
         let what = "an integer or a list of integers";
         self.get(name)
             .map(|v| match v {
@@ -1205,7 +1207,7 @@ mod h {
         a.count(1, 1)?;
         let x = a.t(0)?;
         let n = at.required("n", at.int("n")?)?;
-        if let (Some(&m), true) = (x.dims().last(), n > 1) {
+        if let (Some(&m), true) = (x.dims().last(), n.unsigned_abs() > 1) {
             // repeated squaring: at most 2 log2(n) products of m^3 each, per matrix
             let products = 2 * u128::from(64 - n.unsigned_abs().leading_zeros());
             let per = (m as u128).pow(3);

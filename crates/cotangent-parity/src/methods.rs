@@ -158,6 +158,8 @@ pub const LIBRARY_METHODS: &[(&str, Coverage)] = &[
     ("solve_ex", Coverage::Op("linalg.solve_ex")),
     ("inv", Coverage::Op("linalg.inv")),
     ("inv_ex", Coverage::Op("linalg.inv_ex")),
+    ("tensorinv", Coverage::Op("linalg.tensorinv")),
+    ("tensorsolve", Coverage::Op("linalg.tensorsolve")),
     // src/linalg/det.rs
     ("det", Coverage::Op("linalg.det")),
     ("slogdet", Coverage::Op("linalg.slogdet")),

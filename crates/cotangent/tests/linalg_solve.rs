@@ -220,3 +220,42 @@ fn errors_name_the_op() {
         assert!(matches!(e, Error::BadShape { .. }), "{e:?}");
     }
 }
+
+#[test]
+fn negative_matrix_powers_tensorinv_and_tensorsolve() {
+    use cotangent::linalg::{tensorinv, tensorsolve};
+    // A⁻³ A³ = I, batched
+    let a = well_conditioned(&[2, 3, 3], 21);
+    let p = a.matrix_power(-3).unwrap().matmul(&a.matrix_power(3).unwrap()).unwrap();
+    let eye = Tensor::eye(3, DType::F64).unwrap().broadcast_to((2, 3, 3)).unwrap();
+    assert_close(&p, &eye, 1e-12);
+    check2("matrix_power -2", &[rg(well_conditioned(&[3, 3], 22))], |x| {
+        Ok(vec![x[0].matrix_power(-2)?])
+    });
+    let e = Tensor::zeros((2, 2), DType::F64).unwrap().matrix_power(-1).unwrap_err();
+    assert!(matches!(e, Error::Singular { op: "linalg.matrix_power", .. }), "{e:?}");
+    // tensorinv: the (6, 6) matrix of a (6, 2, 3) tensor, inverted and reshaped to (2, 3, 6)
+    let a = well_conditioned(&[6, 6], 23);
+    let x = tensorinv(&a.reshape((6, 2, 3)).unwrap(), 1).unwrap();
+    assert_eq!(x.dims(), &[2, 3, 6]);
+    assert_close(&x.reshape((6, 6)).unwrap(), &inv(&a).unwrap(), 1e-14);
+    check2("tensorinv", &[rg(a.reshape((2, 3, 3, 2)).unwrap())], |x| {
+        Ok(vec![tensorinv(&x[0], 2)?])
+    });
+    assert!(matches!(tensorinv(&a, 0).unwrap_err(), Error::InvalidArgument { .. }));
+    assert!(matches!(
+        tensorinv(&randn(&[2, 3, 4], 1), 1).unwrap_err(),
+        Error::ShapeMismatch { .. }
+    ));
+    // tensorsolve: tensordot(A, X, 1) = B
+    let at = a.reshape((2, 3, 6)).unwrap();
+    let b = randn(&[2, 3], 24);
+    let x = tensorsolve(&at, &b, None).unwrap();
+    assert_eq!(x.dims(), &[6]);
+    assert_close(&at.matmul(&x).unwrap(), &b, 1e-12);
+    // dims moves A's leading dims to the end: the same system as A permuted
+    let ap = at.permute(&[2, 0, 1]).unwrap().contiguous().unwrap();
+    let x2 = tensorsolve(&ap, &b, Some(&[0])).unwrap();
+    assert_close(&x2, &x, 1e-13);
+    check2("tensorsolve", &[rg(at), rg(b)], |x| Ok(vec![tensorsolve(&x[0], &x[1], None)?]));
+}

@@ -124,3 +124,24 @@ pub(crate) fn logdet(a: &Args<'_>, _at: &Attrs<'_>) -> Res<Vec<Tensor>> {
     a.count(1, 1)?;
     one(linalg::logdet(a.t(0)?))
 }
+
+/// `linalg.tensorinv(A, ind=2)`.
+pub(crate) fn tensorinv(a: &Args<'_>, at: &Attrs<'_>) -> Res<Vec<Tensor>> {
+    a.count(1, 1)?;
+    let ind = at.int("ind")?.unwrap_or(2);
+    let ind = usize::try_from(ind).map_err(|_| {
+        Fail::Kind(
+            Kind::InvalidArgument,
+            format!("linalg.tensorinv: ind must be a strictly positive integer, got {ind}"),
+        )
+    })?;
+    one(linalg::tensorinv(a.t(0)?, ind))
+}
+
+/// `linalg.tensorsolve(A, B, dims=None)`.
+pub(crate) fn tensorsolve(a: &Args<'_>, at: &Attrs<'_>) -> Res<Vec<Tensor>> {
+    a.count(2, 2)?;
+    let dims: Option<Vec<isize>> =
+        at.ints("dims")?.map(|d| d.into_iter().map(|v| v as isize).collect());
+    one(linalg::tensorsolve(a.t(0)?, a.t(1)?, dims.as_deref()))
+}

@@ -6,6 +6,6 @@ mod triangular;
 
 pub(crate) use lu::{
     det, inv, inv_ex, logdet, lu, lu_factor, lu_factor_ex, lu_solve, lu_unpack, slogdet, solve,
-    solve_ex,
+    solve_ex, tensorinv, tensorsolve,
 };
 pub(crate) use triangular::solve_triangular;

@@ -269,3 +269,112 @@ pub fn inv(a: &Tensor) -> Result<Tensor> {
 pub fn inv_ex(a: &Tensor) -> Result<InvEx> {
     inv_impl(OP_INV_EX, a, false)
 }
+
+const OP_TENSORINV: &str = "linalg.tensorinv";
+const OP_TENSORSOLVE: &str = "linalg.tensorsolve";
+
+/// The inverse of a tensor as a linear map (`torch.linalg.tensorinv(A, ind=2)`; an
+/// implicit composite of [`inv`]).
+///
+/// Math: `a` of shape `out + in` (`out = a.shape[..ind]`) is the matrix
+/// `(prod(out), prod(in))`; the result is its inverse reshaped to `in + out`, so that
+/// `tensordot(result, a, ind)` is the identity.
+///
+/// Gradient: by autograd through `inv` and the reshapes. Dtypes: as [`inv`].
+///
+/// Errors: `InvalidArgument` if `ind` is 0; `ShapeMismatch` if `prod(out) != prod(in)`
+/// (`ind > a.ndim` included); `Singular` (named `linalg.inv`, as PyTorch) for a singular
+/// map; `UnsupportedDType`.
+///
+/// ```
+/// # use cotangent::Tensor;
+/// use cotangent::linalg::tensorinv;
+/// let a = Tensor::eye(4, cotangent::DType::F64)?.mul_scalar(2.0)?.reshape((4, 2, 2))?;
+/// let x = tensorinv(&a, 1)?;
+/// assert_eq!(x.dims(), &[2, 2, 4]);
+/// # Ok::<(), cotangent::Error>(())
+/// ```
+pub fn tensorinv(a: &Tensor, ind: usize) -> Result<Tensor> {
+    if ind == 0 {
+        return Err(Error::InvalidArgument {
+            op: OP_TENSORINV,
+            arg: "ind",
+            reason: "ind must be a strictly positive integer",
+        });
+    }
+    let split = ind.min(a.rank());
+    let (out, inn) = a.dims().split_at(split);
+    let (po, pi) = (out.iter().product::<usize>(), inn.iter().product::<usize>());
+    if ind > a.rank() || po != pi {
+        return Err(Error::ShapeMismatch {
+            op: OP_TENSORINV,
+            lhs: out.to_vec().into(),
+            rhs: inn.to_vec().into(),
+        });
+    }
+    let x = inv(&a.reshape((po, pi))?)?;
+    x.reshape([inn, out].concat())
+}
+
+/// Solves a tensor equation (`torch.linalg.tensorsolve(A, B, dims=None)`; an implicit
+/// composite of [`solve`]).
+///
+/// Math: finds `X` with `tensordot(A, X, X.ndim) = B`: with `dims` given, those dims of
+/// `a` are first moved to the end; then `a`'s leading `b.ndim` dims are the rows (of
+/// `b.numel()` elements) and the rest, `X`'s shape, the columns of a square system.
+///
+/// Gradient: by autograd through `solve` and the reshapes. Dtypes: as [`solve`].
+///
+/// Errors: `ShapeMismatch` if the rows and columns of the system do not have the same
+/// size or `b` does not fit `a`; `InvalidArgument` for a dim out of range or repeated;
+/// `Singular` (named `linalg.solve`) for a singular system; `DTypeMismatch`;
+/// `UnsupportedDType`.
+///
+/// ```
+/// # use cotangent::Tensor;
+/// use cotangent::linalg::tensorsolve;
+/// let a = Tensor::eye(6, cotangent::DType::F64)?.reshape((2, 3, 6))?;
+/// let b = Tensor::ones((2, 3), cotangent::DType::F64)?;
+/// assert_eq!(tensorsolve(&a, &b, None)?.dims(), &[6]);
+/// # Ok::<(), cotangent::Error>(())
+/// ```
+pub fn tensorsolve(a: &Tensor, b: &Tensor, dims: Option<&[isize]>) -> Result<Tensor> {
+    let r = a.rank();
+    let a = match dims {
+        None => a.clone(),
+        Some(ds) => {
+            let mut moved = Vec::with_capacity(ds.len());
+            for &d in ds {
+                let d = crate::shape::resolve_dim(OP_TENSORSOLVE, d, r)?;
+                if moved.contains(&d) {
+                    return Err(Error::InvalidArgument {
+                        op: OP_TENSORSOLVE,
+                        arg: "dims",
+                        reason: "dims must not repeat",
+                    });
+                }
+                moved.push(d);
+            }
+            let mut order: Vec<isize> =
+                (0..r).filter(|d| !moved.contains(d)).map(|d| d as isize).collect();
+            order.extend(moved.iter().map(|&d| d as isize));
+            a.permute(&order)?
+        }
+    };
+    let mismatch = || Error::ShapeMismatch {
+        op: OP_TENSORSOLVE,
+        lhs: a.shape().clone(),
+        rhs: b.shape().clone(),
+    };
+    if b.rank() > r {
+        return Err(mismatch());
+    }
+    let result_shape = a.dims()[b.rank()..].to_vec();
+    let (rows, cols) = (b.numel(), result_shape.iter().product::<usize>());
+    // as PyTorch, only the sizes are compared, not b's shape with a's leading dims
+    if rows != cols || a.dims()[..b.rank()].iter().product::<usize>() != rows {
+        return Err(mismatch());
+    }
+    let x = solve(&a.reshape((rows, cols))?, &b.reshape(rows)?, Side::Left)?;
+    x.reshape(result_shape)
+}
