@@ -259,3 +259,27 @@ fn negative_matrix_powers_tensorinv_and_tensorsolve() {
     assert_close(&x2, &x, 1e-13);
     check2("tensorsolve", &[rg(at), rg(b)], |x| Ok(vec![tensorsolve(&x[0], &x[1], None)?]));
 }
+
+#[test]
+fn sliced_inputs_and_nan_give_the_same_or_propagate() {
+    // a sliced (non-contiguous, offset) batch gives the results of its contiguous copy
+    let big = well_conditioned(&[4, 5, 5], 31);
+    let a = big.slice(0, 1, 4, 2).unwrap().narrow(-1, 0, 5).unwrap();
+    let ac = a.contiguous().unwrap();
+    let b = randn(&[10, 2], 32).slice(0, 0, 10, 2).unwrap();
+    let b = b.broadcast_to((2, 5, 2)).unwrap();
+    assert_close(
+        &solve(&a, &b, Side::Left).unwrap(),
+        &solve(&ac, &b.contiguous().unwrap(), Side::Left).unwrap(),
+        1e-14,
+    );
+    assert_close(&inv(&a).unwrap(), &inv(&ac).unwrap(), 1e-14);
+    assert_close(&det(&a).unwrap(), &det(&ac).unwrap(), 1e-14);
+    // NaN input: no hang, NaN out, and a NaN gradient rather than an SVD of NaN
+    let n = rg(t(&[f64::NAN, 1., 2., 3.], &[2, 2]));
+    assert!(det(&n).unwrap().item::<f64>().unwrap().is_nan());
+    let g = det(&n).unwrap().backward().unwrap();
+    assert!(g.get(&n).unwrap().to_vec_f64().iter().any(|v| v.is_nan()));
+    let e = inv(&t(&[f64::NAN, 1., 2., 3.], &[2, 2]));
+    assert!(e.map(|x| x.to_vec_f64().iter().any(|v| v.is_nan())).unwrap_or(true));
+}

@@ -61,8 +61,11 @@ fn parts(a: &Tensor) -> Result<Parts> {
         let row = &d[b * n..(b + 1) * n];
         let max = row.iter().fold(0.0f64, |m, v| m.max(v.abs()));
         let min = row.iter().fold(f64::INFINITY, |m, v| m.min(v.abs()));
-        strict.push(n > 0 && min <= n as f64 * eps * max);
-        loose.push(n > 0 && min <= eps.sqrt() * max);
+        // non-finite factors (NaN or inf input) never reach the SVD: its gradient is
+        // non-finite anyway, and an iterative kernel must not see NaN
+        let finite = row.iter().all(|v| v.is_finite());
+        strict.push(finite && n > 0 && min <= n as f64 * eps * max);
+        loose.push(finite && n > 0 && min <= eps.sqrt() * max);
     }
     Ok(Parts { lu, pivots, perm_sign, diag, strict, loose })
 }

@@ -71,8 +71,8 @@ impl Op for SolveOp {
         let ga = if cx.needs_input_grad(0) {
             let x = cx.output(0)?;
             Some(match self.side {
-                Side::Left => gb.matmul(&x.mT()?)?.neg()?,
-                Side::Right => x.mT()?.matmul(&gb)?.neg()?,
+                Side::Left => gb.neg()?.matmul(&x.mT()?)?,
+                Side::Right => x.mT()?.matmul(&gb.neg()?)?,
             })
         } else {
             None

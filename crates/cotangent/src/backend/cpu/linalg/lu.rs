@@ -248,14 +248,18 @@ fn solve_small<T: LinalgElem>(lu: &[T], ipiv: &[i64], x: &mut [T], n: usize, adj
         if adjoint {
             // Uᵀ y = b (lower; row i of Uᵀ is column i of U), then Lᵀ x = y (unit upper)
             for i in 0..n {
-                let c = &lu[i * n..i * n + i];
-                let s: T = c.iter().zip(&col[..i]).map(|(&u, &y)| u * y).sum();
-                col[i] = (col[i] - s) / lu[i * n + i];
+                let mut s = col[i];
+                for (&u, &y) in lu[i * n..i * n + i].iter().zip(&col[..i]) {
+                    s -= u * y;
+                }
+                col[i] = s / lu[i * n + i];
             }
             for i in (0..n).rev() {
-                let c = &lu[i * n + i + 1..(i + 1) * n];
-                let s: T = c.iter().zip(&col[i + 1..]).map(|(&l, &y)| l * y).sum();
-                col[i] -= s;
+                let mut s = col[i];
+                for (&l, &y) in lu[i * n + i + 1..(i + 1) * n].iter().zip(&col[i + 1..]) {
+                    s -= l * y;
+                }
+                col[i] = s;
             }
         } else {
             // L y = b (unit lower), then U x = y, column-oriented
@@ -303,10 +307,16 @@ pub(crate) fn lu_solve<T: LinalgElem>(
         bb.load(b, i, dst);
         let ipiv = &piv[i * n..(i + 1) * n];
         if n <= SMALL_SOLVE {
-            tmp.clear();
-            tmp.resize(n * n, T::ZERO);
-            ba.load(lu, i, tmp);
-            solve_small(tmp, ipiv, dst, n, adjoint);
+            let off = ba.offsets[i];
+            if ba.rs == 1 && ba.cs == n {
+                // column-major already (the factors lu_factor returns): read in place
+                solve_small(&lu[off..off + n * n], ipiv, dst, n, adjoint);
+            } else {
+                tmp.clear();
+                tmp.resize(n * n, T::ZERO);
+                ba.load(lu, i, tmp);
+                solve_small(tmp, ipiv, dst, n, adjoint);
+            }
         } else {
             solve_blocked(ba.mat(lu, i, tmp), ipiv, dst, n, k, adjoint, par);
         }
