@@ -280,6 +280,6 @@ fn sliced_inputs_and_nan_give_the_same_or_propagate() {
     assert!(det(&n).unwrap().item::<f64>().unwrap().is_nan());
     let g = det(&n).unwrap().backward().unwrap();
     assert!(g.get(&n).unwrap().to_vec_f64().iter().any(|v| v.is_nan()));
-    let e = inv(&t(&[f64::NAN, 1., 2., 3.], &[2, 2]));
-    assert!(e.map(|x| x.to_vec_f64().iter().any(|v| v.is_nan())).unwrap_or(true));
+    let e = inv(&t(&[f64::NAN, 1., 2., 3.], &[2, 2])).unwrap();
+    assert!(e.to_vec_f64().iter().any(|v| v.is_nan()));
 }
