@@ -5,7 +5,7 @@
 use cotangent::linalg::{self, Side};
 use cotangent::Tensor;
 
-use crate::dispatch::{one, Args, Attrs, Fail, Res};
+use crate::dispatch::{guard, one, Args, Attrs, Fail, Res};
 use crate::Kind;
 
 /// `pivot=False` (LU without pivoting) is not implemented on the CPU by PyTorch either.
@@ -43,10 +43,22 @@ pub(crate) fn lu_factor_ex(a: &Args<'_>, at: &Attrs<'_>) -> Res<Vec<Tensor>> {
     Ok(vec![f.lu, f.pivots, f.info])
 }
 
+/// Refuses a permutation matrix `(*, m, m)` of `t: (*, m, n)` beyond the size limit.
+fn guard_p(op: &str, t: &Tensor) -> Res<()> {
+    let r = t.rank();
+    if r >= 2 {
+        let mut dims = t.dims()[..r - 1].to_vec();
+        dims.push(t.dims()[r - 2]);
+        guard(op, &dims)?;
+    }
+    Ok(())
+}
+
 /// `linalg.lu(A, *, pivot=True)` -> (P, L, U).
 pub(crate) fn lu(a: &Args<'_>, at: &Attrs<'_>) -> Res<Vec<Tensor>> {
     a.count(1, 1)?;
     pivot(at, "linalg.lu")?;
+    guard_p("linalg.lu", a.t(0)?)?;
     let f = linalg::lu(a.t(0)?)?;
     Ok(vec![f.p, f.l, f.u])
 }
@@ -62,6 +74,7 @@ pub(crate) fn lu_unpack(a: &Args<'_>, at: &Attrs<'_>) -> Res<Vec<Tensor>> {
                 .into(),
         ));
     }
+    guard_p("lu_unpack", a.t(0)?)?;
     let f = linalg::lu_unpack(a.t(0)?, a.t(1)?)?;
     Ok(vec![f.p, f.l, f.u])
 }

@@ -140,6 +140,9 @@ pub(crate) fn permute_rows(x: &Tensor, pivots: &Tensor, transpose: bool) -> Resu
 
 /// The permutation matrices `(*, m, m)` of `pivots: (*, k)`, in `dtype`.
 fn perm_matrix(pivots: &Tensor, m: usize, dtype: DType) -> Result<Tensor> {
+    let mut dims = pivots.dims()[..pivots.rank() - 1].to_vec();
+    dims.extend([m, m]);
+    Shape::new(dims.clone()).checked_numel(OP_UNPACK)?;
     let perm = perms(pivots, m)?;
     let count = perm.len() / m.max(1);
     let mut v = vec![0.0f64; count * m * m];
@@ -148,8 +151,6 @@ fn perm_matrix(pivots: &Tensor, m: usize, dtype: DType) -> Result<Tensor> {
             v[b * m * m + pi * m + i] = 1.0; // P[perm[i], i] = 1
         }
     }
-    let mut dims = pivots.dims()[..pivots.rank() - 1].to_vec();
-    dims.extend([m, m]);
     Tensor::from_vec(v, dims)?.to_dtype(dtype)
 }
 
