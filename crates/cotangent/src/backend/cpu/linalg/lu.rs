@@ -63,6 +63,28 @@ pub(crate) fn lu_unblocked<T: LinalgElem>(
     n: usize,
     ipiv: &mut [i64],
 ) -> i64 {
+    // square matrices up to 4 x 4 get a copy of the loop with constant sizes, which the
+    // compiler unrolls
+    match (m, n) {
+        (1, 1) => lu_unblocked_n::<T, 1>(a, m, n, ipiv),
+        (2, 2) => lu_unblocked_n::<T, 2>(a, m, n, ipiv),
+        (3, 3) => lu_unblocked_n::<T, 3>(a, m, n, ipiv),
+        (4, 4) => lu_unblocked_n::<T, 4>(a, m, n, ipiv),
+        _ => lu_unblocked_n::<T, 0>(a, m, n, ipiv),
+    }
+}
+
+/// [`lu_unblocked`] for `N x N` matrices when `N > 0` (sizes known at compile time),
+/// for any `m x n` when `N = 0`.
+#[inline(always)]
+fn lu_unblocked_n<T: LinalgElem, const N: usize>(
+    a: &mut [T],
+    m: usize,
+    n: usize,
+    ipiv: &mut [i64],
+) -> i64 {
+    let (m, n) = if N > 0 { (N, N) } else { (m, n) };
+    let a = &mut a[..m * n];
     let k = m.min(n);
     let mut info = 0;
     for j in 0..k {
@@ -240,6 +262,28 @@ fn solve_blocked<T: LinalgElem>(
 /// [`solve_blocked`] by direct substitution for small `n`, with the factors `lu`
 /// column-major (`n x n`): every inner loop runs along a column of `lu`.
 fn solve_small<T: LinalgElem>(lu: &[T], ipiv: &[i64], x: &mut [T], n: usize, adjoint: bool) {
+    // constant sizes up to 4 let the compiler unroll the substitutions
+    match n {
+        1 => solve_small_n::<T, 1>(lu, ipiv, x, n, adjoint),
+        2 => solve_small_n::<T, 2>(lu, ipiv, x, n, adjoint),
+        3 => solve_small_n::<T, 3>(lu, ipiv, x, n, adjoint),
+        4 => solve_small_n::<T, 4>(lu, ipiv, x, n, adjoint),
+        _ => solve_small_n::<T, 0>(lu, ipiv, x, n, adjoint),
+    }
+}
+
+/// [`solve_small`] with `n = N` known at compile time when `N > 0`.
+#[inline(always)]
+fn solve_small_n<T: LinalgElem, const N: usize>(
+    lu: &[T],
+    ipiv: &[i64],
+    x: &mut [T],
+    n: usize,
+    adjoint: bool,
+) {
+    let n = if N > 0 { N } else { n };
+    let lu = &lu[..n * n];
+    let ipiv = &ipiv[..n];
     let k = x.len() / n.max(1);
     if !adjoint {
         swap_rows(x, n, k, ipiv, true);
