@@ -41,6 +41,10 @@ DTYPES = {
     "bool": torch.bool,
 }
 NAMES = {v: k for k, v in DTYPES.items()}
+# PyTorch's LU pivots and info are int32; the protocol reports integers as i64 (an "i32"
+# input spec builds an int32 tensor for PyTorch, written as i64)
+DTYPES["i32"] = torch.int32
+NAMES[torch.int32] = "i64"
 FLOATS = ("f64", "f32", "bf16")
 
 torch.use_deterministic_algorithms(True)
@@ -136,9 +140,15 @@ class F:
         elif self.kind == "ints":
             v = rng.integers(-2, 3, n).astype(np.float64)
         elif self.kind == "wellcond":
-            # square matrices (batch): normal entries plus size x identity
-            k = self.shape[-1]
-            v = (rng.standard_normal(self.shape) + k * np.eye(k)).reshape(-1)
+            # matrices (batch): normal entries plus size x identity (rectangular: the
+            # larger size times the m x n identity)
+            k = max(self.shape[-2:])
+            v = (rng.standard_normal(self.shape) + k * np.eye(*self.shape[-2:])).reshape(-1)
+        elif self.kind == "wellflat":
+            # a well-conditioned square matrix of numel elements, reshaped (tensorinv,
+            # tensorsolve)
+            k = int(round(math.sqrt(n)))
+            v = (rng.standard_normal((k, k)) + k * np.eye(k)).reshape(-1)
         elif self.kind == "spd":
             # symmetric positive-definite: X Xᵀ / k + I, symmetric after rounding
             k = self.shape[-1]
@@ -892,6 +902,9 @@ cases("linalg.matrix_power", [
     Case("batched", [F((2, 3, 3))], {"n": 3}),
     Case("1x1", [F((1, 1))], {"n": 4}, dtypes=F64),
     Case("not-square", [F((2, 3))], {"n": 2}, dtypes=F64, error="NotSquare"),
+    Case("n-1", [F((3, 3), "wellcond")], {"n": -1}),
+    Case("n-3-batched", [F((2, 3, 3), "wellcond")], {"n": -3}),
+    Case("n-2-singular", [F((2, 2), values=[1.0, 2.0, 2.0, 4.0])], {"n": -2}, dtypes=F64, error="Singular"),
 ])
 
 
@@ -990,6 +1003,145 @@ cases("cholesky_inverse", [
 ])
 
 
+# the LU family (crates/cotangent/src/linalg/{lu,solve,det}.rs). "3cycle" pivots as a
+# 3-cycle (pivots [3, 3, 3]), so the P convention of A = P L U cannot flip unnoticed.
+CYCLE3 = [1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0, 10.0]
+SING2 = [1.0, 2.0, 2.0, 4.0]
+# float outputs PyTorch does not differentiate: they get a null cotangent
+NO_GRAD_OUTPUTS = {"linalg.lu": (0,), "lu_unpack": (0,), "linalg.slogdet": (0,)}
+
+
+def piv(values, shape=None):
+    return T("i32", values, shape=shape)
+
+
+cases("linalg.lu_factor", [
+    Case("square", [W((4, 4))]),
+    Case("3cycle", [F((3, 3), values=CYCLE3)]),
+    Case("tall", [W((5, 3))]),
+    Case("wide", [W((3, 5))]),
+    Case("batched", [W((2, 3, 3))]),
+    Case("1x1", [W((1, 1))], dtypes=F64),
+    Case("empty-batch", [W((0, 3, 3))], dtypes=F64),
+    Case("empty-0x0", [F((0, 0))], dtypes=F64),
+    Case("singular", [F((2, 2), values=SING2)], dtypes=F64, error="Singular"),
+    Case("zeros", [F((2, 2), values=[0.0] * 4)], dtypes=F64, error="Singular"),
+    Case("singular-wide", [F((2, 3), values=[1.0, 2.0, 3.0, 2.0, 4.0, 7.0])], dtypes=F64, error="Singular"),
+    Case("vector", [F((3,))], dtypes=F64, error="ShapeMismatch"),
+])
+cases("linalg.lu_factor_ex", [
+    Case("square", [W((4, 4))]),
+    Case("wide", [W((2, 4))]),
+    Case("tall", [W((4, 2))], dtypes=F64),
+    Case("batched", [W((2, 2, 3, 3))]),
+    Case("singular", [F((2, 2), values=SING2)], dtypes=F64, grad=False),
+    Case("zero-column", [F((2, 2), values=[0.0, 1.0, 0.0, 1.0])], dtypes=F64, grad=False),
+])
+cases("linalg.lu", [
+    Case("3cycle", [F((3, 3), values=CYCLE3)]),
+    Case("square", [W((4, 4))]),
+    Case("tall", [W((5, 3))]),
+    Case("wide", [W((3, 5))]),
+    Case("batched", [W((2, 3, 3))]),
+    Case("1x1", [W((1, 1))], dtypes=F64),
+    Case("singular", [F((3, 3), values=[1.0, 2.0, 3.0, 2.0, 4.0, 6.0, 1.0, 1.0, 1.0])], dtypes=F64, grad=False),
+    Case("empty-batch", [W((0, 2, 2))], dtypes=F64),
+])
+cases("lu_unpack", [
+    Case("square", [W((3, 3)), piv([3, 3, 3])]),
+    Case("wide", [W((3, 5)), piv([2, 3, 3])]),
+    Case("tall", [W((5, 3)), piv([5, 2, 3])]),
+    Case("batched", [W((2, 3, 3)), piv([[3, 2, 3], [1, 2, 3]], shape=(2, 3))]),
+    Case("pivots-shape", [W((3, 3)), piv([3, 3])], dtypes=F64, error="ShapeMismatch"),
+])
+cases("linalg.lu_solve", [
+    Case("left", [W((3, 3)), piv([3, 3, 3]), F((3, 2))]),
+    Case("left-adjoint", [W((3, 3)), piv([2, 3, 3]), F((3, 2))], {"adjoint": True}),
+    Case("right", [W((3, 3)), piv([3, 2, 3]), F((2, 3))], {"left": False}),
+    Case("right-adjoint", [W((3, 3)), piv([1, 3, 3]), F((2, 3))], {"left": False, "adjoint": True}),
+    Case("batched-bcast", [W((2, 1, 3, 3)), piv([[3, 3, 3], [2, 2, 3]], shape=(2, 1, 3)), F((3, 3, 2))]),
+    Case("1x1", [W((1, 1)), piv([1]), F((1, 3))], dtypes=F64),
+    Case("vector-b", [W((3, 3)), piv([3, 3, 3]), F((3,))], dtypes=F64, error="ShapeMismatch"),
+    Case("rows-mismatch", [W((3, 3)), piv([3, 3, 3]), F((4, 2))], dtypes=F64, error="ShapeMismatch"),
+    Case("not-square", [F((3, 4)), piv([3, 3, 3]), F((3, 2))], dtypes=F64, error="NotSquare"),
+])
+cases("linalg.solve", [
+    Case("square", [W((4, 4)), F((4, 3))]),
+    Case("batched", [W((2, 3, 3)), F((2, 3, 2))]),
+    Case("bcast", [W((2, 1, 3, 3)), F((3, 3, 2))]),
+    Case("bcast-a", [W((3, 3)), F((2, 3, 2))], dtypes=F64),
+    Case("vector", [W((3, 3)), F((3,))]),
+    Case("vector-batched", [W((2, 3, 3)), F((2, 3))]),
+    Case("vector-bcast", [W((2, 3, 3)), F((3,))], dtypes=F64),
+    Case("right", [W((3, 3)), F((2, 3))], {"left": False}),
+    Case("right-batched", [W((2, 3, 3)), F((2, 4, 3))], {"left": False}, dtypes=F64),
+    Case("1x1", [W((1, 1)), F((1, 1))], dtypes=F64),
+    Case("empty-batch", [W((0, 3, 3)), F((0, 3, 2))], dtypes=F64),
+    Case("singular", [F((2, 2), values=SING2), F((2, 1))], dtypes=F64, error="Singular"),
+    Case("not-square", [F((3, 4)), F((3, 2))], dtypes=F64, error="NotSquare"),
+    Case("rows-mismatch", [W((3, 3)), F((4, 2))], dtypes=F64, error="ShapeMismatch"),
+    Case("vector-right", [W((3, 3)), F((3,))], {"left": False}, dtypes=F64, error="ShapeMismatch"),
+    Case("dtype-mismatch", [T("f64", np.eye(3) * 2), T("f32", np.ones((3, 2)))], dtypes=F64, error="DtypeMismatch"),
+])
+cases("linalg.solve_ex", [
+    Case("square", [W((3, 3)), F((3, 2))]),
+    Case("right-batched", [W((2, 3, 3)), F((2, 2, 3))], {"left": False}, dtypes=F64),
+    Case("singular-info", [F((2, 2, 2), values=[2.0, 0.0, 0.0, 2.0] + SING2), F((2, 2, 1), values=[1.0, 1.0, 0.0, 0.0])], dtypes=F64, grad=False),
+])
+cases("linalg.inv", [
+    Case("square", [W((4, 4))]),
+    Case("batched", [W((2, 3, 3))]),
+    Case("1x1", [W((1, 1))], dtypes=F64),
+    Case("empty-batch", [W((0, 3, 3))], dtypes=F64),
+    Case("empty-0x0", [F((0, 0))], dtypes=F64),
+    Case("singular", [F((2, 2, 2), values=[1.0, 0.0, 0.0, 1.0] + SING2)], dtypes=F64, error="Singular"),
+    Case("not-square", [F((2, 3))], dtypes=F64, error="NotSquare"),
+])
+cases("linalg.inv_ex", [
+    Case("square", [W((3, 3))]),
+    Case("batched", [W((2, 2, 2))], dtypes=F64),
+])
+cases("linalg.det", [
+    Case("square", [W((4, 4))]),
+    Case("3cycle", [F((3, 3), values=CYCLE3)]),
+    Case("batched", [W((2, 3, 3))]),
+    Case("1x1", [W((1, 1))], dtypes=F64),
+    Case("empty-0x0", [F((0, 0))], dtypes=F64),
+    Case("empty-matrices", [F((2, 0, 0))], dtypes=F64),
+    # PyTorch's first-order gradient is 0 at an exactly singular matrix (ours is the
+    # cofactor matrix, checked in tests/linalg_solve.rs): the value only
+    Case("singular", [F((2, 2), values=SING2)], dtypes=F64, grad=False),
+    Case("not-square", [F((2, 3))], dtypes=F64, error="NotSquare"),
+])
+cases("linalg.slogdet", [
+    Case("square", [W((4, 4))]),
+    Case("negative", [F((3, 3), values=CYCLE3)]),
+    Case("batched", [W((2, 3, 3))]),
+    Case("singular", [F((2, 2), values=SING2)], dtypes=F64, grad=False),
+    Case("empty-0x0", [F((0, 0))], dtypes=F64),
+])
+cases("logdet", [
+    Case("spd", [F((3, 3), "spd")]),
+    Case("batched", [F((2, 3, 3), "spd")]),
+    Case("negative", [F((3, 3), values=CYCLE3)], dtypes=F64),
+    Case("singular", [F((2, 2), values=SING2)], dtypes=F64, grad=False),
+])
+
+cases("linalg.tensorinv", [
+    Case("ind1", [F((6, 2, 3), "wellflat")], {"ind": 1}),
+    Case("ind-default", [F((2, 3, 3, 2), "wellflat")]),
+    Case("ind3", [F((2, 2, 2, 4, 2), "wellflat")], {"ind": 3}, dtypes=F64),
+    Case("not-square", [F((2, 3, 4))], {"ind": 1}, dtypes=F64, error="ShapeMismatch"),
+    Case("singular", [F((2, 2), values=SING2)], {"ind": 1}, dtypes=F64, error="Singular"),
+])
+cases("linalg.tensorsolve", [
+    Case("basic", [F((2, 3, 6), "wellflat"), F((2, 3))]),
+    Case("matrix-x", [F((6, 2, 3), "wellflat"), F((6,))]),
+    Case("dims", [F((2, 3, 6), "wellflat"), F((6,))], {"dims": [0, 1]}, dtypes=F64),
+    Case("mismatch", [F((2, 3, 5)), F((2, 3))], dtypes=F64, error="ShapeMismatch"),
+])
+
+
 # --------------------------------------------------------------------------------------
 # generation
 
@@ -1016,8 +1168,8 @@ def generate(op, case, dtype, rng):
     cots = None
     if case.grad:
         cots = []
-        for o in outs:
-            if o.dtype.is_floating_point:
+        for i, o in enumerate(outs):
+            if o.dtype.is_floating_point and i not in NO_GRAD_OUTPUTS.get(op, ()):
                 v = np.round(rng.standard_normal(tuple(o.shape)), 4)
                 cots.append(torch.tensor(v, dtype=o.dtype))
             else:

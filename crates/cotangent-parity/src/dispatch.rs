@@ -171,6 +171,20 @@ pub const OPS: &[OpSpec] = &[
     op("linalg.cholesky_ex", &["upper", "check_errors"], sv::cholesky_ex),
     op("cholesky_solve", &["upper"], sv::cholesky_solve),
     op("cholesky_inverse", &["upper"], sv::cholesky_inverse),
+    op("linalg.lu_factor", &["pivot"], sv::lu_factor),
+    op("linalg.lu_factor_ex", &["pivot", "check_errors"], sv::lu_factor_ex),
+    op("linalg.lu", &["pivot"], sv::lu),
+    op("lu_unpack", &["unpack_data", "unpack_pivots"], sv::lu_unpack),
+    op("linalg.lu_solve", &["left", "adjoint"], sv::lu_solve),
+    op("linalg.solve", &["left"], sv::solve),
+    op("linalg.solve_ex", &["left", "check_errors"], sv::solve_ex),
+    op("linalg.inv", &[], sv::inv),
+    op("linalg.inv_ex", &["check_errors"], sv::inv_ex),
+    op("linalg.det", &[], sv::det),
+    op("linalg.slogdet", &[], sv::slogdet),
+    op("logdet", &[], sv::logdet),
+    op("linalg.tensorinv", &["ind"], sv::tensorinv),
+    op("linalg.tensorsolve", &["dims"], sv::tensorsolve),
 ];
 
 /// The names of every op of the runner, in table order.
@@ -302,7 +316,7 @@ impl<'a> Attrs<'a> {
     }
 
     /// A list of integers (an integer alone is a list of one, as PyTorch's `int[]`).
-    fn ints(&self, name: &str) -> Res<Option<Vec<i64>>> {
+    pub(crate) fn ints(&self, name: &str) -> Res<Option<Vec<i64>>> {
         let what = "an integer or a list of integers";
         self.get(name)
             .map(|v| match v {
@@ -1197,7 +1211,7 @@ mod h {
         a.count(1, 1)?;
         let x = a.t(0)?;
         let n = at.required("n", at.int("n")?)?;
-        if let (Some(&m), true) = (x.dims().last(), n > 1) {
+        if let (Some(&m), true) = (x.dims().last(), n.unsigned_abs() > 1) {
             // repeated squaring: at most 2 log2(n) products of m^3 each, per matrix
             let products = 2 * u128::from(64 - n.unsigned_abs().leading_zeros());
             let per = (m as u128).pow(3);

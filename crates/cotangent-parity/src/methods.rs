@@ -152,4 +152,21 @@ pub const LIBRARY_METHODS: &[(&str, Coverage)] = &[
     ("cholesky_ex", Coverage::Op("linalg.cholesky_ex")),
     ("cholesky_solve", Coverage::Op("cholesky_solve")),
     ("cholesky_inverse", Coverage::Op("cholesky_inverse")),
+    // src/linalg/lu.rs
+    ("lu_factor", Coverage::Op("linalg.lu_factor")),
+    ("lu_factor_ex", Coverage::Op("linalg.lu_factor_ex")),
+    ("lu", Coverage::Op("linalg.lu")),
+    ("lu_unpack", Coverage::Op("lu_unpack")),
+    ("lu_solve", Coverage::Op("linalg.lu_solve")),
+    // src/linalg/solve.rs
+    ("solve", Coverage::Op("linalg.solve")),
+    ("solve_ex", Coverage::Op("linalg.solve_ex")),
+    ("inv", Coverage::Op("linalg.inv")),
+    ("inv_ex", Coverage::Op("linalg.inv_ex")),
+    ("tensorinv", Coverage::Op("linalg.tensorinv")),
+    ("tensorsolve", Coverage::Op("linalg.tensorsolve")),
+    // src/linalg/det.rs
+    ("det", Coverage::Op("linalg.det")),
+    ("slogdet", Coverage::Op("linalg.slogdet")),
+    ("logdet", Coverage::Op("logdet")),
 ];

@@ -2,7 +2,14 @@
 //! subsample of the Mauna Loa data: its log marginal likelihood and gradient against
 //! scikit-learn's (tests/fixtures/gp_sklearn.json, made by scripts/gp_sklearn.py), its
 //! gradient against finite differences, and a fit that improves the likelihood.
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, dead_code, missing_docs)]
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::needless_range_loop,
+    dead_code,
+    missing_docs
+)]
 
 #[path = "../examples/gaussian_process/gp.rs"]
 mod gp;

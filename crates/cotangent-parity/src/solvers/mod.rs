@@ -2,7 +2,12 @@
 //! QR and the ops built on them): one file per family, listed in [`crate::dispatch::OPS`].
 
 mod cholesky;
+mod lu;
 mod triangular;
 
 pub(crate) use cholesky::{cholesky, cholesky_ex, cholesky_inverse, cholesky_solve};
+pub(crate) use lu::{
+    det, inv, inv_ex, logdet, lu, lu_factor, lu_factor_ex, lu_solve, lu_unpack, slogdet, solve,
+    solve_ex, tensorinv, tensorsolve,
+};
 pub(crate) use triangular::solve_triangular;

@@ -177,7 +177,7 @@ pub fn fit(data: &Data, start: &[f64], max_iter: usize, progress: Progress<'_>) 
         .max_eval(Some(max_iter * 2))
         .tolerance_grad(1e-5)
         .tolerance_change(1e-9);
-    opt.step_with_progress(&mut params, |p| nlml(&p[0], &g, &y), |it, l| progress(it, l))?;
+    opt.step_with_progress(&mut params, |p| nlml(&p[0], &g, &y), progress)?;
     let theta = params[0].tensor().to_vec_f64();
     let (lml, _) = lml_and_grad(&theta, data)?;
     Ok(Fit { theta, lml, iterations: opt.n_iter(), evaluations: opt.func_evals() })

@@ -41,7 +41,7 @@ fn parse() -> Result<Args, String> {
         match flag.as_str() {
             "--points" => a.points = Some(value()?.parse().map_err(|e| format!("--points: {e}"))?),
             "--max-iter" => {
-                a.max_iter = value()?.parse().map_err(|e| format!("--max-iter: {e}"))?
+                a.max_iter = value()?.parse().map_err(|e| format!("--max-iter: {e}"))?;
             }
             "--theta" => {
                 let v: Vec<f64> = value()?
@@ -162,9 +162,8 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
         );
     }
     // monthly forecast from the first observation to 2030
-    let months: Vec<f64> = (0..)
+    let months: Vec<f64> = (0..=12 * (2030 - 1958))
         .map(|k| 1958.0 + f64::from(k) / 12.0)
-        .take_while(|&x| x <= 2030.0 + 1e-9)
         .filter(|&x| x >= data.x[0])
         .collect();
     let (mean, sd) = gp::predict(&fit.theta, &data, &months)?;

@@ -114,6 +114,27 @@ pub(crate) trait BackendStorage: Sized {
         gl: &Layout,
         upper: bool,
     ) -> Result<(Self, Layout)>;
+
+    /// LU with partial pivoting of `self: (*, m, n)` (LAPACK `getrf`): the packed factors
+    /// (column-major, with their layout), the 1-based interchanges `(*, min(m, n))` and
+    /// `info` `(*)`, both `I64` and contiguous.
+    fn lu_factor(&self, l: &Layout) -> Result<(Self, Layout, Self, Self)>;
+
+    /// Solves `A X = B` (`Aᵀ X = B` if `adjoint`) with `A = P L U` given by packed factors
+    /// `self: (*, n, n)` and contiguous `I64` interchanges `piv` (`(*, n)`, in `1..=n`);
+    /// `b: (*, n, k)` has the same batch dims. Column-major result.
+    fn lu_solve(
+        &self,
+        l: &Layout,
+        piv: &Self,
+        b: &Self,
+        bl: &Layout,
+        adjoint: bool,
+    ) -> Result<(Self, Layout)>;
+
+    /// The cofactor matrix of each square `self: (*, n, n)` (the gradient of `det`), by an
+    /// SVD, exact at singular matrices; row-major.
+    fn cofactor(&self, l: &Layout) -> Result<Self>;
 }
 
 /// Which triangular system a solve is.

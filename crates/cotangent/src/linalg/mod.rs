@@ -9,21 +9,34 @@
 //! | [`Tensor::addmm`](crate::Tensor::addmm), [`Tensor::addbmm`](crate::Tensor::addbmm), [`Tensor::baddbmm`](crate::Tensor::baddbmm), [`Tensor::addmv`](crate::Tensor::addmv), [`Tensor::addr`](crate::Tensor::addr) | `β·self + α·product` | inherited; `β = 0` ignores `self` (NaN too) and gives it a zero gradient |
 //! | [`Tensor::linear`](crate::Tensor::linear) | `x Wᵀ + b`, `Wᵀ` a view | inherited |
 //! | [`Tensor::kron`](crate::Tensor::kron), [`Tensor::trace`](crate::Tensor::trace), [`Tensor::diag`](crate::Tensor::diag), [`Tensor::diag_embed`](crate::Tensor::diag_embed), [`Tensor::tril`](crate::Tensor::tril), [`Tensor::triu`](crate::Tensor::triu) | views, scatters and masks | inherited |
-//! | [`Tensor::cross`](crate::Tensor::cross), [`Tensor::vander`](crate::Tensor::vander), [`Tensor::matrix_power`](crate::Tensor::matrix_power) (`n >= 0`) | implicit composites | inherited |
 //! | [`cholesky`], [`cholesky_ex`] | primitive (direct loop for small `n`, faer above) | symmetric `gA = L⁻ᵀ Φ*(Lᵀ gL) L⁻¹` |
 //! | [`cholesky_solve`], [`cholesky_inverse`] | explicit composites (triangular solves) | PyTorch's full-matrix gradient for the factor |
+//! | [`Tensor::cross`](crate::Tensor::cross), [`Tensor::vander`](crate::Tensor::vander), [`Tensor::matrix_power`](crate::Tensor::matrix_power) (`n < 0` through `inv`) | implicit composites | inherited |
+//! | [`lu_factor`], [`lu_factor_ex`] | primitive (LU with partial pivoting; allocation-free loop for small matrices, faer above) | PyTorch's `linalg_lu_backward` (square, wide, tall) |
+//! | [`lu`], [`lu_unpack`] | implicit composites of `lu_factor_ex`, `tril`, `triu` | inherited; `P` has none |
+//! | [`lu_solve`] | primitive | `gB` a solve with the same factors, `gLU` through `A = P L U` |
+//! | [`solve`], [`solve_ex`], [`inv`], [`inv_ex`] | explicit composites (one LU, one solve) | `gB = A⁻ᵀ G` reusing the factors, `gA = −gB Xᵀ`; `gA = −Xᵀ G Xᵀ` |
+//! | [`det`], [`slogdet`] | explicit composites (one LU) | `g det(A) A⁻ᵀ`, by an SVD at singular matrices; `g A⁻ᵀ` |
+//! | [`logdet`] | implicit composite of `slogdet` | inherited |
+//! | [`tensorinv`], [`tensorsolve`] | implicit composites of `inv` / `solve` and reshapes | inherited |
 //!
 //! bf16 and f16 inputs are computed in f32 and rounded back (results and gradients in the
 //! input dtype).
 
 mod cholesky;
+mod det;
+mod lu;
 mod matmul;
 mod products;
+mod solve;
 mod structure;
 mod triangular;
 pub(crate) mod util;
 
 pub use cholesky::{cholesky, cholesky_ex, cholesky_inverse, cholesky_solve, CholeskyEx};
+pub use det::{det, logdet, slogdet, Slogdet};
+pub use lu::{lu, lu_factor, lu_factor_ex, lu_solve, lu_unpack, Lu, LuFactor, LuFactorEx};
+pub use solve::{inv, inv_ex, solve, solve_ex, tensorinv, tensorsolve, InvEx, SolveEx};
 pub use triangular::solve_triangular;
 
 /// Which triangle of a matrix an op reads or returns (PyTorch's `upper=` / `UPLO=`).

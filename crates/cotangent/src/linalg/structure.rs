@@ -208,11 +208,14 @@ impl Tensor {
         Tensor::cat(&refs, -1)
     }
 
-    /// `Aⁿ` for square matrices `(*, m, m)` and `n >= 0` by repeated squaring
-    /// (`torch.linalg.matrix_power`); `n = 0` gives the identity (with a zero gradient).
+    /// `Aⁿ` for square matrices `(*, m, m)` by repeated squaring
+    /// (`torch.linalg.matrix_power`; an implicit composite); `n = 0` gives the identity
+    /// (with a zero gradient); `n < 0` gives `(A⁻¹)⁻ⁿ` through [`crate::linalg::inv`]
+    /// (float dtypes only).
     ///
-    /// Errors: `BadShape` if not square; `InvalidArgument` for `n < 0` (it needs
-    /// `linalg.inv`, which comes with the solvers).
+    /// Errors: `BadShape` if not square; for `n < 0`, `Singular { batch, index }` for a
+    /// singular matrix (as `linalg.inv`), `UnsupportedDType` for integer input, and
+    /// `InvalidArgument` for `n = i64::MIN`.
     pub fn matrix_power(&self, n: i64) -> Result<Tensor> {
         const OP: &str = "linalg.matrix_power";
         let r = self.rank();
@@ -224,11 +227,18 @@ impl Tensor {
             });
         }
         if n < 0 {
-            return Err(Error::InvalidArgument {
+            // A⁻ⁿ = (A⁻¹)ⁿ, as PyTorch
+            let inv = super::inv(self).map_err(|e| match e {
+                Error::Singular { batch, index, .. } => Error::Singular { op: OP, batch, index },
+                Error::UnsupportedDType { dtype, .. } => Error::UnsupportedDType { op: OP, dtype },
+                e => e,
+            })?;
+            let m = n.checked_neg().ok_or(Error::InvalidArgument {
                 op: OP,
                 arg: "n",
-                reason: "negative powers need linalg.inv, not implemented yet",
-            });
+                reason: "n must be greater than i64::MIN",
+            })?;
+            return inv.matrix_power(m);
         }
         if n == 0 {
             let eye = Tensor::eye(self.dims()[r - 1], self.dtype())?;

@@ -895,4 +895,54 @@ impl BackendStorage for CpuStorage {
             _ => return Err(unsupported(OP, self.dtype())),
         })
     }
+
+    fn lu_factor(&self, l: &Layout) -> Result<(CpuStorage, Layout, CpuStorage, CpuStorage)> {
+        Ok(match self {
+            CpuStorage::F32(a) => {
+                let (lu, ll, p, i) = linalg::lu::lu_factor(a, l);
+                (CpuStorage::F32(lu), ll, CpuStorage::I64(p), CpuStorage::I64(i))
+            }
+            CpuStorage::F64(a) => {
+                let (lu, ll, p, i) = linalg::lu::lu_factor(a, l);
+                (CpuStorage::F64(lu), ll, CpuStorage::I64(p), CpuStorage::I64(i))
+            }
+            _ => return Err(unsupported("linalg.lu_factor", self.dtype())),
+        })
+    }
+
+    fn lu_solve(
+        &self,
+        l: &Layout,
+        piv: &CpuStorage,
+        b: &CpuStorage,
+        bl: &Layout,
+        adjoint: bool,
+    ) -> Result<(CpuStorage, Layout)> {
+        const OP: &str = "linalg.lu_solve";
+        let CpuStorage::I64(p) = piv else { return Err(unsupported(OP, piv.dtype())) };
+        Ok(match (self, b) {
+            (CpuStorage::F32(a), CpuStorage::F32(b)) => {
+                let (x, xl) = linalg::lu::lu_solve(a, l, p, b, bl, adjoint);
+                (CpuStorage::F32(x), xl)
+            }
+            (CpuStorage::F64(a), CpuStorage::F64(b)) => {
+                let (x, xl) = linalg::lu::lu_solve(a, l, p, b, bl, adjoint);
+                (CpuStorage::F64(x), xl)
+            }
+            _ if self.dtype() != b.dtype() => {
+                return Err(Error::DTypeMismatch { op: OP, lhs: self.dtype(), rhs: b.dtype() })
+            }
+            _ => return Err(unsupported(OP, self.dtype())),
+        })
+    }
+
+    fn cofactor(&self, l: &Layout) -> Result<CpuStorage> {
+        const OP: &str = "linalg.det";
+        let fail = |batch| Error::NoConvergence { op: OP, batch };
+        Ok(match self {
+            CpuStorage::F32(a) => CpuStorage::F32(linalg::lu::cofactor(a, l).map_err(fail)?),
+            CpuStorage::F64(a) => CpuStorage::F64(linalg::lu::cofactor(a, l).map_err(fail)?),
+            _ => return Err(unsupported(OP, self.dtype())),
+        })
+    }
 }

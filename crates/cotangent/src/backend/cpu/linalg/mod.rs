@@ -12,6 +12,7 @@
 //!   for the 1-based index of the failing pivot or leading minor.
 
 pub(crate) mod cholesky;
+pub(crate) mod lu;
 pub(crate) mod triangular;
 
 use faer::{MatMut, MatRef};

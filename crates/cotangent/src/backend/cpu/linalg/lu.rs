@@ -1,0 +1,434 @@
+//! LU with partial pivoting (LAPACK `getrf` semantics), its solver (`getrs`), and the
+//! SVD-based cofactor matrix that `det`'s gradient needs at singular matrices.
+//!
+//! Small matrices (`min(m, n) <= UNBLOCKED`) go through an allocation-free right-looking
+//! loop ([`lu_unblocked`]); larger ones through faer's recursive blocked LU, whose row
+//! permutation is converted back to LAPACK's interchange sequence. faer divides by a zero
+//! pivot (filling the rest with NaN) where LAPACK skips the column, so a factorisation
+//! that meets an exactly zero pivot is redone by the unblocked loop, which matches LAPACK.
+
+use faer::dyn_stack::{MemBuffer, MemStack};
+use faer::linalg::lu::partial_pivoting::factor as pp;
+use faer::linalg::triangular_solve as ts;
+use faer::{MatRef, Par, Spec};
+use rayon::prelude::*;
+
+use super::{colmajor_layout, colmajor_mut, Batch, LinalgElem};
+use crate::layout::Layout;
+
+/// `min(m, n)` up to which the unblocked loop is used.
+const UNBLOCKED: usize = 48;
+/// `n` up to which [`lu_solve`] substitutes with its own loops.
+const SMALL_SOLVE: usize = 32;
+/// Work per matrix above which faer may use both threads.
+const PAR_WORK: usize = 512 * 512 * 512;
+/// Work per rayon task when a batch is split across threads.
+const TASK_WORK: usize = 1 << 15;
+
+/// Runs `one(i, dst, tmp)` for each matrix `i` of a batch whose results are `size`
+/// elements each in `out`, splitting the batch across rayon tasks when the matrices are
+/// small and many. `one` gets the parallelism it may use inside a matrix.
+fn for_each_matrix<T: Send, F>(out: &mut [T], size: usize, work: usize, one: F)
+where
+    F: Fn(usize, &mut [T], &mut Vec<T>, Par) + Sync,
+{
+    if size == 0 {
+        return;
+    }
+    let len = out.len() / size;
+    if len > 1 && work < PAR_WORK && len * work >= 2 * TASK_WORK {
+        let per_task = (TASK_WORK / work.max(1)).max(1);
+        out.par_chunks_mut(size * per_task).enumerate().for_each(|(t, chunk)| {
+            let mut tmp = Vec::new();
+            for (j, dst) in chunk.chunks_exact_mut(size).enumerate() {
+                one(t * per_task + j, dst, &mut tmp, Par::Seq);
+            }
+        });
+    } else {
+        let par = if work >= PAR_WORK { Par::rayon(0) } else { Par::Seq };
+        let mut tmp = Vec::new();
+        for (i, dst) in out.chunks_exact_mut(size).enumerate() {
+            one(i, dst, &mut tmp, par);
+        }
+    }
+}
+
+/// LAPACK's `getf2` on the column-major `m x n` matrix `a` (leading dimension `m`):
+/// `ipiv` gets the 1-based row interchanges; returns `info` (0, or the 1-based index of
+/// the first exactly zero pivot, whose column is then left unscaled as LAPACK does).
+/// NaN never stops the loop: every step is a fixed amount of work.
+pub(crate) fn lu_unblocked<T: LinalgElem>(
+    a: &mut [T],
+    m: usize,
+    n: usize,
+    ipiv: &mut [i64],
+) -> i64 {
+    // square matrices up to 4 x 4 get a copy of the loop with constant sizes, which the
+    // compiler unrolls
+    match (m, n) {
+        (1, 1) => lu_unblocked_n::<T, 1>(a, m, n, ipiv),
+        (2, 2) => lu_unblocked_n::<T, 2>(a, m, n, ipiv),
+        (3, 3) => lu_unblocked_n::<T, 3>(a, m, n, ipiv),
+        (4, 4) => lu_unblocked_n::<T, 4>(a, m, n, ipiv),
+        _ => lu_unblocked_n::<T, 0>(a, m, n, ipiv),
+    }
+}
+
+/// [`lu_unblocked`] for `N x N` matrices when `N > 0` (sizes known at compile time),
+/// for any `m x n` when `N = 0`.
+#[inline(always)]
+fn lu_unblocked_n<T: LinalgElem, const N: usize>(
+    a: &mut [T],
+    m: usize,
+    n: usize,
+    ipiv: &mut [i64],
+) -> i64 {
+    let (m, n) = if N > 0 { (N, N) } else { (m, n) };
+    let a = &mut a[..m * n];
+    let k = m.min(n);
+    let mut info = 0;
+    for j in 0..k {
+        let cj = j * m;
+        let mut p = j;
+        let mut max = a[cj + j].abs();
+        for i in j + 1..m {
+            let v = a[cj + i].abs();
+            if v > max {
+                max = v;
+                p = i;
+            }
+        }
+        ipiv[j] = (p + 1) as i64;
+        if a[cj + p] != T::ZERO {
+            if p != j {
+                for c in 0..n {
+                    a.swap(c * m + j, c * m + p);
+                }
+            }
+            let inv = T::ONE / a[cj + j];
+            for v in &mut a[cj + j + 1..cj + m] {
+                *v *= inv;
+            }
+        } else if info == 0 {
+            info = (j + 1) as i64;
+        }
+        // rank-1 update of the trailing columns (all of them: U's extra block when wide)
+        for c in j + 1..n {
+            let (left, right) = a.split_at_mut(c * m);
+            let f = right[j];
+            if f != T::ZERO {
+                let lcol = &left[cj + j + 1..cj + m];
+                for (x, &l) in right[j + 1..m].iter_mut().zip(lcol) {
+                    *x -= l * f;
+                }
+            }
+        }
+    }
+    info
+}
+
+/// faer's blocked LU of `a` (column-major, `m x n`) with LAPACK's outputs; `None` when a
+/// pivot is exactly zero (the caller then redoes it with [`lu_unblocked`]).
+fn lu_blocked<T: LinalgElem>(
+    a: &mut [T],
+    m: usize,
+    n: usize,
+    ipiv: &mut [i64],
+    par: Par,
+) -> Option<()> {
+    let k = m.min(n);
+    let mut perm = vec![0usize; m];
+    let mut perm_inv = vec![0usize; m];
+    let mut mem = MemBuffer::new(pp::lu_in_place_scratch::<usize, T>(m, n, par, Spec::default()));
+    pp::lu_in_place(
+        colmajor_mut(a, m, n),
+        &mut perm,
+        &mut perm_inv,
+        par,
+        MemStack::new(&mut mem),
+        Spec::default(),
+    );
+    if (0..k).any(|i| a[i * m + i] == T::ZERO) {
+        return None;
+    }
+    // faer's permutation (position i holds original row perm[i]) as the sequence of
+    // interchanges "swap row j with row ipiv[j] - 1 >= j", which it determines uniquely
+    let mut pos: Vec<usize> = (0..m).collect(); // original row -> current position
+    let mut cur: Vec<usize> = (0..m).collect(); // position -> original row
+    for j in 0..k {
+        let p = pos[perm[j]];
+        ipiv[j] = (p + 1) as i64;
+        let (rj, rp) = (cur[j], cur[p]);
+        cur.swap(j, p);
+        pos[rj] = p;
+        pos[rp] = j;
+    }
+    Some(())
+}
+
+/// Batched LU with partial pivoting of `a: (*, m, n)`: the packed factors (column-major
+/// `(*, m, n)`: `L` strictly below the diagonal with an implied unit diagonal, `U` on and
+/// above), the 1-based interchanges `(*, min(m, n))`, and `info` per matrix.
+pub(crate) fn lu_factor<T: LinalgElem>(
+    a: &[T],
+    al: &Layout,
+) -> (Vec<T>, Layout, Vec<i64>, Vec<i64>) {
+    let ba = Batch::of(al);
+    let (m, n) = (ba.m, ba.n);
+    let k = m.min(n);
+    let size = m * n;
+    let mut out = vec![T::ZERO; ba.len() * size];
+    let mut piv = vec![0i64; ba.len() * k];
+    let mut info = vec![0i64; ba.len()];
+    let layout = colmajor_layout(&ba.dims, m, n);
+    if size == 0 {
+        return (out, layout, piv, info);
+    }
+    let work = m * n * k;
+    let one = |i: usize, dst: &mut [T], ipiv: &mut [i64], par: Par| -> i64 {
+        ba.load(a, i, dst);
+        if k > UNBLOCKED {
+            if lu_blocked(dst, m, n, ipiv, par).is_some() {
+                return 0;
+            }
+            ba.load(a, i, dst);
+        }
+        lu_unblocked(dst, m, n, ipiv)
+    };
+    if ba.len() > 1 && work < PAR_WORK && ba.len() * work >= 2 * TASK_WORK {
+        let per = (TASK_WORK / work.max(1)).max(1);
+        out.par_chunks_mut(size * per)
+            .zip(piv.par_chunks_mut(k * per))
+            .zip(info.par_chunks_mut(per))
+            .enumerate()
+            .for_each(|(t, ((o, p), f))| {
+                for (j, ((dst, ipiv), inf)) in
+                    o.chunks_exact_mut(size).zip(p.chunks_exact_mut(k)).zip(f).enumerate()
+                {
+                    *inf = one(t * per + j, dst, ipiv, Par::Seq);
+                }
+            });
+    } else {
+        let par = if work >= PAR_WORK { Par::rayon(0) } else { Par::Seq };
+        for (i, ((dst, ipiv), inf)) in
+            out.chunks_exact_mut(size).zip(piv.chunks_exact_mut(k)).zip(&mut info).enumerate()
+        {
+            *inf = one(i, dst, ipiv, par);
+        }
+    }
+    (out, layout, piv, info)
+}
+
+/// Applies the interchanges `ipiv` (1-based) to the rows of the column-major `x`
+/// (`n x k`), forward (`Pᵀ x`) or backward (`P x`).
+fn swap_rows<T: Copy>(x: &mut [T], n: usize, k: usize, ipiv: &[i64], forward: bool) {
+    let mut one = |j: usize| {
+        let p = (ipiv[j] - 1) as usize;
+        if p != j {
+            for c in 0..k {
+                x.swap(c * n + j, c * n + p);
+            }
+        }
+    };
+    if forward {
+        (0..ipiv.len()).for_each(&mut one);
+    } else {
+        (0..ipiv.len()).rev().for_each(&mut one);
+    }
+}
+
+/// Solves `A X = B` (or `Aᵀ X = B` if `adjoint`) in place in `x` (`n x k`, column-major)
+/// with `A = P L U` packed in `lu`, by faer's blocked triangular solves.
+fn solve_blocked<T: LinalgElem>(
+    lu: MatRef<'_, T>,
+    ipiv: &[i64],
+    x: &mut [T],
+    n: usize,
+    k: usize,
+    adjoint: bool,
+    par: Par,
+) {
+    if adjoint {
+        ts::solve_lower_triangular_in_place(lu.transpose(), colmajor_mut(x, n, k), par);
+        ts::solve_unit_upper_triangular_in_place(lu.transpose(), colmajor_mut(x, n, k), par);
+        swap_rows(x, n, k, ipiv, false);
+    } else {
+        swap_rows(x, n, k, ipiv, true);
+        ts::solve_unit_lower_triangular_in_place(lu, colmajor_mut(x, n, k), par);
+        ts::solve_upper_triangular_in_place(lu, colmajor_mut(x, n, k), par);
+    }
+}
+
+/// [`solve_blocked`] by direct substitution for small `n`, with the factors `lu`
+/// column-major (`n x n`): every inner loop runs along a column of `lu`.
+fn solve_small<T: LinalgElem>(lu: &[T], ipiv: &[i64], x: &mut [T], n: usize, adjoint: bool) {
+    // constant sizes up to 4 let the compiler unroll the substitutions
+    match n {
+        1 => solve_small_n::<T, 1>(lu, ipiv, x, n, adjoint),
+        2 => solve_small_n::<T, 2>(lu, ipiv, x, n, adjoint),
+        3 => solve_small_n::<T, 3>(lu, ipiv, x, n, adjoint),
+        4 => solve_small_n::<T, 4>(lu, ipiv, x, n, adjoint),
+        _ => solve_small_n::<T, 0>(lu, ipiv, x, n, adjoint),
+    }
+}
+
+/// [`solve_small`] with `n = N` known at compile time when `N > 0`.
+#[inline(always)]
+fn solve_small_n<T: LinalgElem, const N: usize>(
+    lu: &[T],
+    ipiv: &[i64],
+    x: &mut [T],
+    n: usize,
+    adjoint: bool,
+) {
+    let n = if N > 0 { N } else { n };
+    let lu = &lu[..n * n];
+    let ipiv = &ipiv[..n];
+    let k = x.len() / n.max(1);
+    if !adjoint {
+        swap_rows(x, n, k, ipiv, true);
+    }
+    for col in x.chunks_exact_mut(n) {
+        if adjoint {
+            // Uᵀ y = b (lower; row i of Uᵀ is column i of U), then Lᵀ x = y (unit upper)
+            for i in 0..n {
+                let mut s = col[i];
+                for (&u, &y) in lu[i * n..i * n + i].iter().zip(&col[..i]) {
+                    s -= u * y;
+                }
+                col[i] = s / lu[i * n + i];
+            }
+            for i in (0..n).rev() {
+                let mut s = col[i];
+                for (&l, &y) in lu[i * n + i + 1..(i + 1) * n].iter().zip(&col[i + 1..]) {
+                    s -= l * y;
+                }
+                col[i] = s;
+            }
+        } else {
+            // L y = b (unit lower), then U x = y, column-oriented
+            for j in 0..n {
+                let xj = col[j];
+                for (y, &l) in col[j + 1..].iter_mut().zip(&lu[j * n + j + 1..(j + 1) * n]) {
+                    *y -= l * xj;
+                }
+            }
+            for j in (0..n).rev() {
+                let xj = col[j] / lu[j * n + j];
+                col[j] = xj;
+                for (y, &u) in col[..j].iter_mut().zip(&lu[j * n..j * n + j]) {
+                    *y -= u * xj;
+                }
+            }
+        }
+    }
+    if adjoint {
+        swap_rows(x, n, k, ipiv, false);
+    }
+}
+
+/// Solves `A X = B` (`Aᵀ X = B` if `adjoint`) for each `A = P L U` given by its packed
+/// factors `lu: (*, n, n)` and interchanges `piv` (contiguous `(*, n)`, checked in
+/// `1..=n`), with `b: (*, n, k)` of the same batch dims. The result is column-major.
+pub(crate) fn lu_solve<T: LinalgElem>(
+    lu: &[T],
+    lul: &Layout,
+    piv: &[i64],
+    b: &[T],
+    bl: &Layout,
+    adjoint: bool,
+) -> (Vec<T>, Layout) {
+    let ba = Batch::of(lul);
+    let bb = Batch::of(bl);
+    let n = ba.n;
+    let (rows, k) = (bb.m, bb.n);
+    debug_assert_eq!(rows, n);
+    let layout = colmajor_layout(&bb.dims, rows, k);
+    let size = rows * k;
+    let mut out = vec![T::ZERO; bb.len() * size];
+    let work = n * n * k.max(1);
+    for_each_matrix(&mut out, size, work, |i, dst, tmp, par| {
+        bb.load(b, i, dst);
+        let ipiv = &piv[i * n..(i + 1) * n];
+        if n <= SMALL_SOLVE {
+            let off = ba.offsets[i];
+            if ba.rs == 1 && ba.cs == n {
+                // column-major already (the factors lu_factor returns): read in place
+                solve_small(&lu[off..off + n * n], ipiv, dst, n, adjoint);
+            } else {
+                tmp.clear();
+                tmp.resize(n * n, T::ZERO);
+                ba.load(lu, i, tmp);
+                solve_small(tmp, ipiv, dst, n, adjoint);
+            }
+        } else {
+            solve_blocked(ba.mat(lu, i, tmp), ipiv, dst, n, k, adjoint, par);
+        }
+    });
+    (out, layout)
+}
+
+/// The cofactor matrix `C` (`C_ij = (-1)^(i+j) M_ij`, so `d det A = <C, dA>`) of each
+/// square `a: (*, n, n)`, computed from an SVD `A = U S Vᵀ` as
+/// `C = det(U) det(V) U diag(prod_{j != i} s_j) Vᵀ`, which stays exact at singular
+/// matrices. Row-major result. `Err(batch index)` if faer's SVD does not converge.
+pub(crate) fn cofactor<T: LinalgElem>(a: &[T], al: &Layout) -> Result<Vec<T>, usize> {
+    let ba = Batch::of(al);
+    let n = ba.n;
+    let size = n * n;
+    let mut out = vec![T::ZERO; ba.len() * size];
+    let mut tmp = Vec::new();
+    for (i, dst) in out.chunks_exact_mut(size.max(1)).enumerate().take(ba.len()) {
+        if n == 0 {
+            break;
+        }
+        let m = ba.mat(a, i, &mut tmp);
+        let svd = m.svd().map_err(|_| i)?;
+        let (u, s, v) = (svd.U(), svd.S(), svd.V());
+        let sign = det_sign(u) * det_sign(v);
+        let s: Vec<T> = (0..n).map(|j| s[j]).collect();
+        // prod_{j != i} s_j without division (exact with zeros)
+        let mut d = vec![T::ONE; n];
+        let mut acc = T::ONE;
+        for j in 0..n {
+            d[j] = acc;
+            acc *= s[j];
+        }
+        acc = T::ONE;
+        for j in (0..n).rev() {
+            d[j] *= acc;
+            acc *= s[j];
+        }
+        for r in 0..n {
+            for c in 0..n {
+                let t: T =
+                    d.iter().enumerate().map(|(j, &dj)| *u.get(r, j) * dj * *v.get(c, j)).sum();
+                dst[r * n + c] = sign * t;
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// The sign (±1) of the determinant of an orthogonal matrix, from its LU.
+fn det_sign<T: LinalgElem>(q: MatRef<'_, T>) -> T {
+    let n = q.nrows();
+    let mut a = vec![T::ZERO; n * n];
+    for j in 0..n {
+        for i in 0..n {
+            a[j * n + i] = *q.get(i, j);
+        }
+    }
+    let mut ipiv = vec![0i64; n];
+    lu_unblocked(&mut a, n, n, &mut ipiv);
+    let mut neg = false;
+    for (j, &p) in ipiv.iter().enumerate() {
+        neg ^= p as usize != j + 1;
+        neg ^= a[j * n + j] < T::ZERO;
+    }
+    if neg {
+        -T::ONE
+    } else {
+        T::ONE
+    }
+}

@@ -1,0 +1,268 @@
+//! Determinants from one LU factorisation: `linalg.det`, `linalg.slogdet`, `logdet`
+//! (explicit composites with hand-written, singular-safe VJPs).
+
+use super::lu::{factor_raw, lu_solve_raw};
+use super::solve::inv_ex;
+use super::util::{check_float, check_square, from_kernel};
+use crate::autograd::node::{record, record1, Op, VjpCtx};
+use crate::backend::BackendStorage;
+use crate::dtype::DType;
+use crate::error::{Error, Result};
+use crate::layout::Layout;
+use crate::tensor::Tensor;
+
+const OP_DET: &str = "linalg.det";
+const OP_SLOGDET: &str = "linalg.slogdet";
+const OP_LOGDET: &str = "logdet";
+
+/// The result of [`slogdet`] (PyTorch's `(sign, logabsdet)`).
+#[derive(Debug, Clone)]
+pub struct Slogdet {
+    /// `(*)`: the sign of the determinant, `-1`, `0` (singular) or `1`; no gradient.
+    pub sign: Tensor,
+    /// `(*)`: `log |det A|`, `-inf` for a singular matrix.
+    pub logabsdet: Tensor,
+}
+
+/// One LU of each matrix: the factors, the permutation's sign `(*)` and `U`'s diagonal
+/// `(*, n)` as tensors, and per matrix whether it is numerically singular (`strict`: a
+/// pivot at most `n ε max|U_ii|`) or near singular (`loose`: at most `√ε max|U_ii|`).
+struct Parts {
+    lu: Tensor,
+    pivots: Tensor,
+    perm_sign: Tensor,
+    diag: Tensor,
+    strict: Vec<bool>,
+    loose: Vec<bool>,
+}
+
+fn parts(a: &Tensor) -> Result<Parts> {
+    let (lu, pivots, _info) = factor_raw(&a.detach())?;
+    let r = a.rank();
+    let n = a.dims()[r - 1];
+    let batch = a.dims()[..r - 2].to_vec();
+    let count: usize = batch.iter().product();
+    let piv = pivots.to_vec::<i64>()?;
+    let mut sign = Vec::with_capacity(count);
+    for b in 0..count {
+        let swaps = piv[b * n..(b + 1) * n]
+            .iter()
+            .enumerate()
+            .filter(|&(j, &p)| p as usize != j + 1)
+            .count();
+        sign.push(if swaps % 2 == 1 { -1.0f64 } else { 1.0 });
+    }
+    let perm_sign = Tensor::from_vec(sign, batch)?.to_dtype(a.dtype())?;
+    let diag = lu.diagonal(0, -2, -1)?;
+    let d = diag.to_vec_f64();
+    let eps = if a.dtype() == DType::F64 { f64::EPSILON } else { f64::from(f32::EPSILON) };
+    let (mut strict, mut loose) = (Vec::with_capacity(count), Vec::with_capacity(count));
+    for b in 0..count {
+        let row = &d[b * n..(b + 1) * n];
+        let max = row.iter().fold(0.0f64, |m, v| m.max(v.abs()));
+        let min = row.iter().fold(f64::INFINITY, |m, v| m.min(v.abs()));
+        // non-finite factors (NaN or inf input) never reach the SVD: its gradient is
+        // non-finite anyway, and an iterative kernel must not see NaN
+        let finite = row.iter().all(|v| v.is_finite());
+        strict.push(finite && n > 0 && min <= n as f64 * eps * max);
+        loose.push(finite && n > 0 && min <= eps.sqrt() * max);
+    }
+    Ok(Parts { lu, pivots, perm_sign, diag, strict, loose })
+}
+
+/// `g[..., None, None] * A⁻ᵀ` from saved factors (first order only).
+fn scaled_inv_t(lu: &Tensor, pivots: &Tensor, g: &Tensor) -> Result<Tensor> {
+    let rhs = g.unsqueeze(-1)?.broadcast_to(pivots.shape().clone())?.diag_embed(0, -2, -1)?;
+    lu_solve_raw(lu, pivots, &rhs, true)
+}
+
+/// `g[..., None, None] * A⁻ᵀ` in tensor ops on `a` (recorded: higher order).
+fn scaled_inv_t_graph(a: &Tensor, g: &Tensor) -> Result<Tensor> {
+    let inv = inv_ex(a)?.inverse;
+    g.unsqueeze(-1)?.unsqueeze(-1)?.mul(&inv.mT()?)
+}
+
+#[derive(Debug)]
+struct DetOp {
+    lu: Tensor,
+    pivots: Tensor,
+    strict: Vec<bool>,
+    loose: Vec<bool>,
+}
+
+impl Op for DetOp {
+    fn name(&self) -> &'static str {
+        OP_DET
+    }
+
+    // d det A = det A · tr(A⁻¹ dA) ⇒ gA = g det(A) A⁻ᵀ = g C, C the cofactor matrix.
+    // Invertible A: first order solves with the saved factors (PyTorch
+    // linalg_det_backward's lu_solve path); a recorded backward uses det(A) (re-linked)
+    // times inv(A)ᵀ, both differentiable. Near-singular A (a pivot below √ε max|U_ii|):
+    // C from an SVD A = U S Vᵀ, C = det(U) det(V) U diag(∏_{j≠i} s_j) Vᵀ, exact at rank
+    // n−1 and n−2 (PyTorch's singular branch). Its derivative would need a
+    // differentiable SVD, so a recorded backward at a singular A (a pivot below
+    // n ε max|U_ii|) fails with NotDifferentiable rather than return a wrong value.
+    fn vjp(&self, cx: &VjpCtx<'_>, g: &[Option<Tensor>]) -> Result<Vec<Option<Tensor>>> {
+        let Some(g) = &g[0] else { return Ok(vec![None]) };
+        let a = cx.input(0);
+        if cx.create_graph() {
+            if self.strict.iter().any(|&s| s) {
+                return Err(Error::NotDifferentiable {
+                    op: OP_DET,
+                    reason: "the second derivative of det at a singular matrix needs a \
+                             differentiable SVD",
+                });
+            }
+            let d = cx.output(0)?;
+            return Ok(vec![Some(scaled_inv_t_graph(a, &g.mul(&d)?)?)]);
+        }
+        let d = cx.output(0)?;
+        let mut ga = scaled_inv_t(&self.lu, &self.pivots, &g.mul(&d)?)?;
+        if self.loose.iter().any(|&s| s) {
+            let a = a.detach();
+            let c = a.storage().cpu().cofactor(a.layout())?;
+            let c = from_kernel(c, Layout::contiguous(a.shape().clone()));
+            let gc = g.unsqueeze(-1)?.unsqueeze(-1)?.mul(&c)?;
+            let batch = a.dims()[..a.rank() - 2].to_vec();
+            let mask = Tensor::from_vec(self.loose.clone(), batch)?.unsqueeze(-1)?.unsqueeze(-1)?;
+            ga = Tensor::where_cond(&mask, &gc, &ga)?;
+        }
+        Ok(vec![Some(ga)])
+    }
+}
+
+/// The determinant of square matrices (`torch.linalg.det(A)`; an explicit composite of
+/// an LU factorisation).
+///
+/// Math: `det A = sign(P) ∏ U_ii` from `A = P L U`, for `a: (*, n, n)`; 1 for `n = 0`.
+///
+/// Gradient: `g · C`, `C` the cofactor matrix (`det(A) A⁻ᵀ` when `A` is invertible). It is
+/// finite and correct at singular matrices (ranks `n − 1` and `n − 2` included): there `C`
+/// comes from an SVD, as PyTorch's singular branch does (PyTorch's first-order
+/// fast path instead returns 0 at an exactly singular matrix). Second order: through
+/// `det(A) inv(A)ᵀ` at invertible matrices; at a numerically singular matrix (a pivot
+/// below `n ε max|U_ii|`) differentiating the gradient again fails with
+/// `NotDifferentiable` (it needs a differentiable SVD).
+///
+/// Dtypes: f32, f64 (bf16 and f16 computed in f32).
+///
+/// Errors: `BadShape` if `a` is not square; `UnsupportedDType`.
+///
+/// ```
+/// # use cotangent::Tensor;
+/// use cotangent::linalg::det;
+/// let a = Tensor::from_vec(vec![1.0f64, 2.0, 3.0, 4.0], (2, 2))?;
+/// assert!((det(&a)?.item::<f64>()? + 2.0).abs() < 1e-12);
+/// # Ok::<(), cotangent::Error>(())
+/// ```
+pub fn det(a: &Tensor) -> Result<Tensor> {
+    check_float(OP_DET, a)?;
+    check_square(OP_DET, a)?;
+    if a.dtype().is_half() {
+        return det(&a.to_dtype(DType::F32)?)?.to_dtype(a.dtype());
+    }
+    let p = parts(a)?;
+    let d = p.perm_sign.mul(&p.diag.prod_dims(&[-1], false)?)?;
+    let op = DetOp { lu: p.lu, pivots: p.pivots, strict: p.strict, loose: p.loose };
+    Ok(record1(op, &[a], d, true))
+}
+
+#[derive(Debug)]
+struct SlogdetOp {
+    lu: Tensor,
+    pivots: Tensor,
+}
+
+impl Op for SlogdetOp {
+    fn name(&self) -> &'static str {
+        OP_SLOGDET
+    }
+
+    // d log|det A| = tr(A⁻¹ dA) ⇒ gA = g A⁻ᵀ (PyTorch slogdet_backward; `sign` is not
+    // differentiable). First order: a solve with the saved factors; recorded: g inv(A)ᵀ.
+    // At a singular A the gradient diverges: it holds infinities or NaN.
+    fn vjp(&self, cx: &VjpCtx<'_>, g: &[Option<Tensor>]) -> Result<Vec<Option<Tensor>>> {
+        let Some(g) = &g[1] else { return Ok(vec![None]) };
+        if cx.create_graph() {
+            return Ok(vec![Some(scaled_inv_t_graph(cx.input(0), g)?)]);
+        }
+        Ok(vec![Some(scaled_inv_t(&self.lu, &self.pivots, g)?)])
+    }
+}
+
+/// Sign and log of the absolute value of the determinant (`torch.linalg.slogdet(A)`; an
+/// explicit composite of an LU factorisation).
+///
+/// Math: `det A = sign · exp(logabsdet)` for `a: (*, n, n)`, from `A = P L U`:
+/// `sign = sign(P) ∏ sign(U_ii)`, `logabsdet = Σ log |U_ii|`. A singular matrix gives
+/// `sign = 0` and `logabsdet = -inf` (not NaN); `n = 0` gives `(1, 0)`.
+///
+/// Gradient: w.r.t. `a` through `logabsdet` only: `g A⁻ᵀ`. It diverges at a singular
+/// matrix, where it holds infinities or NaN (as PyTorch's does). `sign` has no gradient.
+/// Any order.
+///
+/// Dtypes: f32, f64 (bf16 and f16 computed in f32).
+///
+/// Errors: `BadShape` if `a` is not square; `UnsupportedDType`.
+///
+/// ```
+/// # use cotangent::Tensor;
+/// use cotangent::linalg::slogdet;
+/// let a = Tensor::from_vec(vec![0.0f64, 2.0, 3.0, 0.0], (2, 2))?;
+/// let s = slogdet(&a)?;
+/// assert_eq!(s.sign.item::<f64>()?, -1.0);
+/// assert!((s.logabsdet.item::<f64>()? - 6f64.ln()).abs() < 1e-12);
+/// # Ok::<(), cotangent::Error>(())
+/// ```
+pub fn slogdet(a: &Tensor) -> Result<Slogdet> {
+    slogdet_named(OP_SLOGDET, a)
+}
+
+fn slogdet_named(op: &'static str, a: &Tensor) -> Result<Slogdet> {
+    check_float(op, a)?;
+    check_square(op, a)?;
+    if a.dtype().is_half() {
+        let s = slogdet_named(op, &a.to_dtype(DType::F32)?)?;
+        return Ok(Slogdet {
+            sign: s.sign.to_dtype(a.dtype())?,
+            logabsdet: s.logabsdet.to_dtype(a.dtype())?,
+        });
+    }
+    let p = parts(a)?;
+    let sign = p.perm_sign.mul(&p.diag.sign()?.prod_dims(&[-1], false)?)?;
+    let logabsdet = p.diag.abs()?.log()?.sum_dims(&[-1], false)?;
+    let outs = record(SlogdetOp { lu: p.lu, pivots: p.pivots }, &[a], vec![sign, logabsdet], true);
+    let mut it = outs.into_iter();
+    match (it.next(), it.next()) {
+        // sign is not differentiable (PyTorch): it leaves the graph
+        (Some(sign), Some(logabsdet)) => Ok(Slogdet { sign: sign.detach(), logabsdet }),
+        _ => Err(Error::Internal { op, reason: "slogdet outputs" }),
+    }
+}
+
+/// The log-determinant (`torch.logdet(A)`; an implicit composite of [`slogdet`]).
+///
+/// Math: `log det A` for `a: (*, n, n)`: `logabsdet` where `det A > 0`, `-inf` where
+/// `det A = 0`, NaN where `det A < 0` (as PyTorch).
+///
+/// Gradient: `g A⁻ᵀ` where `det A > 0`; zero where it is negative (the NaN branch, as
+/// PyTorch's `where`); infinities or NaN at singular matrices. Any order.
+///
+/// Dtypes: f32, f64 (bf16 and f16 computed in f32).
+///
+/// Errors: `BadShape` if `a` is not square; `UnsupportedDType`.
+///
+/// ```
+/// # use cotangent::Tensor;
+/// use cotangent::linalg::logdet;
+/// let a = Tensor::from_vec(vec![-1.0f64, 0.0, 0.0, 1.0], (2, 2))?;
+/// assert!(logdet(&a)?.item::<f64>()?.is_nan());
+/// # Ok::<(), cotangent::Error>(())
+/// ```
+pub fn logdet(a: &Tensor) -> Result<Tensor> {
+    let s = slogdet_named(OP_LOGDET, a)?;
+    let neg = s.sign.eq_scalar(-1.0)?;
+    let nan = Tensor::full((), f64::NAN, s.logabsdet.dtype())?;
+    Tensor::where_cond(&neg, &nan, &s.logabsdet)
+}

@@ -1,0 +1,530 @@
+//! LU factorisation with partial pivoting, `A = P L U` (`linalg.lu_factor`,
+//! `linalg.lu_factor_ex`, `linalg.lu`, `lu_unpack`) and its solver (`linalg.lu_solve`),
+//! for rectangular `(*, m, n)` matrices.
+//!
+//! Conventions are LAPACK's and PyTorch's: the packed factors hold `L` strictly below the
+//! diagonal (its unit diagonal implied) and `U` on and above it; `pivots` are the 1-based
+//! row interchanges `ipiv` (row `j` was swapped with row `ipiv[j] - 1`, for `j` in
+//! order), `I64` of shape `(*, min(m, n))`; `P` is the permutation matrix with
+//! `A = P L U`.
+
+use super::util::{
+    broadcast_batch, check_float, check_matrix, check_same_dtype, check_square, from_kernel,
+};
+use super::{solve_triangular, Diag, Side, Uplo};
+use crate::autograd::node::{record, record1, Op, VjpCtx};
+use crate::backend::BackendStorage;
+use crate::backend::CpuStorage;
+use crate::dtype::DType;
+use crate::error::{Error, Result};
+use crate::layout::Layout;
+use crate::shape::Shape;
+use crate::tensor::Tensor;
+
+const OP_FACTOR: &str = "linalg.lu_factor";
+const OP_FACTOR_EX: &str = "linalg.lu_factor_ex";
+const OP_LU: &str = "linalg.lu";
+const OP_UNPACK: &str = "lu_unpack";
+const OP_SOLVE: &str = "linalg.lu_solve";
+
+/// The result of [`lu_factor`]: packed factors and pivots (PyTorch's named tuple
+/// `(LU, pivots)`).
+#[derive(Debug, Clone)]
+pub struct LuFactor {
+    /// `(*, m, n)`: `L` strictly below the diagonal (unit diagonal implied), `U` on and
+    /// above it.
+    pub lu: Tensor,
+    /// `(*, min(m, n))`, `I64`: LAPACK's 1-based row interchanges.
+    pub pivots: Tensor,
+}
+
+/// The result of [`lu_factor_ex`]: [`LuFactor`]'s fields and a per-matrix status
+/// (PyTorch's `(LU, pivots, info)`).
+#[derive(Debug, Clone)]
+pub struct LuFactorEx {
+    /// The packed factors, as in [`LuFactor::lu`].
+    pub lu: Tensor,
+    /// The interchanges, as in [`LuFactor::pivots`].
+    pub pivots: Tensor,
+    /// `(*)`, `I64`: 0, or the 1-based index `i` of the first exactly zero `U[i-1, i-1]`
+    /// (LAPACK's `info`; the factorisation is still completed).
+    pub info: Tensor,
+}
+
+/// The result of [`lu`] and [`lu_unpack`]: `A = P L U` (PyTorch's `(P, L, U)`).
+#[derive(Debug, Clone)]
+pub struct Lu {
+    /// `(*, m, m)`: the permutation matrix, in the input's dtype, without gradient.
+    pub p: Tensor,
+    /// `(*, m, k)`, `k = min(m, n)`: unit lower triangular (trapezoidal when `m > n`).
+    pub l: Tensor,
+    /// `(*, k, n)`: upper triangular (trapezoidal when `m < n`).
+    pub u: Tensor,
+}
+
+/// The first failing matrix of a batch's `info`, as PyTorch reports it.
+pub(crate) fn check_info(op: &'static str, info: &Tensor) -> Result<()> {
+    let v = info.to_vec::<i64>()?;
+    match v.iter().position(|&i| i != 0) {
+        Some(batch) => Err(Error::Singular { op, batch, index: v[batch] as usize }),
+        None => Ok(()),
+    }
+}
+
+/// The packed LU of `a` (f32 or f64, at least 2 dims) without recording: `(lu, pivots,
+/// info)`.
+pub(crate) fn factor_raw(a: &Tensor) -> Result<(Tensor, Tensor, Tensor)> {
+    let (s, l, p, i) = a.storage().cpu().lu_factor(a.layout())?;
+    let r = a.rank();
+    let (m, n) = (a.dims()[r - 2], a.dims()[r - 1]);
+    let mut pdims = a.dims()[..r - 2].to_vec();
+    let batch = Shape::new(pdims.clone());
+    pdims.push(m.min(n));
+    let piv = from_kernel(p, Layout::contiguous(Shape::new(pdims)));
+    let info = from_kernel(i, Layout::contiguous(batch));
+    Ok((from_kernel(s, l), piv, info))
+}
+
+/// For each matrix of `pivots: (*, k)` (1-based interchanges of an `m`-row matrix), the
+/// row permutation `perm` with `(Pᵀ A)[i] = A[perm[i]]`, flattened.
+fn perms(pivots: &Tensor, m: usize) -> Result<Vec<usize>> {
+    let piv = pivots.to_vec::<i64>()?;
+    let k = pivots.dims().last().copied().unwrap_or(0);
+    let count: usize = pivots.dims()[..pivots.rank().saturating_sub(1)].iter().product();
+    let mut out = Vec::with_capacity(count * m);
+    for b in 0..count {
+        let start = out.len();
+        out.extend(0..m);
+        for j in 0..k {
+            let p = piv[b * k + j];
+            if p < 1 || p as usize > m {
+                return Err(Error::InvalidArgument {
+                    op: OP_UNPACK,
+                    arg: "pivots",
+                    reason: "pivots must be 1-based row indices in 1..=m",
+                });
+            }
+            out.swap(start + j, start + p as usize - 1);
+        }
+    }
+    Ok(out)
+}
+
+/// `P x` (or `Pᵀ x` if `transpose`) for `x: (*, m, c)` and the interchanges `pivots:
+/// (*, k)` of the same batch: a gather of rows, differentiable in `x`.
+pub(crate) fn permute_rows(x: &Tensor, pivots: &Tensor, transpose: bool) -> Result<Tensor> {
+    let r = x.rank();
+    let (m, c) = (x.dims()[r - 2], x.dims()[r - 1]);
+    let perm = perms(pivots, m)?;
+    let count = x.numel() / (m * c).max(1);
+    let mut idx = Vec::with_capacity(x.numel());
+    let mut inv = vec![0usize; m];
+    for b in 0..count {
+        let p = &perm[b * m..(b + 1) * m];
+        // (Pᵀ x)[i] = x[perm[i]];  (P x)[perm[i]] = x[i]
+        let rows: &[usize] = if transpose {
+            p
+        } else {
+            for (i, &pi) in p.iter().enumerate() {
+                inv[pi] = i;
+            }
+            &inv
+        };
+        for &row in rows {
+            idx.extend(std::iter::repeat_n(row as i64, c));
+        }
+    }
+    let idx = Tensor::from_vec(idx, x.shape().clone())?;
+    x.gather(-2, &idx)
+}
+
+/// The permutation matrices `(*, m, m)` of `pivots: (*, k)`, in `dtype`.
+fn perm_matrix(pivots: &Tensor, m: usize, dtype: DType) -> Result<Tensor> {
+    let mut dims = pivots.dims()[..pivots.rank() - 1].to_vec();
+    dims.extend([m, m]);
+    Shape::new(dims.clone()).checked_numel(OP_UNPACK)?;
+    let perm = perms(pivots, m)?;
+    let count = perm.len() / m.max(1);
+    let mut v = vec![0.0f64; count * m * m];
+    for b in 0..count {
+        for (i, &pi) in perm[b * m..(b + 1) * m].iter().enumerate() {
+            v[b * m * m + pi * m + i] = 1.0; // P[perm[i], i] = 1
+        }
+    }
+    Tensor::from_vec(v, dims)?.to_dtype(dtype)
+}
+
+/// `L` (unit lower, `(*, m, k)`) and `U` (`(*, k, n)`) of packed factors, in tensor ops.
+fn unpack_lu(lu: &Tensor) -> Result<(Tensor, Tensor)> {
+    let r = lu.rank();
+    let (m, n) = (lu.dims()[r - 2], lu.dims()[r - 1]);
+    let k = m.min(n);
+    let eye = Tensor::eye(m, lu.dtype())?.narrow(-1, 0, k)?;
+    let l = lu.narrow(-1, 0, k)?.tril(-1)?.add(&eye)?;
+    let u = lu.narrow(-2, 0, k)?.triu(0)?;
+    Ok((l, u))
+}
+
+#[derive(Debug)]
+struct LuFactorOp;
+
+impl Op for LuFactorOp {
+    fn name(&self) -> &'static str {
+        OP_FACTOR
+    }
+
+    // A = P L U with gL = tril(gLU, -1), gU = triu(gLU) (PyTorch lu_factor_ex_backward →
+    // linalg_lu_backward, FunctionsManual.cpp). With k = min(m, n):
+    //   m = n:  gA = P L⁻ᵀ [tril(Lᵀ gL, -1) + triu(gU Uᵀ)] U⁻ᵀ
+    //   m < n:  U = [U1 U2]; gA = P L⁻ᵀ [tril(Lᵀ gL − gU Uᵀ, -1) U1⁻ᵀ + triu(gU1) | gU2]
+    //   m > n:  L = [L1; L2]; gA = P [L1⁻ᵀ triu(gU Uᵀ − Lᵀ gL) + tril(gL1, -1); gL2] U⁻ᵀ
+    // (from dA = P (dL U + L dU): Pᵀ dA U⁻¹ = L⁻¹… split into the triangles that dL and dU
+    // can fill). Tensor ops throughout, so higher orders go through this rule again.
+    fn vjp(&self, cx: &VjpCtx<'_>, g: &[Option<Tensor>]) -> Result<Vec<Option<Tensor>>> {
+        let Some(g) = &g[0] else { return Ok(vec![None]) };
+        let lu = cx.output(0)?;
+        let pivots = cx.output(1)?;
+        let (l, u) = unpack_lu(&lu)?;
+        let k = l.dims()[l.rank() - 1];
+        let gl = g.narrow(-1, 0, k)?.tril(-1)?;
+        let gu = g.narrow(-2, 0, k)?.triu(0)?;
+        let ga = lu_backward(&gl, &gu, &l, &u)?;
+        Ok(vec![Some(permute_rows(&ga, &pivots, false)?)])
+    }
+}
+
+/// `Pᵀ gA` from the cotangents of `L` and `U` (linalg_lu_backward without `P`).
+fn lu_backward(gl: &Tensor, gu: &Tensor, l: &Tensor, u: &Tensor) -> Result<Tensor> {
+    let r = l.rank();
+    let (m, k) = (l.dims()[r - 2], l.dims()[r - 1]);
+    let n = u.dims()[r - 1];
+    let lt = l.mT()?;
+    let ut = u.mT()?;
+    match m.cmp(&n) {
+        std::cmp::Ordering::Equal => {
+            let x = lt.matmul(gl)?.tril(-1)?.add(&gu.matmul(&ut)?.triu(0)?)?;
+            let x = solve_triangular(&ut, &x, Uplo::Lower, Side::Right, Diag::NonUnit)?;
+            solve_triangular(&lt, &x, Uplo::Upper, Side::Left, Diag::Unit)
+        }
+        std::cmp::Ordering::Less => {
+            let u1t = u.narrow(-1, 0, k)?.mT()?;
+            let gu1 = gu.narrow(-1, 0, k)?;
+            let gu2 = gu.narrow(-1, k, n - k)?;
+            let x = lt.matmul(gl)?.sub(&gu.matmul(&ut)?)?.tril(-1)?;
+            let x = solve_triangular(&u1t, &x, Uplo::Lower, Side::Right, Diag::NonUnit)?;
+            let x = Tensor::cat(&[&x.add(&gu1.triu(0)?)?, &gu2], -1)?;
+            solve_triangular(&lt, &x, Uplo::Upper, Side::Left, Diag::Unit)
+        }
+        std::cmp::Ordering::Greater => {
+            let l1t = l.narrow(-2, 0, k)?.mT()?;
+            let gl1 = gl.narrow(-2, 0, k)?;
+            let gl2 = gl.narrow(-2, k, m - k)?;
+            let x = gu.matmul(&ut)?.sub(&lt.matmul(gl)?)?.triu(0)?;
+            let x = solve_triangular(&l1t, &x, Uplo::Upper, Side::Left, Diag::Unit)?;
+            let x = Tensor::cat(&[&x.add(&gl1.tril(-1)?)?, &gl2], -2)?;
+            solve_triangular(&ut, &x, Uplo::Lower, Side::Right, Diag::NonUnit)
+        }
+    }
+}
+
+fn factor_ex(op: &'static str, a: &Tensor) -> Result<LuFactorEx> {
+    check_float(op, a)?;
+    check_matrix(op, a)?;
+    if a.dtype().is_half() {
+        let f = factor_ex(op, &a.to_dtype(DType::F32)?)?;
+        return Ok(LuFactorEx { lu: f.lu.to_dtype(a.dtype())?, ..f });
+    }
+    let (lu, pivots, info) = factor_raw(a)?;
+    let mut outs = record(LuFactorOp, &[a], vec![lu, pivots, info], true).into_iter();
+    match (outs.next(), outs.next(), outs.next()) {
+        (Some(lu), Some(pivots), Some(info)) => Ok(LuFactorEx { lu, pivots, info }),
+        _ => Err(Error::Internal { op, reason: "lu_factor outputs" }),
+    }
+}
+
+/// LU factorisation with partial pivoting, without error checks
+/// (`torch.linalg.lu_factor_ex(A, pivot=True)`; a primitive).
+///
+/// Math: `A = P L U` for `a: (*, m, n)`, `k = min(m, n)`; returns the packed factors
+/// `(*, m, n)`, the 1-based interchanges `(*, k)` (`I64`, LAPACK's `ipiv`) and `info: (*)`
+/// (`I64`, LAPACK's: `i > 0` when `U[i-1, i-1]` is exactly zero; the factors are still
+/// completed, as LAPACK does, skipping that column). Rows are chosen by largest absolute
+/// value (the first one on ties), as LAPACK's `getrf`.
+///
+/// Gradient (w.r.t. `a`, through `lu`): PyTorch's `linalg_lu_backward` for square, wide
+/// and tall matrices; infinite or NaN where `U` is singular (it divides by `U`'s
+/// diagonal), as PyTorch. `pivots` and `info` have no gradient. Differentiable to any
+/// order.
+///
+/// Dtypes: f32, f64 (bf16 and f16 computed in f32). Batches of size 0 and empty matrices
+/// give empty results.
+///
+/// Errors: `BadShape` if `a` has fewer than 2 dims; `UnsupportedDType` for non-float
+/// input.
+///
+/// ```
+/// # use cotangent::Tensor;
+/// use cotangent::linalg::lu_factor_ex;
+/// let a = Tensor::from_vec(vec![0.0f64, 1.0, 0.0, 1.0], (2, 2))?;
+/// let f = lu_factor_ex(&a)?;
+/// assert_eq!(f.info.to_vec::<i64>()?, vec![1]); // U[0, 0] = 0
+/// assert_eq!(f.pivots.to_vec::<i64>()?, vec![1, 2]);
+/// # Ok::<(), cotangent::Error>(())
+/// ```
+pub fn lu_factor_ex(a: &Tensor) -> Result<LuFactorEx> {
+    factor_ex(OP_FACTOR_EX, a)
+}
+
+/// LU factorisation with partial pivoting (`torch.linalg.lu_factor(A, pivot=True)`; a
+/// primitive: [`lu_factor_ex`] with an error check).
+///
+/// Math, shapes, dtypes and gradient as [`lu_factor_ex`]: `A = P L U` packed in
+/// `lu: (*, m, n)`, `pivots: (*, min(m, n))` (`I64`, 1-based).
+///
+/// Errors: `Singular { batch, index }` where PyTorch raises: a matrix (`batch`, its index
+/// in the flattened batch) whose `U[index-1, index-1]` is exactly zero (`index` is
+/// LAPACK's 1-based `info`; PyTorch prints it as `U[index,index]`), for square and
+/// rectangular input alike; `BadShape` if `a` has fewer than 2 dims; `UnsupportedDType`.
+///
+/// ```
+/// # use cotangent::Tensor;
+/// use cotangent::linalg::lu_factor;
+/// let a = Tensor::from_vec(vec![1.0f64, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0, 10.0], (3, 3))?;
+/// let f = lu_factor(&a)?;
+/// assert_eq!(f.pivots.to_vec::<i64>()?, vec![3, 3, 3]);
+/// # Ok::<(), cotangent::Error>(())
+/// ```
+pub fn lu_factor(a: &Tensor) -> Result<LuFactor> {
+    let f = factor_ex(OP_FACTOR, a)?;
+    check_info(OP_FACTOR, &f.info)?;
+    Ok(LuFactor { lu: f.lu, pivots: f.pivots })
+}
+
+/// Unpacks packed LU factors (`torch.lu_unpack(LU, pivots)`; an implicit composite).
+///
+/// Math: for `lu: (*, m, n)` and `pivots: (*, k)` (`k = min(m, n)`, `I64`, 1-based),
+/// returns `P: (*, m, m)`, the unit lower `L: (*, m, k)` and the upper `U: (*, k, n)` with
+/// `A = P L U`.
+///
+/// Gradient: w.r.t. `lu`, by autograd through `tril`/`triu` (the strictly lower part of
+/// `L`'s cotangent and the upper part of `U`'s); `P` and `pivots` have none.
+///
+/// Dtypes: f32, f64, bf16, f16 (`P` in `lu`'s dtype).
+///
+/// Errors: `BadShape` if `lu` has fewer than 2 dims; `ShapeMismatch` if `pivots` is not
+/// `(*, min(m, n))` with `lu`'s batch; `UnsupportedDType` if `pivots` is not `I64` or `lu`
+/// not float; `InvalidArgument` if a pivot is outside `1..=m`.
+///
+/// ```
+/// # use cotangent::Tensor;
+/// use cotangent::linalg::{lu_factor, lu_unpack};
+/// let a = Tensor::from_vec(vec![1.0f64, 2.0, 3.0, 4.0], (2, 2))?;
+/// let f = lu_factor(&a)?;
+/// let r = lu_unpack(&f.lu, &f.pivots)?;
+/// let back = r.p.matmul(&r.l)?.matmul(&r.u)?;
+/// assert_eq!(back.to_vec::<f64>()?, vec![1.0, 2.0, 3.0, 4.0]);
+/// # Ok::<(), cotangent::Error>(())
+/// ```
+pub fn lu_unpack(lu: &Tensor, pivots: &Tensor) -> Result<Lu> {
+    check_float(OP_UNPACK, lu)?;
+    check_matrix(OP_UNPACK, lu)?;
+    if pivots.dtype() != DType::I64 {
+        return Err(Error::UnsupportedDType { op: OP_UNPACK, dtype: pivots.dtype() });
+    }
+    let r = lu.rank();
+    let (m, n) = (lu.dims()[r - 2], lu.dims()[r - 1]);
+    let mut want = lu.dims()[..r - 2].to_vec();
+    want.push(m.min(n));
+    if pivots.dims() != want.as_slice() {
+        return Err(Error::ShapeMismatch {
+            op: OP_UNPACK,
+            lhs: lu.shape().clone(),
+            rhs: pivots.shape().clone(),
+        });
+    }
+    let p = perm_matrix(pivots, m, lu.dtype())?;
+    let (l, u) = unpack_lu(lu)?;
+    Ok(Lu { p, l, u })
+}
+
+/// LU factorisation with partial pivoting as explicit factors (`torch.linalg.lu(A,
+/// pivot=True)`; an implicit composite of [`lu_factor_ex`] and [`lu_unpack`]).
+///
+/// Math: `A = P L U` (PyTorch's convention) for `a: (*, m, n)`, `k = min(m, n)`:
+/// `P: (*, m, m)` a permutation matrix, `L: (*, m, k)` unit lower, `U: (*, k, n)` upper.
+/// Singular input is factorised without error (a zero on `U`'s diagonal), as PyTorch.
+///
+/// Gradient: w.r.t. `a` through `L` and `U` (PyTorch's `linalg_lu_backward`, square,
+/// wide and tall); `P` has none. Infinite or NaN where `U` is singular. Any order.
+///
+/// Dtypes: f32, f64 (bf16 and f16 computed in f32).
+///
+/// Errors: `BadShape` if `a` has fewer than 2 dims; `UnsupportedDType`.
+///
+/// ```
+/// # use cotangent::Tensor;
+/// use cotangent::linalg::lu;
+/// let a = Tensor::from_vec(vec![1.0f64, 2.0, 3.0, 4.0, 5.0, 6.0], (2, 3))?;
+/// let f = lu(&a)?;
+/// assert_eq!(f.l.dims(), &[2, 2]);
+/// assert_eq!(f.u.dims(), &[2, 3]);
+/// # Ok::<(), cotangent::Error>(())
+/// ```
+pub fn lu(a: &Tensor) -> Result<Lu> {
+    let f = factor_ex(OP_LU, a)?;
+    lu_unpack(&f.lu, &f.pivots)
+}
+
+#[derive(Debug)]
+struct LuSolveOp {
+    pivots: Tensor,
+    adjoint: bool,
+}
+
+impl Op for LuSolveOp {
+    fn name(&self) -> &'static str {
+        OP_SOLVE
+    }
+
+    // A X = B (adjoint: Aᵀ X = B) with A = P L U given by its packed factors:
+    //   gB = A⁻ᵀ G (adjoint: A⁻¹ G), a solve with the same factors;
+    //   gA = −gB Xᵀ (adjoint: −X gBᵀ);
+    //   through A = P L U (dA = P (dL U + L dU)):
+    //   gLU = tril(Pᵀ gA Uᵀ, −1) + triu(Lᵀ Pᵀ gA)
+    // (the adjoint of PyTorch's linalg_lu_solve_jvp; derivatives.yaml linalg_lu_solve).
+    // Tensor ops throughout (lu_solve again for gB), so any order.
+    fn vjp(&self, cx: &VjpCtx<'_>, g: &[Option<Tensor>]) -> Result<Vec<Option<Tensor>>> {
+        let Some(g) = &g[0] else { return Ok(vec![None, None]) };
+        let lu = cx.input(0);
+        let gb = lu_solve(lu, &self.pivots, g, Side::Left, !self.adjoint)?;
+        let glu = if cx.needs_input_grad(0) {
+            let x = cx.output(0)?;
+            let ga = if self.adjoint {
+                x.matmul(&gb.mT()?)?.neg()?
+            } else {
+                gb.matmul(&x.mT()?)?.neg()?
+            };
+            let (l, u) = unpack_lu(lu)?;
+            let pga = permute_rows(&ga, &self.pivots, true)?;
+            let gl = pga.matmul(&u.mT()?)?.tril(-1)?;
+            let gu = l.mT()?.matmul(&pga)?.triu(0)?;
+            Some(gl.add(&gu)?)
+        } else {
+            None
+        };
+        Ok(vec![glu, cx.needs_input_grad(1).then_some(gb)])
+    }
+}
+
+/// Solves a linear system from an LU factorisation
+/// (`torch.linalg.lu_solve(LU, pivots, B, left=True, adjoint=False)`; a primitive).
+///
+/// Math: with `A = P L U` given by `lu: (*, n, n)` and `pivots: (*, n)` (as returned by
+/// [`lu_factor`]), solves `A X = B` (`Side::Left`, `b: (*, n, k)`) or `X A = B`
+/// (`Side::Right`, `b: (*, k, n)`); with `adjoint`, `A` is replaced by `Aᵀ`. The batch
+/// dims of `lu` (with `pivots`) and `b` broadcast.
+///
+/// Gradient: w.r.t. `b`, a solve with the adjoint system; w.r.t. `lu`, the gradient of
+/// the `A = P L U` it stands for pulled back to its packed triangles (PyTorch's
+/// `linalg_lu_solve_LU`). Differentiable to any order. A zero on `U`'s diagonal gives
+/// infinities or NaN (no check is made, as PyTorch).
+///
+/// Dtypes: f32, f64 (bf16 and f16 computed in f32); `lu` and `b` must have one dtype;
+/// `pivots` is `I64`.
+///
+/// Errors: `BadShape` if `lu` is not square or `b` has fewer than 2 dims;
+/// `ShapeMismatch` if `pivots` is not `(*, n)` with `lu`'s batch, if `b`'s rows (columns,
+/// right) are not `n`, or if the batches do not broadcast; `DTypeMismatch`;
+/// `UnsupportedDType`; `InvalidArgument` for a pivot outside `1..=n`.
+///
+/// ```
+/// # use cotangent::Tensor;
+/// use cotangent::linalg::{lu_factor, lu_solve, Side};
+/// let a = Tensor::from_vec(vec![2.0f64, 1.0, 1.0, 3.0], (2, 2))?;
+/// let b = Tensor::from_vec(vec![3.0f64, 5.0], (2, 1))?;
+/// let f = lu_factor(&a)?;
+/// let x = lu_solve(&f.lu, &f.pivots, &b, Side::Left, false)?;
+/// let v = x.to_vec::<f64>()?;
+/// assert!((v[0] - 0.8).abs() < 1e-12 && (v[1] - 1.4).abs() < 1e-12);
+/// # Ok::<(), cotangent::Error>(())
+/// ```
+pub fn lu_solve(
+    lu: &Tensor,
+    pivots: &Tensor,
+    b: &Tensor,
+    side: Side,
+    adjoint: bool,
+) -> Result<Tensor> {
+    check_float(OP_SOLVE, lu)?;
+    check_float(OP_SOLVE, b)?;
+    let n = check_square(OP_SOLVE, lu)?;
+    if pivots.dtype() != DType::I64 {
+        return Err(Error::UnsupportedDType { op: OP_SOLVE, dtype: pivots.dtype() });
+    }
+    let r = lu.rank();
+    if pivots.dims() != &lu.dims()[..r - 1] {
+        return Err(Error::ShapeMismatch {
+            op: OP_SOLVE,
+            lhs: lu.shape().clone(),
+            rhs: pivots.shape().clone(),
+        });
+    }
+    if b.rank() < 2 {
+        return Err(Error::BadShape {
+            op: OP_SOLVE,
+            expected: "a right-hand side of at least 2 dims",
+            got: b.shape().clone(),
+        });
+    }
+    check_same_dtype(OP_SOLVE, lu, b)?;
+    if side == Side::Right {
+        // X A = B ⇔ Aᵀ Xᵀ = Bᵀ
+        return lu_solve(lu, pivots, &b.mT()?, Side::Left, !adjoint)?.mT();
+    }
+    if b.dims()[b.rank() - 2] != n {
+        return Err(Error::ShapeMismatch {
+            op: OP_SOLVE,
+            lhs: lu.shape().clone(),
+            rhs: b.shape().clone(),
+        });
+    }
+    let (lu, b) = broadcast_batch(OP_SOLVE, lu, 2, b, 2)?;
+    let pivots = pivots.broadcast_to(lu.dims()[..lu.rank() - 1].to_vec())?;
+    if lu.dtype().is_half() {
+        let x =
+            lu_solve(&lu.to_dtype(DType::F32)?, &pivots, &b.to_dtype(DType::F32)?, side, adjoint)?;
+        return x.to_dtype(b.dtype());
+    }
+    let piv = pivots.to_vec::<i64>()?;
+    if piv.iter().any(|&p| p < 1 || p as usize > n) {
+        return Err(Error::InvalidArgument {
+            op: OP_SOLVE,
+            arg: "pivots",
+            reason: "pivots must be 1-based row indices in 1..=n",
+        });
+    }
+    let (s, l) = lu.storage().cpu().lu_solve(
+        lu.layout(),
+        &CpuStorage::I64(piv),
+        b.storage().cpu(),
+        b.layout(),
+        adjoint,
+    )?;
+    let x = from_kernel(s, l);
+    Ok(record1(LuSolveOp { pivots: pivots.detach(), adjoint }, &[&lu, &b], x, true))
+}
+
+/// `A X = B` (`Aᵀ X = B` if `adjoint`) from factors of the same batch as `b: (*, n, k)`
+/// (f32/f64, `pivots` as returned by [`factor_raw`] or a broadcast of them), without
+/// checks or recording.
+pub(crate) fn lu_solve_raw(
+    lu: &Tensor,
+    pivots: &Tensor,
+    b: &Tensor,
+    adjoint: bool,
+) -> Result<Tensor> {
+    let piv = pivots.contiguous_storage();
+    let (s, l) =
+        lu.storage().cpu().lu_solve(lu.layout(), &piv, b.storage().cpu(), b.layout(), adjoint)?;
+    Ok(from_kernel(s, l))
+}

@@ -1,0 +1,380 @@
+//! General linear systems and inverses from one LU factorisation: `linalg.solve`,
+//! `linalg.solve_ex`, `linalg.inv`, `linalg.inv_ex` (explicit composites: the forward
+//! is a factorisation and a solve, the VJP is written by hand and reuses the factors).
+
+use super::lu::{check_info, factor_raw, lu_solve_raw};
+use super::util::{broadcast_batch, check_float, check_same_dtype, check_square};
+use super::Side;
+use crate::autograd::node::{record1, Op, VjpCtx};
+use crate::dtype::DType;
+use crate::error::{Error, Result};
+use crate::tensor::Tensor;
+
+const OP_SOLVE: &str = "linalg.solve";
+const OP_SOLVE_EX: &str = "linalg.solve_ex";
+const OP_INV: &str = "linalg.inv";
+const OP_INV_EX: &str = "linalg.inv_ex";
+
+/// The result of [`solve_ex`] (PyTorch's `(result, info)`).
+#[derive(Debug, Clone)]
+pub struct SolveEx {
+    /// The solution `X`, as [`solve`] returns it (infinite or NaN for a singular `A`).
+    pub result: Tensor,
+    /// `A`'s batch shape, `I64`: 0, or LAPACK's 1-based index of a zero pivot (of the
+    /// factorisation of `Aᵀ`, which is the one PyTorch computes for contiguous input).
+    pub info: Tensor,
+}
+
+/// The result of [`inv_ex`] (PyTorch's `(inverse, info)`).
+#[derive(Debug, Clone)]
+pub struct InvEx {
+    /// `A⁻¹` (infinite or NaN for a singular `A`).
+    pub inverse: Tensor,
+    /// `A`'s batch shape, `I64`: as [`SolveEx::info`].
+    pub info: Tensor,
+}
+
+/// PyTorch's rule: `b` is a (batch of) vector(s) when it is 1-d, or has one dim less than
+/// `a` and the shape of `a` without its last dim.
+fn is_vector_rhs(a: &Tensor, b: &Tensor) -> bool {
+    b.rank() == 1 || (b.rank() + 1 == a.rank() && b.dims() == &a.dims()[..a.rank() - 1])
+}
+
+#[derive(Debug)]
+struct SolveOp {
+    /// Packed LU of `Aᵀ` (broadcast to the solve's batch) and its pivots.
+    lu_t: Tensor,
+    pivots: Tensor,
+    side: Side,
+}
+
+impl Op for SolveOp {
+    fn name(&self) -> &'static str {
+        OP_SOLVE
+    }
+
+    // Left: A X = B ⇒ dX = A⁻¹ (dB − dA X) ⇒ gB = A⁻ᵀ G, gA = −gB Xᵀ.
+    // Right: X A = B ⇒ gB = G A⁻ᵀ, gA = −Xᵀ gB. (PyTorch linalg_solve_backward.)
+    // First order reuses the forward's factors (of Aᵀ: A⁻ᵀ G is a plain solve with them);
+    // when the backward is recorded, gB = solve(Aᵀ, G) refactorises so that it depends on
+    // A differentiably, as PyTorch does.
+    fn vjp(&self, cx: &VjpCtx<'_>, g: &[Option<Tensor>]) -> Result<Vec<Option<Tensor>>> {
+        let Some(g) = &g[0] else { return Ok(vec![None, None]) };
+        let gb = if cx.create_graph() {
+            solve(&cx.input(0).mT()?, g, self.side)?
+        } else {
+            match self.side {
+                Side::Left => lu_solve_raw(&self.lu_t, &self.pivots, g, false)?,
+                Side::Right => lu_solve_raw(&self.lu_t, &self.pivots, &g.mT()?, true)?.mT()?,
+            }
+        };
+        let ga = if cx.needs_input_grad(0) {
+            let x = cx.output(0)?;
+            Some(match self.side {
+                Side::Left => gb.neg()?.matmul(&x.mT()?)?,
+                Side::Right => x.mT()?.matmul(&gb.neg()?)?,
+            })
+        } else {
+            None
+        };
+        Ok(vec![ga, cx.needs_input_grad(1).then_some(gb)])
+    }
+}
+
+/// The LU of `aᵀ` (PyTorch factorises `Aᵀ` for contiguous `A`, and its `info` follows):
+/// `(lu, pivots, info)`.
+fn factor_t(a: &Tensor) -> Result<(Tensor, Tensor, Tensor)> {
+    factor_raw(&a.detach().mT()?)
+}
+
+fn solve_impl(
+    op: &'static str,
+    a: &Tensor,
+    b: &Tensor,
+    side: Side,
+    check: bool,
+) -> Result<SolveEx> {
+    check_float(op, a)?;
+    check_float(op, b)?;
+    let n = check_square(op, a)?;
+    check_same_dtype(op, a, b)?;
+    if a.dtype().is_half() {
+        let r = solve_impl(op, &a.to_dtype(DType::F32)?, &b.to_dtype(DType::F32)?, side, check)?;
+        return Ok(SolveEx { result: r.result.to_dtype(a.dtype())?, info: r.info });
+    }
+    let vector = is_vector_rhs(a, b);
+    let mismatch = || Error::ShapeMismatch { op, lhs: a.shape().clone(), rhs: b.shape().clone() };
+    if vector && side == Side::Right {
+        // PyTorch: a vector right-hand side is refused for left=False
+        return Err(mismatch());
+    }
+    let b2 = if vector { b.unsqueeze(-1)? } else { b.clone() };
+    if b2.rank() < 2 {
+        return Err(Error::BadShape {
+            op,
+            expected: "a right-hand side of at least 1 dim",
+            got: b.shape().clone(),
+        });
+    }
+    let r = b2.rank();
+    let along = if side == Side::Left { b2.dims()[r - 2] } else { b2.dims()[r - 1] };
+    if along != n {
+        return Err(mismatch());
+    }
+    let (a2, b2) = broadcast_batch(op, a, 2, &b2, 2)?;
+    let (lu, pivots, info) = factor_t(a)?;
+    if check {
+        check_info(op, &info)?;
+    }
+    let batch = &a2.dims()[..a2.rank() - 2];
+    let lu_t = lu.broadcast_to([batch, &[n, n]].concat())?;
+    let pivots = pivots.broadcast_to([batch, &[n]].concat())?;
+    let x = match side {
+        Side::Left => lu_solve_raw(&lu_t, &pivots, &b2, true)?,
+        Side::Right => lu_solve_raw(&lu_t, &pivots, &b2.mT()?, false)?.mT()?,
+    };
+    let x = record1(SolveOp { lu_t, pivots, side }, &[&a2, &b2], x, true);
+    let result = if vector { x.squeeze_dim(-1)? } else { x };
+    Ok(SolveEx { result, info })
+}
+
+/// Solves a square linear system (`torch.linalg.solve(A, B, left=True)`; an explicit
+/// composite of an LU factorisation and a solve).
+///
+/// Math: `A X = B` (`Side::Left`) or `X A = B` (`Side::Right`) for `a: (*, n, n)`.
+/// `b` is `(*, n, k)` (left) or `(*, k, n)` (right), or a batch of vectors `(*, n)` by
+/// PyTorch's rule: `b` is a vector when it is 1-d, or when `b.ndim == a.ndim - 1` and
+/// `b.shape == a.shape[:-1]` (left only); the result then has `b`'s vector shape. Batch
+/// dims broadcast.
+///
+/// Gradient: `gB = A⁻ᵀ G` (left) or `G A⁻ᵀ` (right), reusing the factors; `gA = −gB Xᵀ`
+/// (left) or `−Xᵀ gB` (right). Differentiable to any order (a recorded backward solves
+/// with `Aᵀ` again).
+///
+/// Dtypes: f32, f64 (bf16 and f16 computed in f32); `a` and `b` must have one dtype, as
+/// PyTorch requires.
+///
+/// Errors: `Singular { batch, index }` where PyTorch raises: a matrix of the batch (its
+/// index in `a`'s flattened batch) with an exactly zero pivot in the LU of `Aᵀ`
+/// (`index` 1-based); `BadShape` if `a` is not square; `ShapeMismatch` if `b`'s size
+/// along the solve is not `n`, the batches do not broadcast, or a vector `b` with
+/// `Side::Right`; `DTypeMismatch`; `UnsupportedDType`.
+///
+/// ```
+/// # use cotangent::Tensor;
+/// use cotangent::linalg::{solve, Side};
+/// let a = Tensor::from_vec(vec![2.0f64, 0.0, 0.0, 4.0], (2, 2))?;
+/// let b = Tensor::from_vec(vec![2.0f64, 2.0], 2)?;
+/// let x = solve(&a, &b, Side::Left)?; // a vector right-hand side
+/// assert_eq!(x.to_vec::<f64>()?, vec![1.0, 0.5]);
+/// # Ok::<(), cotangent::Error>(())
+/// ```
+pub fn solve(a: &Tensor, b: &Tensor, side: Side) -> Result<Tensor> {
+    Ok(solve_impl(OP_SOLVE, a, b, side, true)?.result)
+}
+
+/// [`solve`] without the singularity check (`torch.linalg.solve_ex(A, B, left=True)`):
+/// returns the solution and a per-matrix `info` instead of failing.
+///
+/// Math, shapes, gradient and dtypes as [`solve`]; `info` has `a`'s batch shape (`I64`).
+/// For a singular matrix the solution holds infinities or NaN.
+///
+/// Errors: as [`solve`], except `Singular`.
+///
+/// ```
+/// # use cotangent::Tensor;
+/// use cotangent::linalg::{solve_ex, Side};
+/// let a = Tensor::zeros((2, 2), cotangent::DType::F64)?;
+/// let b = Tensor::ones((2, 1), cotangent::DType::F64)?;
+/// let r = solve_ex(&a, &b, Side::Left)?;
+/// assert_eq!(r.info.to_vec::<i64>()?, vec![1]);
+/// # Ok::<(), cotangent::Error>(())
+/// ```
+pub fn solve_ex(a: &Tensor, b: &Tensor, side: Side) -> Result<SolveEx> {
+    solve_impl(OP_SOLVE_EX, a, b, side, false)
+}
+
+#[derive(Debug)]
+struct InvOp;
+
+impl Op for InvOp {
+    fn name(&self) -> &'static str {
+        OP_INV
+    }
+
+    // X = A⁻¹ ⇒ dX = −X dA X ⇒ gA = −Xᵀ G Xᵀ (PyTorch derivatives.yaml linalg_inv_ex).
+    // In tensor ops on the re-linked output, so any order.
+    fn vjp(&self, cx: &VjpCtx<'_>, g: &[Option<Tensor>]) -> Result<Vec<Option<Tensor>>> {
+        let Some(g) = &g[0] else { return Ok(vec![None]) };
+        let xt = cx.output(0)?.mT()?;
+        Ok(vec![Some(xt.matmul(g)?.matmul(&xt)?.neg()?)])
+    }
+}
+
+fn inv_impl(op: &'static str, a: &Tensor, check: bool) -> Result<InvEx> {
+    check_float(op, a)?;
+    let n = check_square(op, a)?;
+    if a.dtype().is_half() {
+        let r = inv_impl(op, &a.to_dtype(DType::F32)?, check)?;
+        return Ok(InvEx { inverse: r.inverse.to_dtype(a.dtype())?, info: r.info });
+    }
+    let (lu, pivots, info) = factor_t(a)?;
+    if check {
+        check_info(op, &info)?;
+    }
+    let eye = Tensor::eye(n, a.dtype())?.broadcast_to(a.shape().clone())?;
+    // A X = I ⇔ (Aᵀ)ᵀ X = I: a transposed solve with the factors of Aᵀ
+    let x = lu_solve_raw(&lu, &pivots, &eye, true)?;
+    let inverse = record1(InvOp, &[a], x, true);
+    Ok(InvEx { inverse, info })
+}
+
+/// The inverse of square matrices (`torch.linalg.inv(A)`; an explicit composite of an LU
+/// factorisation and a solve).
+///
+/// Math: `A⁻¹` for `a: (*, n, n)`, batched.
+///
+/// Gradient: `gA = −A⁻ᵀ G A⁻ᵀ`, in tensor ops on the result: any order.
+///
+/// Dtypes: f32, f64 (bf16 and f16 computed in f32).
+///
+/// Errors: `Singular { batch, index }` where PyTorch raises (an exactly zero pivot in the
+/// LU of `Aᵀ`); `BadShape` if `a` is not square; `UnsupportedDType`.
+///
+/// ```
+/// # use cotangent::Tensor;
+/// use cotangent::linalg::inv;
+/// let a = Tensor::from_vec(vec![2.0f64, 0.0, 0.0, 4.0], (2, 2))?;
+/// assert_eq!(inv(&a)?.to_vec::<f64>()?, vec![0.5, 0.0, 0.0, 0.25]);
+/// # Ok::<(), cotangent::Error>(())
+/// ```
+pub fn inv(a: &Tensor) -> Result<Tensor> {
+    Ok(inv_impl(OP_INV, a, true)?.inverse)
+}
+
+/// [`inv`] without the singularity check (`torch.linalg.inv_ex(A)`): the inverse and a
+/// per-matrix `info` (`I64`, `a`'s batch shape).
+///
+/// Math, gradient and dtypes as [`inv`]; a singular matrix gives infinities or NaN.
+///
+/// Errors: as [`inv`], except `Singular`.
+///
+/// ```
+/// # use cotangent::Tensor;
+/// use cotangent::linalg::inv_ex;
+/// let a = Tensor::zeros((3, 2, 2), cotangent::DType::F64)?;
+/// assert_eq!(inv_ex(&a)?.info.to_vec::<i64>()?, vec![1, 1, 1]);
+/// # Ok::<(), cotangent::Error>(())
+/// ```
+pub fn inv_ex(a: &Tensor) -> Result<InvEx> {
+    inv_impl(OP_INV_EX, a, false)
+}
+
+const OP_TENSORINV: &str = "linalg.tensorinv";
+const OP_TENSORSOLVE: &str = "linalg.tensorsolve";
+
+/// The inverse of a tensor as a linear map (`torch.linalg.tensorinv(A, ind=2)`; an
+/// implicit composite of [`inv`]).
+///
+/// Math: `a` of shape `out + in` (`out = a.shape[..ind]`) is the matrix
+/// `(prod(out), prod(in))`; the result is its inverse reshaped to `in + out`, so that
+/// `tensordot(result, a, ind)` is the identity.
+///
+/// Gradient: by autograd through `inv` and the reshapes. Dtypes: as [`inv`].
+///
+/// Errors: `InvalidArgument` if `ind` is 0; `ShapeMismatch` if `prod(out) != prod(in)`
+/// (`ind > a.ndim` included); `Singular` (named `linalg.inv`, as PyTorch) for a singular
+/// map; `UnsupportedDType`.
+///
+/// ```
+/// # use cotangent::Tensor;
+/// use cotangent::linalg::tensorinv;
+/// let a = Tensor::eye(4, cotangent::DType::F64)?.mul_scalar(2.0)?.reshape((4, 2, 2))?;
+/// let x = tensorinv(&a, 1)?;
+/// assert_eq!(x.dims(), &[2, 2, 4]);
+/// # Ok::<(), cotangent::Error>(())
+/// ```
+pub fn tensorinv(a: &Tensor, ind: usize) -> Result<Tensor> {
+    if ind == 0 {
+        return Err(Error::InvalidArgument {
+            op: OP_TENSORINV,
+            arg: "ind",
+            reason: "ind must be a strictly positive integer",
+        });
+    }
+    let split = ind.min(a.rank());
+    let (out, inn) = a.dims().split_at(split);
+    let (po, pi) = (out.iter().product::<usize>(), inn.iter().product::<usize>());
+    if ind > a.rank() || po != pi {
+        return Err(Error::ShapeMismatch {
+            op: OP_TENSORINV,
+            lhs: out.to_vec().into(),
+            rhs: inn.to_vec().into(),
+        });
+    }
+    let x = inv(&a.reshape((po, pi))?)?;
+    x.reshape([inn, out].concat())
+}
+
+/// Solves a tensor equation (`torch.linalg.tensorsolve(A, B, dims=None)`; an implicit
+/// composite of [`solve`]).
+///
+/// Math: finds `X` with `tensordot(A, X, X.ndim) = B`: with `dims` given, those dims of
+/// `a` are first moved to the end; then `a`'s leading `b.ndim` dims are the rows (of
+/// `b.numel()` elements) and the rest, `X`'s shape, the columns of a square system.
+///
+/// Gradient: by autograd through `solve` and the reshapes. Dtypes: as [`solve`].
+///
+/// Errors: `ShapeMismatch` if the rows and columns of the system do not have the same
+/// size or `b` does not fit `a`; `InvalidArgument` for a dim out of range or repeated;
+/// `Singular` (named `linalg.solve`) for a singular system; `DTypeMismatch`;
+/// `UnsupportedDType`.
+///
+/// ```
+/// # use cotangent::Tensor;
+/// use cotangent::linalg::tensorsolve;
+/// let a = Tensor::eye(6, cotangent::DType::F64)?.reshape((2, 3, 6))?;
+/// let b = Tensor::ones((2, 3), cotangent::DType::F64)?;
+/// assert_eq!(tensorsolve(&a, &b, None)?.dims(), &[6]);
+/// # Ok::<(), cotangent::Error>(())
+/// ```
+pub fn tensorsolve(a: &Tensor, b: &Tensor, dims: Option<&[isize]>) -> Result<Tensor> {
+    let r = a.rank();
+    let a = match dims {
+        None => a.clone(),
+        Some(ds) => {
+            let mut moved = Vec::with_capacity(ds.len());
+            for &d in ds {
+                let d = crate::shape::resolve_dim(OP_TENSORSOLVE, d, r)?;
+                if moved.contains(&d) {
+                    return Err(Error::InvalidArgument {
+                        op: OP_TENSORSOLVE,
+                        arg: "dims",
+                        reason: "dims must not repeat",
+                    });
+                }
+                moved.push(d);
+            }
+            let mut order: Vec<isize> =
+                (0..r).filter(|d| !moved.contains(d)).map(|d| d as isize).collect();
+            order.extend(moved.iter().map(|&d| d as isize));
+            a.permute(&order)?
+        }
+    };
+    let mismatch = || Error::ShapeMismatch {
+        op: OP_TENSORSOLVE,
+        lhs: a.shape().clone(),
+        rhs: b.shape().clone(),
+    };
+    if b.rank() > r {
+        return Err(mismatch());
+    }
+    let result_shape = a.dims()[b.rank()..].to_vec();
+    let (rows, cols) = (b.numel(), result_shape.iter().product::<usize>());
+    // as PyTorch, only the sizes are compared, not b's shape with a's leading dims
+    if rows != cols || a.dims()[..b.rank()].iter().product::<usize>() != rows {
+        return Err(mismatch());
+    }
+    let x = solve(&a.reshape((rows, cols))?, &b.reshape(rows)?, Side::Left)?;
+    x.reshape(result_shape)
+}

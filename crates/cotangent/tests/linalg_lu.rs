@@ -1,0 +1,267 @@
+//! LU with partial pivoting (`lu_factor`, `lu_factor_ex`, `lu`, `lu_unpack`, `lu_solve`):
+//! reconstruction `P L U = A` over a size sweep, PyTorch's pivots and permutation
+//! convention, gradients (first and second order) for square, wide and tall input, the
+//! solver, singular input and errors.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, missing_docs)]
+
+mod common;
+
+use common::{assert_close, check2, max_abs, randn, rg, well_conditioned};
+use cotangent::linalg::{lu, lu_factor, lu_factor_ex, lu_solve, lu_unpack, Side};
+use cotangent::{DType, Error, Tensor};
+
+fn t(v: &[f64], shape: &[usize]) -> Tensor {
+    Tensor::from_vec(v.to_vec(), shape.to_vec()).unwrap()
+}
+
+#[test]
+fn three_cycle_pivoting_matches_pytorch() {
+    // PyTorch 2.x: lu_factor([[1,2,3],[4,5,6],[7,8,10]]) has pivots [3, 3, 3] and
+    // linalg.lu's P = [[0,1,0],[0,0,1],[1,0,0]] (A = P L U): the permutation is a 3-cycle,
+    // so P and Pᵀ differ and the convention cannot flip unnoticed.
+    let a = t(&[1., 2., 3., 4., 5., 6., 7., 8., 10.], &[3, 3]);
+    let f = lu_factor(&a).unwrap();
+    assert_eq!(f.pivots.to_vec::<i64>().unwrap(), vec![3, 3, 3]);
+    assert_eq!(f.pivots.dtype(), DType::I64);
+    let want_lu = [7., 8., 10., 1. / 7., 6. / 7., 11. / 7., 4. / 7., 0.5, -0.5];
+    assert_close(&f.lu, &t(&want_lu, &[3, 3]), 1e-14);
+    let r = lu(&a).unwrap();
+    assert_eq!(r.p.to_vec_f64(), vec![0., 1., 0., 0., 0., 1., 1., 0., 0.]);
+    assert_close(&r.p.matmul(&r.l).unwrap().matmul(&r.u).unwrap(), &a, 1e-14);
+}
+
+#[test]
+fn reconstruction_over_sizes_shapes_and_batches() {
+    // P L U = A, L unit lower, U upper, P a permutation; square, tall and wide; batched;
+    // transposed (non-contiguous) input gives the factors of the transposed matrix
+    let mut seed = 0;
+    for &k in &[0usize, 1, 2, 3, 5, 17, 64] {
+        for (m, n) in [(k, k), (k + 2, k), (k, k + 3)] {
+            for batch in [vec![], vec![2, 3]] {
+                seed += 1;
+                let mut shape = batch.clone();
+                shape.extend([m, n]);
+                let a = randn(&shape, seed);
+                for a in [a.clone(), a.mT().unwrap().contiguous().unwrap().mT().unwrap()] {
+                    let r = lu(&a).unwrap();
+                    let kk = m.min(n);
+                    assert_eq!(r.l.dims()[r.l.rank() - 2..], [m, kk]);
+                    assert_eq!(r.u.dims()[r.u.rank() - 2..], [kk, n]);
+                    let back = r.p.matmul(&r.l).unwrap().matmul(&r.u).unwrap();
+                    assert_close(&back, &a, 1e-12 * (1 + k) as f64);
+                    assert_eq!(max_abs(&r.l.triu(1).unwrap()), 0.0);
+                    assert_eq!(max_abs(&r.u.tril(-1).unwrap()), 0.0);
+                    // |L| <= 1 (partial pivoting)
+                    assert!(max_abs(&r.l) <= 1.0 + 1e-15);
+                    let ptp = r.p.mT().unwrap().matmul(&r.p).unwrap();
+                    let eye = Tensor::eye(m, DType::F64)
+                        .unwrap()
+                        .broadcast_to(ptp.shape().clone())
+                        .unwrap();
+                    assert_close(&ptp, &eye, 0.0);
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn blocked_and_unblocked_kernels_agree() {
+    // above 48 columns faer's blocked LU runs; it must give LAPACK's interchanges
+    for (m, n) in [(64, 64), (80, 60), (60, 90)] {
+        let a = randn(&[m, n], 77);
+        let f = lu_factor_ex(&a).unwrap();
+        let r = lu_unpack(&f.lu, &f.pivots).unwrap();
+        assert_close(&r.p.matmul(&r.l).unwrap().matmul(&r.u).unwrap(), &a, 1e-11);
+        // the interchanges are those of the row-by-row reference: |L| <= 1
+        assert!(max_abs(&r.l) <= 1.0 + 1e-15);
+        for (j, p) in f.pivots.to_vec::<i64>().unwrap().into_iter().enumerate() {
+            assert!(p as usize > j && p as usize <= m);
+        }
+    }
+}
+
+#[test]
+fn singular_input() {
+    // lu_factor_ex completes the factorisation and reports LAPACK's info, as PyTorch:
+    // zeros(2, 2) -> info 1, pivots [1, 2]; [[0, 1], [0, 1]] -> info 1
+    let f = lu_factor_ex(&Tensor::zeros((2, 2), DType::F64).unwrap()).unwrap();
+    assert_eq!(f.info.to_vec::<i64>().unwrap(), vec![1]);
+    assert_eq!(f.pivots.to_vec::<i64>().unwrap(), vec![1, 2]);
+    assert_eq!(f.lu.to_vec_f64(), vec![0.0; 4]);
+    let a = t(&[0., 1., 0., 1.], &[2, 2]);
+    let f = lu_factor_ex(&a).unwrap();
+    assert_eq!(f.info.to_vec::<i64>().unwrap(), vec![1]);
+    // rank-deficient: finite factors that still reconstruct A (lu does not fail)
+    let a = t(&[1., 2., 3., 2., 4., 6., 1., 1., 1.], &[3, 3]);
+    let r = lu(&a).unwrap();
+    assert_close(&r.p.matmul(&r.l).unwrap().matmul(&r.u).unwrap(), &a, 1e-14);
+    // lu_factor raises where PyTorch does: U[2,2] = 0 for [[1,2],[2,4]], batch index
+    let b =
+        Tensor::stack(&[&well_conditioned(&[2, 2], 1), &t(&[1., 2., 2., 4.], &[2, 2])], 0).unwrap();
+    match lu_factor(&b).unwrap_err() {
+        Error::Singular { op, batch, index } => {
+            assert_eq!((op, batch, index), ("linalg.lu_factor", 1, 2));
+        }
+        e => panic!("{e:?}"),
+    }
+    // rectangular too (PyTorch: U[2,2] is zero for [[1,2,3],[2,4,7]])
+    let e = lu_factor(&t(&[1., 2., 3., 2., 4., 7.], &[2, 3])).unwrap_err();
+    assert!(matches!(e, Error::Singular { index: 2, .. }), "{e:?}");
+    // NaN input does not hang and propagates
+    let f = lu_factor_ex(&t(&[f64::NAN, 1., 2., 3.], &[2, 2])).unwrap();
+    assert!(f.lu.to_vec_f64().iter().any(|v| v.is_nan()));
+}
+
+#[test]
+fn empty() {
+    for shape in [vec![0, 0], vec![0, 3], vec![3, 0], vec![0, 4, 4], vec![2, 0, 0]] {
+        let a = randn(&shape, 1);
+        let f = lu_factor(&a).unwrap();
+        assert_eq!(f.lu.dims(), a.dims());
+        let r = shape.len();
+        let mut pdims = shape[..r - 2].to_vec();
+        pdims.push(shape[r - 2].min(shape[r - 1]));
+        assert_eq!(f.pivots.dims(), pdims.as_slice());
+        let u = lu(&a).unwrap();
+        assert_eq!(u.p.dims()[r - 1], shape[r - 2]);
+    }
+}
+
+#[test]
+fn lu_factor_gradients_square_wide_tall() {
+    for (i, shape) in
+        [vec![3, 3], vec![2, 4], vec![4, 2], vec![2, 3, 3], vec![1, 1]].iter().enumerate()
+    {
+        let a = rg(randn(shape, 10 + i as u64));
+        check2("lu_factor", std::slice::from_ref(&a), |x| Ok(vec![lu_factor(&x[0])?.lu]));
+        check2("lu", &[a], |x| {
+            let r = lu(&x[0])?;
+            Ok(vec![r.l, r.u])
+        });
+    }
+}
+
+#[test]
+fn lu_unpack_gradient_and_pivots_have_none() {
+    let a = randn(&[3, 4], 3);
+    let f = lu_factor(&a).unwrap();
+    let lu_t = rg(f.lu.clone());
+    let piv = &f.pivots;
+    check2("lu_unpack", std::slice::from_ref(&lu_t), move |x| {
+        let r = lu_unpack(&x[0], piv)?;
+        Ok(vec![r.l, r.u])
+    });
+    let r = lu(&rg(a)).unwrap();
+    assert!(!r.p.requires_grad());
+    let f = lu_factor(&rg(randn(&[3, 3], 4))).unwrap();
+    assert!(!f.pivots.requires_grad());
+}
+
+#[test]
+fn lu_solve_all_modes() {
+    let a = well_conditioned(&[2, 4, 4], 5);
+    let f = lu_factor(&a).unwrap();
+    let at = a.mT().unwrap();
+    for side in [Side::Left, Side::Right] {
+        for adjoint in [false, true] {
+            let b = match side {
+                Side::Left => randn(&[4, 3], 6),
+                Side::Right => randn(&[3, 4], 6),
+            };
+            let x = lu_solve(&f.lu, &f.pivots, &b, side, adjoint).unwrap();
+            let op = if adjoint { &at } else { &a };
+            let back = match side {
+                Side::Left => op.matmul(&x).unwrap(),
+                Side::Right => x.matmul(op).unwrap(),
+            };
+            assert_close(&back, &b.broadcast_to(back.shape().clone()).unwrap(), 1e-12);
+        }
+    }
+    // larger than the direct-substitution size: faer's triangular solves
+    let a = well_conditioned(&[40, 40], 7);
+    let f = lu_factor(&a).unwrap();
+    let b = randn(&[40, 2], 8);
+    for adjoint in [false, true] {
+        let x = lu_solve(&f.lu, &f.pivots, &b, Side::Left, adjoint).unwrap();
+        let op = if adjoint { a.mT().unwrap() } else { a.clone() };
+        assert_close(&op.matmul(&x).unwrap(), &b, 1e-11);
+    }
+}
+
+#[test]
+fn lu_solve_gradients() {
+    let a = well_conditioned(&[3, 3], 11);
+    let f = lu_factor(&a).unwrap();
+    let lu_t = rg(f.lu.clone());
+    for side in [Side::Left, Side::Right] {
+        for adjoint in [false, true] {
+            let piv = &f.pivots;
+            let b = rg(randn(&[3, 3], 12));
+            check2("lu_solve", &[lu_t.clone(), b], move |x| {
+                Ok(vec![lu_solve(&x[0], piv, &x[1], side, adjoint)?])
+            });
+        }
+    }
+    // broadcast: one factorisation, a batch of right-hand sides
+    let piv = &f.pivots;
+    let b = rg(randn(&[2, 3, 2], 13));
+    check2("lu_solve broadcast", &[lu_t, b], move |x| {
+        Ok(vec![lu_solve(&x[0], piv, &x[1], Side::Left, false)?])
+    });
+    // through lu_factor: the composite A -> (LU, pivots) -> X is A⁻¹ B
+    let a = rg(well_conditioned(&[3, 3], 14));
+    let b = rg(randn(&[3, 2], 15));
+    check2("lu_factor + lu_solve", &[a, b], |x| {
+        let f = lu_factor(&x[0])?;
+        Ok(vec![lu_solve(&f.lu, &f.pivots, &x[1], Side::Left, false)?])
+    });
+}
+
+#[test]
+fn f32_and_bf16() {
+    let a = well_conditioned(&[4, 4], 1);
+    let f64r = lu_factor(&a).unwrap();
+    for (dt, tol) in [(DType::F32, 1e-5), (DType::Bf16, 3e-2)] {
+        let f = lu_factor(&a.to_dtype(dt).unwrap()).unwrap();
+        assert_eq!(f.lu.dtype(), dt);
+        assert_eq!(f.pivots.to_vec::<i64>().unwrap(), f64r.pivots.to_vec::<i64>().unwrap());
+        assert_close(&f.lu.to_dtype(DType::F64).unwrap(), &f64r.lu, tol);
+    }
+}
+
+#[test]
+fn errors_name_the_op() {
+    let a = randn(&[3, 3], 1);
+    let f = lu_factor(&a).unwrap();
+    let e = lu_factor(&randn(&[3], 1)).unwrap_err();
+    assert!(matches!(e, Error::BadShape { op: "linalg.lu_factor", .. }), "{e:?}");
+    let e = lu_factor(&a.to_dtype(DType::I64).unwrap()).unwrap_err();
+    assert!(matches!(e, Error::UnsupportedDType { .. }), "{e:?}");
+    let b = randn(&[3, 2], 2);
+    for (lu_t, piv, b, want) in [
+        (randn(&[3, 4], 1), f.pivots.clone(), b.clone(), "BadShape"),
+        (f.lu.clone(), f.pivots.narrow(0, 0, 2).unwrap(), b.clone(), "ShapeMismatch"),
+        (f.lu.clone(), f.pivots.clone(), randn(&[4, 2], 2), "ShapeMismatch"),
+        (f.lu.clone(), f.pivots.clone(), randn(&[3], 2), "BadShape"),
+        (f.lu.clone(), f.pivots.clone(), b.to_dtype(DType::F32).unwrap(), "DTypeMismatch"),
+        (
+            f.lu.clone(),
+            Tensor::from_vec(vec![0i64, 1, 2], 3).unwrap(),
+            b.clone(),
+            "InvalidArgument",
+        ),
+        (
+            f.lu.clone(),
+            Tensor::from_vec(vec![4i64, 1, 2], 3).unwrap(),
+            b.clone(),
+            "InvalidArgument",
+        ),
+    ] {
+        let e = lu_solve(&lu_t, &piv, &b, Side::Left, false).unwrap_err();
+        assert!(e.to_string().starts_with("linalg.lu_solve"), "{e}");
+        assert!(format!("{e:?}").starts_with(want), "{e:?} vs {want}");
+    }
+    let e = lu_unpack(&f.lu, &f.pivots.narrow(0, 0, 2).unwrap()).unwrap_err();
+    assert!(matches!(e, Error::ShapeMismatch { op: "lu_unpack", .. }), "{e:?}");
+}

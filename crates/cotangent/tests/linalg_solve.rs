@@ -1,0 +1,285 @@
+//! `solve`, `solve_ex`, `inv`, `inv_ex`, `det`, `slogdet`, `logdet`: solutions against
+//! reconstruction, PyTorch's vector right-hand side rule and batch broadcasting,
+//! gradients to second order, singular input (errors, `info`, the determinant's
+//! gradient at rank n-1 and n-2, `-inf` log-determinants) and errors.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, missing_docs)]
+
+mod common;
+
+use common::{assert_close, check2, randn, rg, well_conditioned};
+use cotangent::autograd::{grad, GradOptions};
+use cotangent::linalg::{det, inv, inv_ex, logdet, slogdet, solve, solve_ex, Side};
+use cotangent::{DType, Error, Tensor};
+
+fn t(v: &[f64], shape: &[usize]) -> Tensor {
+    Tensor::from_vec(v.to_vec(), shape.to_vec()).unwrap()
+}
+
+#[test]
+fn solutions_reconstruct_and_broadcast() {
+    // A X = B and X A = B, with batch broadcasting both ways and non-contiguous A
+    for (ashape, bl, br) in [
+        (vec![4, 4], vec![4, 3], vec![3, 4]),
+        (vec![2, 1, 3, 3], vec![5, 3, 2], vec![5, 2, 3]),
+        (vec![1, 1], vec![1, 1], vec![1, 1]),
+        (vec![17, 17], vec![2, 17, 5], vec![5, 17]),
+        (vec![64, 64], vec![64, 2], vec![2, 64]),
+    ] {
+        let a = well_conditioned(&ashape, 1);
+        for a in [a.clone(), a.mT().unwrap()] {
+            let b = randn(&bl, 2);
+            let x = solve(&a, &b, Side::Left).unwrap();
+            let want = b.broadcast_to(x.shape().clone()).unwrap();
+            assert_close(&a.matmul(&x).unwrap(), &want, 1e-11);
+            let b = randn(&br, 3);
+            let x = solve(&a, &b, Side::Right).unwrap();
+            let want = b.broadcast_to(x.shape().clone()).unwrap();
+            assert_close(&x.matmul(&a).unwrap(), &want, 1e-11);
+        }
+    }
+}
+
+#[test]
+fn vector_right_hand_sides_follow_pytorch() {
+    // b is a vector when 1-d, or when b.shape == a.shape[:-1]
+    let a = well_conditioned(&[2, 3, 3], 1);
+    let b = randn(&[3], 2);
+    let x = solve(&a, &b, Side::Left).unwrap();
+    assert_eq!(x.dims(), &[2, 3]);
+    assert_close(
+        &a.matmul(&x.unsqueeze(-1).unwrap()).unwrap().squeeze_dim(-1).unwrap(),
+        &b.broadcast_to((2, 3)).unwrap(),
+        1e-12,
+    );
+    let b = randn(&[2, 3], 3);
+    let x = solve(&a, &b, Side::Left).unwrap();
+    assert_eq!(x.dims(), &[2, 3]);
+    // (3, 3) with (2, 3): not a batch of vectors (shape differs from a.shape[:-1] = (3,)),
+    // so a matrix right-hand side of 2 rows: a shape mismatch, as PyTorch
+    let e = solve(&well_conditioned(&[3, 3], 1), &randn(&[2, 3], 1), Side::Left).unwrap_err();
+    assert!(matches!(e, Error::ShapeMismatch { op: "linalg.solve", .. }), "{e:?}");
+    // left=False refuses vectors (PyTorch)
+    let e = solve(&a, &randn(&[3], 1), Side::Right).unwrap_err();
+    assert!(matches!(e, Error::ShapeMismatch { .. }), "{e:?}");
+    check2("vector rhs", &[rg(well_conditioned(&[3, 3], 4)), rg(randn(&[3], 5))], |x| {
+        Ok(vec![solve(&x[0], &x[1], Side::Left)?])
+    });
+}
+
+#[test]
+fn gradients_first_and_second_order() {
+    let a = rg(well_conditioned(&[3, 3], 4));
+    for side in [Side::Left, Side::Right] {
+        let b = rg(randn(&[3, 2], 5).mT().unwrap().contiguous().unwrap());
+        let b = if side == Side::Left { rg(randn(&[3, 2], 5)) } else { b };
+        check2("solve", &[a.clone(), b], move |x| Ok(vec![solve(&x[0], &x[1], side)?]));
+    }
+    // broadcast A over a batch of B: A's gradient sums over the batch
+    let a1 = rg(well_conditioned(&[1, 3, 3], 6));
+    let b = rg(randn(&[2, 3, 2], 7));
+    check2("solve broadcast", &[a1, b], |x| Ok(vec![solve(&x[0], &x[1], Side::Left)?]));
+    check2("inv", std::slice::from_ref(&a), |x| Ok(vec![inv(&x[0])?]));
+    check2("inv batched", &[rg(well_conditioned(&[2, 3, 3], 8))], |x| {
+        Ok(vec![inv_ex(&x[0])?.inverse])
+    });
+    check2("det", std::slice::from_ref(&a), |x| Ok(vec![det(&x[0])?]));
+    check2("det batched", &[rg(well_conditioned(&[2, 2, 2], 9))], |x| Ok(vec![det(&x[0])?]));
+    check2("slogdet", std::slice::from_ref(&a), |x| Ok(vec![slogdet(&x[0])?.logabsdet]));
+    // a matrix with negative determinant: log|det| is still smooth
+    let neg = rg(t(&[0., 2., 1., 3., 0., 1., 1., 1., 4.], &[3, 3]));
+    check2("slogdet negative", &[neg], |x| Ok(vec![slogdet(&x[0])?.logabsdet]));
+    let pos = rg(well_conditioned(&[2, 3, 3], 10));
+    check2("logdet", &[pos], |x| Ok(vec![logdet(&x[0])?]));
+    check2("solve_ex", &[a.clone(), rg(randn(&[3, 1], 11))], |x| {
+        Ok(vec![solve_ex(&x[0], &x[1], Side::Left)?.result])
+    });
+}
+
+#[test]
+fn singular_matrices_error_where_pytorch_does() {
+    let z = Tensor::zeros((3, 2, 2), DType::F64).unwrap();
+    let e = inv(&z).unwrap_err();
+    assert!(matches!(e, Error::Singular { op: "linalg.inv", batch: 0, index: 1 }), "{e:?}");
+    let r = inv_ex(&z).unwrap();
+    assert_eq!(r.info.to_vec::<i64>().unwrap(), vec![1, 1, 1]);
+    let a =
+        Tensor::stack(&[&well_conditioned(&[2, 2], 1), &t(&[1., 2., 2., 4.], &[2, 2])], 0).unwrap();
+    let e = solve(&a, &randn(&[2, 2, 1], 1), Side::Left).unwrap_err();
+    assert!(matches!(e, Error::Singular { op: "linalg.solve", batch: 1, index: 2 }), "{e:?}");
+    let r = solve_ex(&a, &randn(&[2, 2, 1], 1), Side::Left).unwrap();
+    assert_eq!(r.info.to_vec::<i64>().unwrap(), vec![0, 2]);
+    assert_eq!(r.info.dims(), &[2]);
+}
+
+#[test]
+fn determinants_match_the_definition() {
+    let a = t(&[1., 2., 3., 4., 5., 6., 7., 8., 10.], &[3, 3]);
+    assert!((det(&a).unwrap().item::<f64>().unwrap() + 3.0).abs() < 1e-12);
+    let s = slogdet(&a).unwrap();
+    assert_eq!(s.sign.item::<f64>().unwrap(), -1.0);
+    assert!((s.logabsdet.item::<f64>().unwrap() - 3f64.ln()).abs() < 1e-12);
+    assert!(!s.sign.requires_grad());
+    assert!(logdet(&a).unwrap().item::<f64>().unwrap().is_nan());
+    // sizes and batches: det(A B) = det A det B
+    for n in [0usize, 1, 2, 3, 5, 17, 64] {
+        let x = well_conditioned(&[2, n, n], n as u64).div_scalar((n.max(1)) as f64).unwrap();
+        let y = well_conditioned(&[2, n, n], 100 + n as u64).div_scalar((n.max(1)) as f64).unwrap();
+        let lhs = det(&x.matmul(&y).unwrap()).unwrap();
+        let rhs = det(&x).unwrap().mul(&det(&y).unwrap()).unwrap();
+        assert_eq!(lhs.dims(), &[2]);
+        assert_close(&lhs, &rhs, 1e-10);
+    }
+    assert_eq!(
+        det(&Tensor::zeros((2, 0, 0), DType::F64).unwrap()).unwrap().to_vec_f64(),
+        vec![1.0, 1.0]
+    );
+}
+
+#[test]
+fn singular_determinant_gradients_are_the_cofactors() {
+    // rank n-1: gA = cofactor matrix, nonzero (PyTorch's SVD branch)
+    let a = rg(t(&[1., 2., 2., 4.], &[2, 2]));
+    let g = det(&a).unwrap().backward().unwrap();
+    assert_close(g.get(&a).unwrap(), &t(&[4., -2., -2., 1.], &[2, 2]), 1e-12);
+    let a3 = [1., 2., 3., 2., 4., 6., 1., 1., 1.];
+    // cofactors of [[1,2,3],[2,4,6],[1,1,1]]
+    let cof = [-2., 4., -2., 1., -2., 1., 0., 0., 0.];
+    let a = rg(t(&a3, &[3, 3]));
+    let g = det(&a).unwrap().backward().unwrap();
+    assert_close(g.get(&a).unwrap(), &t(&cof, &[3, 3]), 1e-12);
+    // rank n-2: every (n-1)-minor vanishes, so the gradient is exactly zero
+    let a = rg(t(&[1., 2., 3., 2., 4., 6., 3., 6., 9.], &[3, 3]));
+    let g = det(&a).unwrap().backward().unwrap();
+    assert!(g.get(&a).unwrap().to_vec_f64().iter().all(|v| v.abs() < 1e-12));
+    // batched: a singular and a regular matrix together
+    let b = Tensor::stack(&[&t(&a3, &[3, 3]), &well_conditioned(&[3, 3], 5)], 0).unwrap();
+    let b = rg(b);
+    let g = det(&b).unwrap().sum().unwrap().backward().unwrap();
+    let gb = g.get(&b).unwrap();
+    assert_close(&gb.select(0, 0).unwrap(), &t(&cof, &[3, 3]), 1e-12);
+    let w = well_conditioned(&[3, 3], 5);
+    let want = inv(&w).unwrap().mT().unwrap().mul(&det(&w).unwrap()).unwrap();
+    assert_close(&gb.select(0, 1).unwrap(), &want, 1e-12);
+    // the second derivative there would need a differentiable SVD: a loud error
+    let a = rg(t(&a3, &[3, 3]));
+    let d = det(&a).unwrap();
+    let opts = GradOptions { create_graph: true, ..Default::default() };
+    let e = grad(&[&d], &[None], &[&a], opts).unwrap_err();
+    assert!(matches!(e, Error::NotDifferentiable { op: "linalg.det", .. }), "{e:?}");
+}
+
+#[test]
+fn singular_log_determinants_are_minus_infinity() {
+    let a = rg(t(&[1., 2., 2., 4.], &[2, 2]));
+    let s = slogdet(&a).unwrap();
+    assert_eq!(s.logabsdet.item::<f64>().unwrap(), f64::NEG_INFINITY);
+    assert_eq!(s.sign.item::<f64>().unwrap(), 0.0);
+    assert_eq!(logdet(&a).unwrap().item::<f64>().unwrap(), f64::NEG_INFINITY);
+    // the documented gradient: divergent (non-finite), never a silent finite value
+    let g = s.logabsdet.backward().unwrap();
+    assert!(g.get(&a).unwrap().to_vec_f64().iter().any(|v| !v.is_finite()));
+}
+
+#[test]
+fn f32_and_bf16() {
+    let a = well_conditioned(&[4, 4], 1);
+    let b = randn(&[4, 2], 2);
+    let x64 = solve(&a, &b, Side::Left).unwrap();
+    let d64 = det(&a).unwrap();
+    for (dt, tol) in [(DType::F32, 1e-5), (DType::Bf16, 5e-2)] {
+        let x = solve(&a.to_dtype(dt).unwrap(), &b.to_dtype(dt).unwrap(), Side::Left).unwrap();
+        assert_eq!(x.dtype(), dt);
+        assert_close(&x.to_dtype(DType::F64).unwrap(), &x64, tol);
+        let d = det(&a.to_dtype(dt).unwrap()).unwrap();
+        assert_close(
+            &d.to_dtype(DType::F64).unwrap().div(&d64).unwrap(),
+            &Tensor::ones((), DType::F64).unwrap(),
+            tol,
+        );
+    }
+}
+
+#[test]
+fn errors_name_the_op() {
+    let a = well_conditioned(&[3, 3], 1);
+    let e = solve(&a, &randn(&[3, 2], 1).to_dtype(DType::F32).unwrap(), Side::Left).unwrap_err();
+    assert!(matches!(e, Error::DTypeMismatch { op: "linalg.solve", .. }), "{e:?}");
+    let e = solve(&randn(&[3, 4], 1), &randn(&[3, 2], 1), Side::Left).unwrap_err();
+    assert!(matches!(e, Error::BadShape { op: "linalg.solve", .. }), "{e:?}");
+    let e = solve(&a, &randn(&[2, 3, 2], 1).narrow(1, 0, 2).unwrap(), Side::Left).unwrap_err();
+    assert!(matches!(e, Error::ShapeMismatch { .. }), "{e:?}");
+    let e = solve(&randn(&[2, 3, 3], 1), &randn(&[3, 3, 2], 1), Side::Left).unwrap_err();
+    assert!(matches!(e, Error::ShapeMismatch { .. }), "{e:?}");
+    for (e, op) in [
+        (inv(&randn(&[2, 3], 1)).unwrap_err(), "linalg.inv"),
+        (det(&randn(&[2, 3], 1)).unwrap_err(), "linalg.det"),
+        (slogdet(&randn(&[3], 1)).unwrap_err(), "linalg.slogdet"),
+        (logdet(&randn(&[2, 3], 1)).unwrap_err(), "logdet"),
+    ] {
+        assert!(e.to_string().starts_with(op), "{e}");
+        assert!(matches!(e, Error::BadShape { .. }), "{e:?}");
+    }
+}
+
+#[test]
+fn negative_matrix_powers_tensorinv_and_tensorsolve() {
+    use cotangent::linalg::{tensorinv, tensorsolve};
+    // A⁻³ A³ = I, batched
+    let a = well_conditioned(&[2, 3, 3], 21);
+    let p = a.matrix_power(-3).unwrap().matmul(&a.matrix_power(3).unwrap()).unwrap();
+    let eye = Tensor::eye(3, DType::F64).unwrap().broadcast_to((2, 3, 3)).unwrap();
+    assert_close(&p, &eye, 1e-12);
+    check2("matrix_power -2", &[rg(well_conditioned(&[3, 3], 22))], |x| {
+        Ok(vec![x[0].matrix_power(-2)?])
+    });
+    let e = Tensor::zeros((2, 2), DType::F64).unwrap().matrix_power(-1).unwrap_err();
+    assert!(matches!(e, Error::Singular { op: "linalg.matrix_power", .. }), "{e:?}");
+    // tensorinv: the (6, 6) matrix of a (6, 2, 3) tensor, inverted and reshaped to (2, 3, 6)
+    let a = well_conditioned(&[6, 6], 23);
+    let x = tensorinv(&a.reshape((6, 2, 3)).unwrap(), 1).unwrap();
+    assert_eq!(x.dims(), &[2, 3, 6]);
+    assert_close(&x.reshape((6, 6)).unwrap(), &inv(&a).unwrap(), 1e-14);
+    check2("tensorinv", &[rg(a.reshape((2, 3, 3, 2)).unwrap())], |x| {
+        Ok(vec![tensorinv(&x[0], 2)?])
+    });
+    assert!(matches!(tensorinv(&a, 0).unwrap_err(), Error::InvalidArgument { .. }));
+    assert!(matches!(
+        tensorinv(&randn(&[2, 3, 4], 1), 1).unwrap_err(),
+        Error::ShapeMismatch { .. }
+    ));
+    // tensorsolve: tensordot(A, X, 1) = B
+    let at = a.reshape((2, 3, 6)).unwrap();
+    let b = randn(&[2, 3], 24);
+    let x = tensorsolve(&at, &b, None).unwrap();
+    assert_eq!(x.dims(), &[6]);
+    assert_close(&at.matmul(&x).unwrap(), &b, 1e-12);
+    // dims moves A's leading dims to the end: the same system as A permuted
+    let ap = at.permute(&[2, 0, 1]).unwrap().contiguous().unwrap();
+    let x2 = tensorsolve(&ap, &b, Some(&[0])).unwrap();
+    assert_close(&x2, &x, 1e-13);
+    check2("tensorsolve", &[rg(at), rg(b)], |x| Ok(vec![tensorsolve(&x[0], &x[1], None)?]));
+}
+
+#[test]
+fn sliced_inputs_and_nan_give_the_same_or_propagate() {
+    // a sliced (non-contiguous, offset) batch gives the results of its contiguous copy
+    let big = well_conditioned(&[4, 5, 5], 31);
+    let a = big.slice(0, 1, 4, 2).unwrap().narrow(-1, 0, 5).unwrap();
+    let ac = a.contiguous().unwrap();
+    let b = randn(&[10, 2], 32).slice(0, 0, 10, 2).unwrap();
+    let b = b.broadcast_to((2, 5, 2)).unwrap();
+    assert_close(
+        &solve(&a, &b, Side::Left).unwrap(),
+        &solve(&ac, &b.contiguous().unwrap(), Side::Left).unwrap(),
+        1e-14,
+    );
+    assert_close(&inv(&a).unwrap(), &inv(&ac).unwrap(), 1e-14);
+    assert_close(&det(&a).unwrap(), &det(&ac).unwrap(), 1e-14);
+    // NaN input: no hang, NaN out, and a NaN gradient rather than an SVD of NaN
+    let n = rg(t(&[f64::NAN, 1., 2., 3.], &[2, 2]));
+    assert!(det(&n).unwrap().item::<f64>().unwrap().is_nan());
+    let g = det(&n).unwrap().backward().unwrap();
+    assert!(g.get(&n).unwrap().to_vec_f64().iter().any(|v| v.is_nan()));
+    let e = inv(&t(&[f64::NAN, 1., 2., 3.], &[2, 2])).unwrap();
+    assert!(e.to_vec_f64().iter().any(|v| v.is_nan()));
+}
