@@ -163,6 +163,35 @@ fn logdet_through_the_factor() {
     }
 }
 
+#[test]
+fn large_batches_of_tiny_matrices_match_one_by_one() {
+    // batches factorised several matrices at a time (with a remainder), one matrix not
+    // positive definite: every result as if factorised alone
+    for n in 1..=9 {
+        for uplo in [Uplo::Lower, Uplo::Upper] {
+            let b = 21;
+            let mut m = spd(&[b, n, n], n as u64).to_vec_f64();
+            m[10 * n * n + (n - 1) * n + (n - 1)] = -1.0; // matrix 10, minor of order n
+            let a = Tensor::from_vec(m, (b, n, n)).unwrap();
+            let r = cholesky_ex(&a, uplo).unwrap();
+            let info = r.info.to_vec::<i64>().unwrap();
+            for i in 0..b {
+                let ai = a.narrow(0, i, 1).unwrap();
+                let one = cholesky_ex(&ai, uplo).unwrap();
+                assert_eq!(info[i], one.info.to_vec::<i64>().unwrap()[0]);
+                assert_eq!(info[i], if i == 10 { n as i64 } else { 0 });
+                let got = r.l.narrow(0, i, 1).unwrap();
+                assert_close(&got, &one.l, 1e-13);
+                if i != 10 {
+                    assert_close(&product(&got, uplo), &ai, 1e-12);
+                }
+            }
+            let e = cholesky(&a, uplo).unwrap_err();
+            assert!(matches!(e, Error::NotPositiveDefinite { batch: 10, .. }), "{e:?}");
+        }
+    }
+}
+
 /// A batch of two 4 x 4 matrices whose second has a leading minor of order 3 that is not
 /// positive definite.
 fn batch_failing_at_1() -> Tensor {

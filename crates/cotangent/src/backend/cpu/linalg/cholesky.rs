@@ -187,6 +187,137 @@ fn factor_one<T: LinalgElem>(
     info as i64
 }
 
+/// Matrices factorised together by the lane kernel (independent dependency chains: the
+/// latency of each square root and division is hidden behind the others').
+const LANES: usize = 8;
+/// Largest order of the lane kernel.
+const LANES_MAX: usize = 8;
+
+/// Factorises the consecutive matrices `start..` of `ba` into `dst` and `info`: groups of
+/// [`LANES`] tiny matrices at once, the rest one by one.
+fn factor_range<T: LinalgElem>(
+    ba: &Batch,
+    a: &[T],
+    start: usize,
+    dst: &mut [T],
+    info: &mut [i64],
+    par: Par,
+) {
+    let n = ba.n;
+    let size = n * n;
+    let mut done = 0;
+    if n <= LANES_MAX {
+        let mut buf = vec![[T::ZERO; LANES]; size];
+        for (g, (chunk, inf)) in
+            dst.chunks_exact_mut(size * LANES).zip(info.chunks_exact_mut(LANES)).enumerate()
+        {
+            factor_lanes(ba, a, start + g * LANES, chunk, inf, &mut buf);
+            done += LANES;
+        }
+    }
+    let mut scratch = None;
+    for (j, (d, k)) in dst[done * size..].chunks_exact_mut(size).zip(&mut info[done..]).enumerate()
+    {
+        *k = factor_one(ba, a, start + done + j, d, par, &mut scratch);
+    }
+}
+
+/// [`factor_lanes_n`] with the order a constant (unrolled loops).
+fn factor_lanes<T: LinalgElem>(
+    ba: &Batch,
+    a: &[T],
+    first: usize,
+    dst: &mut [T],
+    info: &mut [i64],
+    buf: &mut [[T; LANES]],
+) {
+    fn fixed<T: LinalgElem, const N: usize>(
+        ba: &Batch,
+        a: &[T],
+        first: usize,
+        dst: &mut [T],
+        info: &mut [i64],
+        buf: &mut [[T; LANES]],
+    ) {
+        factor_lanes_n(ba, a, first, dst, info, &mut buf[..N * N], N);
+    }
+    macro_rules! arms {
+        ($($n:literal)*) => {
+            match ba.n {
+                $($n => fixed::<T, $n>(ba, a, first, dst, info, buf),)*
+                n => factor_lanes_n(ba, a, first, dst, info, buf, n),
+            }
+        };
+    }
+    arms!(1 2 3 4 5 6 7 8);
+}
+
+/// [`right_looking`] on [`LANES`] matrices `first..` at once, each operation over the
+/// lanes (which the compiler vectorises). A matrix that fails is redone alone for
+/// LAPACK's order and state.
+// lanes are indexed on purpose (the loops over them vectorise); Float has no SubAssign
+#[allow(clippy::needless_range_loop, clippy::assign_op_pattern)]
+#[inline(always)]
+fn factor_lanes_n<T: LinalgElem>(
+    ba: &Batch,
+    a: &[T],
+    first: usize,
+    dst: &mut [T],
+    info: &mut [i64],
+    buf: &mut [[T; LANES]],
+    n: usize,
+) {
+    for w in 0..LANES {
+        let off = ba.offsets[first + w];
+        for c in 0..n {
+            for r in c..n {
+                buf[c * n + r][w] = a[off + r * ba.rs + c * ba.cs];
+            }
+        }
+    }
+    let mut ok = [true; LANES];
+    for k in 0..n {
+        let mut r = [T::ZERO; LANES];
+        let d = &mut buf[k * n + k];
+        for w in 0..LANES {
+            let x = d[w];
+            ok[w] &= x > T::ZERO;
+            let s = Float::sqrt(x);
+            d[w] = s;
+            r[w] = T::ONE / s;
+        }
+        for i in k + 1..n {
+            let x = &mut buf[k * n + i];
+            for w in 0..LANES {
+                x[w] *= r[w];
+            }
+        }
+        for j in k + 1..n {
+            let ljk = buf[k * n + j];
+            for i in j..n {
+                let lik = buf[k * n + i];
+                let x = &mut buf[j * n + i];
+                for w in 0..LANES {
+                    x[w] = x[w] - lik[w] * ljk[w];
+                }
+            }
+        }
+    }
+    let size = n * n;
+    for (w, d) in dst.chunks_exact_mut(size).enumerate() {
+        if ok[w] {
+            for c in 0..n {
+                for r in c..n {
+                    d[c * n + r] = buf[c * n + r][w];
+                }
+            }
+            info[w] = 0;
+        } else {
+            info[w] = factor_one(ba, a, first + w, d, Par::Seq, &mut None);
+        }
+    }
+}
+
 /// Factorises each `a: (*, n, n)` (reading its lower triangle, or its upper one if
 /// `upper`) into `L` (or `U = Lᵀ` if `upper`). Returns the factors (with their layout)
 /// and each matrix's `info`: 0, or the order of its first non-positive leading minor.
@@ -217,22 +348,17 @@ pub(crate) fn cholesky<T: LinalgElem>(
     }
     let work = (size * n / 3).max(1);
     if ba.len() > 1 && n < PAR_N && ba.len() * work >= 2 * TASK_WORK {
-        let per_task = per_task(ba.len(), work);
+        // whole groups of LANES per task
+        let per_task = per_task(ba.len(), work).next_multiple_of(LANES);
         out.par_chunks_mut(size * per_task)
             .zip(info.par_chunks_mut(per_task))
             .enumerate()
             .for_each(|(t, (chunk, inf))| {
-                let mut scratch = None;
-                for (j, (dst, k)) in chunk.chunks_exact_mut(size).zip(inf).enumerate() {
-                    *k = factor_one(&ba, a, t * per_task + j, dst, Par::Seq, &mut scratch);
-                }
+                factor_range(&ba, a, t * per_task, chunk, inf, Par::Seq);
             });
     } else {
         let par = if n >= PAR_N { Par::rayon(0) } else { Par::Seq };
-        let mut scratch = None;
-        for (i, (dst, k)) in out.chunks_exact_mut(size).zip(&mut info).enumerate() {
-            *k = factor_one(&ba, a, i, dst, par, &mut scratch);
-        }
+        factor_range(&ba, a, 0, &mut out, &mut info, par);
     }
     (out, layout, info)
 }
