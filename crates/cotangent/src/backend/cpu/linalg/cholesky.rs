@@ -460,6 +460,142 @@ fn backward_small<T: Float>(l: &[T], g: &mut [T], dst: &mut [T], n: usize) {
     arms!(1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16);
 }
 
+/// Loads the lower triangle of matrix `i` of `b` into lane `w` of `dst` (row-major, the
+/// upper triangle left as it is: zero).
+fn load_lower_lane<T: Copy>(b: &Batch, a: &[T], i: usize, dst: &mut [[T; LANES]], w: usize) {
+    let (n, off) = (b.n, b.offsets[i]);
+    for r in 0..n {
+        for c in 0..=r {
+            dst[r * n + c][w] = a[off + r * b.rs + c * b.cs];
+        }
+    }
+}
+
+/// [`backward_one`] on [`LANES`] factors at once (row-major lanes), for `n <= LANES_MAX`.
+fn backward_lanes<T: Float>(
+    l: &[[T; LANES]],
+    g: &mut [[T; LANES]],
+    dst: &mut [[T; LANES]],
+    n: usize,
+) {
+    fn fixed<T: Float, const N: usize>(
+        l: &[[T; LANES]],
+        g: &mut [[T; LANES]],
+        dst: &mut [[T; LANES]],
+    ) {
+        backward_lanes_n(&l[..N * N], &mut g[..N * N], &mut dst[..N * N], N);
+    }
+    macro_rules! arms {
+        ($($n:literal)*) => {
+            match n {
+                $($n => fixed::<T, $n>(l, g, dst),)*
+                _ => backward_lanes_n(l, g, dst, n),
+            }
+        };
+    }
+    arms!(1 2 3 4 5 6 7 8);
+}
+
+// lanes are indexed on purpose (the loops over them vectorise); Float has no SubAssign
+#[allow(clippy::needless_range_loop, clippy::assign_op_pattern)]
+#[inline(always)]
+fn backward_lanes_n<T: Float>(
+    l: &[[T; LANES]],
+    g: &mut [[T; LANES]],
+    dst: &mut [[T; LANES]],
+    n: usize,
+) {
+    let half = T::of(0.5);
+    // P = tril(Lᵀ G)
+    for x in dst.iter_mut() {
+        *x = [T::ZERO; LANES];
+    }
+    for k in 0..n {
+        for i in 0..=k {
+            let a = l[k * n + i];
+            for j in 0..=i {
+                let y = g[k * n + j];
+                let p = &mut dst[i * n + j];
+                for w in 0..LANES {
+                    p[w] += a[w] * y[w];
+                }
+            }
+        }
+    }
+    // S: P mirrored, its diagonal halved
+    for i in 0..n {
+        for j in 0..i {
+            let mut v = dst[i * n + j];
+            for x in &mut v {
+                *x *= half;
+            }
+            dst[i * n + j] = v;
+            dst[j * n + i] = v;
+        }
+        for x in &mut dst[i * n + i] {
+            *x *= half;
+        }
+    }
+    // reciprocal diagonal of L
+    let mut rd = [[T::ZERO; LANES]; LANES_MAX];
+    for i in 0..n {
+        for w in 0..LANES {
+            rd[i][w] = T::ONE / l[i * n + i][w];
+        }
+    }
+    // Y = L⁻ᵀ S (rows from the bottom)
+    for i in (0..n).rev() {
+        for k in i + 1..n {
+            let a = l[k * n + i];
+            for j in 0..n {
+                let y = dst[k * n + j];
+                let x = &mut dst[i * n + j];
+                for w in 0..LANES {
+                    x[w] = x[w] - a[w] * y[w];
+                }
+            }
+        }
+        for j in 0..n {
+            let x = &mut dst[i * n + j];
+            for w in 0..LANES {
+                x[w] *= rd[i][w];
+            }
+        }
+    }
+    // Z = L⁻ᵀ Yᵀ, its lower triangle
+    for i in 0..n {
+        for j in 0..=i {
+            g[i * n + j] = dst[j * n + i];
+        }
+    }
+    for i in (0..n).rev() {
+        for k in i + 1..n {
+            let a = l[k * n + i];
+            for j in 0..=i {
+                let y = g[k * n + j];
+                let x = &mut g[i * n + j];
+                for w in 0..LANES {
+                    x[w] = x[w] - a[w] * y[w];
+                }
+            }
+        }
+        for j in 0..=i {
+            let x = &mut g[i * n + j];
+            for w in 0..LANES {
+                x[w] *= rd[i][w];
+            }
+        }
+    }
+    // mirrored
+    for i in 0..n {
+        for j in 0..=i {
+            let v = g[i * n + j];
+            dst[i * n + j] = v;
+            dst[j * n + i] = v;
+        }
+    }
+}
+
 /// `gA` for one factor above the direct loop's size, on faer: `l` the column-major lower
 /// `L`, `g` the column-major lower triangle of `gL` (scratch), into `dst` (symmetric).
 fn backward_faer<T: LinalgElem>(l: &[T], g: &mut [T], dst: &mut [T], n: usize, par: Par) {
@@ -561,21 +697,42 @@ pub(crate) fn cholesky_backward<T: LinalgElem>(
             backward_faer(lw, gw, dst, n, par);
         }
     };
+    // the consecutive matrices `start..` into `chunk`: groups of LANES tiny ones at once
+    let range = |start: usize, chunk: &mut [T], par: Par| {
+        let mut done = 0;
+        if n <= LANES_MAX {
+            let mut lb = vec![[T::ZERO; LANES]; size];
+            let mut gb = vec![[T::ZERO; LANES]; size];
+            let mut db = vec![[T::ZERO; LANES]; size];
+            for (k, group) in chunk.chunks_exact_mut(size * LANES).enumerate() {
+                let first = start + k * LANES;
+                for w in 0..LANES {
+                    load_lower_lane(&bf, f, first + w, &mut lb, w);
+                    load_lower_lane(&bg, g, first + w, &mut gb, w);
+                }
+                backward_lanes(&lb, &mut gb, &mut db, n);
+                for (w, dst) in group.chunks_exact_mut(size).enumerate() {
+                    for (d, v) in dst.iter_mut().zip(&db) {
+                        *d = v[w];
+                    }
+                }
+                done += LANES;
+            }
+        }
+        let (mut lw, mut gw) = (vec![T::ZERO; size], vec![T::ZERO; size]);
+        for (j, dst) in chunk[done * size..].chunks_exact_mut(size).enumerate() {
+            one(start + done + j, dst, &mut lw, &mut gw, par);
+        }
+    };
     let work = (size * n * 4 / 3).max(1);
     if bf.len() > 1 && n < PAR_N && bf.len() * work >= 2 * TASK_WORK {
-        let per_task = per_task(bf.len(), work);
+        let per_task = per_task(bf.len(), work).next_multiple_of(LANES);
         out.par_chunks_mut(size * per_task).enumerate().for_each(|(t, chunk)| {
-            let (mut lw, mut gw) = (vec![T::ZERO; size], vec![T::ZERO; size]);
-            for (j, dst) in chunk.chunks_exact_mut(size).enumerate() {
-                one(t * per_task + j, dst, &mut lw, &mut gw, Par::Seq);
-            }
+            range(t * per_task, chunk, Par::Seq);
         });
     } else {
         let par = if n >= PAR_N { Par::rayon(0) } else { Par::Seq };
-        let (mut lw, mut gw) = (vec![T::ZERO; size], vec![T::ZERO; size]);
-        for (i, dst) in out.chunks_exact_mut(size).enumerate() {
-            one(i, dst, &mut lw, &mut gw, par);
-        }
+        range(0, &mut out, par);
     }
     (out, layout)
 }
