@@ -130,7 +130,7 @@ fn cholesky_gradient_is_symmetric() {
 fn fused_and_graph_gradients_agree() {
     // without create_graph small factors take a fused kernel; with it, tensor ops
     use cotangent::autograd::{grad, GradOptions};
-    for n in [1, 2, 3, 4, 5, 7, 8, 17, 48, 49, 80] {
+    for n in [1, 2, 3, 4, 5, 7, 8, 12, 16, 17, 48, 49, 80] {
         for uplo in [Uplo::Lower, Uplo::Upper] {
             // 11 matrices: a group of eight at once for tiny n, and the rest
             let a = rg(spd(&[11, n, n], n as u64));
@@ -168,7 +168,7 @@ fn logdet_through_the_factor() {
 fn large_batches_of_tiny_matrices_match_one_by_one() {
     // batches factorised several matrices at a time (with a remainder), one matrix not
     // positive definite: every result as if factorised alone
-    for n in 1..=9 {
+    for n in [1, 2, 3, 4, 5, 6, 7, 8, 9, 12, 16, 17] {
         for uplo in [Uplo::Lower, Uplo::Upper] {
             let b = 21;
             let mut m = spd(&[b, n, n], n as u64).to_vec_f64();

@@ -1,5 +1,6 @@
 //! Cholesky factorisation `A = L Lᵀ`, batched: a direct right-looking loop for small
-//! matrices (unrolled up to 16), faer's blocked left-looking factorisation above.
+//! matrices (unrolled up to 16, eight matrices at a time in batches), faer's blocked
+//! left-looking factorisation above.
 //!
 //! Only the lower triangle of `A` is read (the upper one, for `upper`, by reading `Aᵀ`).
 //! A matrix that is not positive definite (a pivot `≤ 0` or NaN, LAPACK's test) gets
@@ -191,7 +192,7 @@ fn factor_one<T: LinalgElem>(
 /// latency of each square root and division is hidden behind the others').
 const LANES: usize = 8;
 /// Largest order of the lane kernel.
-const LANES_MAX: usize = 8;
+const LANES_MAX: usize = 16;
 
 /// Factorises the consecutive matrices `start..` of `ba` into `dst` and `info`: groups of
 /// [`LANES`] tiny matrices at once, the rest one by one.
@@ -249,7 +250,7 @@ fn factor_lanes<T: LinalgElem>(
             }
         };
     }
-    arms!(1 2 3 4 5 6 7 8);
+    arms!(1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16);
 }
 
 /// [`right_looking`] on [`LANES`] matrices `first..` at once, each operation over the
@@ -493,7 +494,7 @@ fn backward_lanes<T: Float>(
             }
         };
     }
-    arms!(1 2 3 4 5 6 7 8);
+    arms!(1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16);
 }
 
 // lanes are indexed on purpose (the loops over them vectorise); Float has no SubAssign
