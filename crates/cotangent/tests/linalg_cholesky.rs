@@ -130,10 +130,11 @@ fn cholesky_gradient_is_symmetric() {
 fn fused_and_graph_gradients_agree() {
     // without create_graph small factors take a fused kernel; with it, tensor ops
     use cotangent::autograd::{grad, GradOptions};
-    for n in [1, 2, 3, 4, 5, 7, 8, 17, 48, 49, 80] {
+    for n in [1, 2, 3, 4, 5, 7, 8, 12, 16, 17, 48, 49, 80] {
         for uplo in [Uplo::Lower, Uplo::Upper] {
-            let a = rg(spd(&[3, n, n], n as u64));
-            let g = randn(&[3, n, n], 1);
+            // 11 matrices: a group of eight at once for tiny n, and the rest
+            let a = rg(spd(&[11, n, n], n as u64));
+            let g = randn(&[11, n, n], 1);
             // a transposed cotangent: a strided read
             let g = g.mT().unwrap();
             let f = cholesky(&a, uplo).unwrap();
@@ -160,6 +161,35 @@ fn logdet_through_the_factor() {
         let ga = logdet.backward().unwrap().get(&a).unwrap().clone();
         let inv = cholesky_inverse(&l.detach(), Uplo::Lower).unwrap();
         assert_close(&ga, &inv, 1e-10);
+    }
+}
+
+#[test]
+fn large_batches_of_tiny_matrices_match_one_by_one() {
+    // batches factorised several matrices at a time (with a remainder), one matrix not
+    // positive definite: every result as if factorised alone
+    for n in [1, 2, 3, 4, 5, 6, 7, 8, 9, 12, 16, 17] {
+        for uplo in [Uplo::Lower, Uplo::Upper] {
+            let b = 21;
+            let mut m = spd(&[b, n, n], n as u64).to_vec_f64();
+            m[10 * n * n + (n - 1) * n + (n - 1)] = -1.0; // matrix 10, minor of order n
+            let a = Tensor::from_vec(m, (b, n, n)).unwrap();
+            let r = cholesky_ex(&a, uplo).unwrap();
+            let info = r.info.to_vec::<i64>().unwrap();
+            for (i, &k) in info.iter().enumerate() {
+                let ai = a.narrow(0, i, 1).unwrap();
+                let one = cholesky_ex(&ai, uplo).unwrap();
+                assert_eq!(k, one.info.to_vec::<i64>().unwrap()[0]);
+                assert_eq!(k, if i == 10 { n as i64 } else { 0 });
+                let got = r.l.narrow(0, i, 1).unwrap();
+                assert_close(&got, &one.l, 1e-13);
+                if i != 10 {
+                    assert_close(&product(&got, uplo), &ai, 1e-12);
+                }
+            }
+            let e = cholesky(&a, uplo).unwrap_err();
+            assert!(matches!(e, Error::NotPositiveDefinite { batch: 10, .. }), "{e:?}");
+        }
     }
 }
 

@@ -1,5 +1,6 @@
 //! Cholesky factorisation `A = L Lᵀ`, batched: a direct right-looking loop for small
-//! matrices (unrolled up to 16), faer's blocked left-looking factorisation above.
+//! matrices (unrolled up to 16, eight matrices at a time in batches), faer's blocked
+//! left-looking factorisation above.
 //!
 //! Only the lower triangle of `A` is read (the upper one, for `upper`, by reading `Aᵀ`).
 //! A matrix that is not positive definite (a pivot `≤ 0` or NaN, LAPACK's test) gets
@@ -187,6 +188,137 @@ fn factor_one<T: LinalgElem>(
     info as i64
 }
 
+/// Matrices factorised together by the lane kernel (independent dependency chains: the
+/// latency of each square root and division is hidden behind the others').
+const LANES: usize = 8;
+/// Largest order of the lane kernel.
+const LANES_MAX: usize = 16;
+
+/// Factorises the consecutive matrices `start..` of `ba` into `dst` and `info`: groups of
+/// [`LANES`] tiny matrices at once, the rest one by one.
+fn factor_range<T: LinalgElem>(
+    ba: &Batch,
+    a: &[T],
+    start: usize,
+    dst: &mut [T],
+    info: &mut [i64],
+    par: Par,
+) {
+    let n = ba.n;
+    let size = n * n;
+    let mut done = 0;
+    if n <= LANES_MAX {
+        let mut buf = vec![[T::ZERO; LANES]; size];
+        for (g, (chunk, inf)) in
+            dst.chunks_exact_mut(size * LANES).zip(info.chunks_exact_mut(LANES)).enumerate()
+        {
+            factor_lanes(ba, a, start + g * LANES, chunk, inf, &mut buf);
+            done += LANES;
+        }
+    }
+    let mut scratch = None;
+    for (j, (d, k)) in dst[done * size..].chunks_exact_mut(size).zip(&mut info[done..]).enumerate()
+    {
+        *k = factor_one(ba, a, start + done + j, d, par, &mut scratch);
+    }
+}
+
+/// [`factor_lanes_n`] with the order a constant (unrolled loops).
+fn factor_lanes<T: LinalgElem>(
+    ba: &Batch,
+    a: &[T],
+    first: usize,
+    dst: &mut [T],
+    info: &mut [i64],
+    buf: &mut [[T; LANES]],
+) {
+    fn fixed<T: LinalgElem, const N: usize>(
+        ba: &Batch,
+        a: &[T],
+        first: usize,
+        dst: &mut [T],
+        info: &mut [i64],
+        buf: &mut [[T; LANES]],
+    ) {
+        factor_lanes_n(ba, a, first, dst, info, &mut buf[..N * N], N);
+    }
+    macro_rules! arms {
+        ($($n:literal)*) => {
+            match ba.n {
+                $($n => fixed::<T, $n>(ba, a, first, dst, info, buf),)*
+                n => factor_lanes_n(ba, a, first, dst, info, buf, n),
+            }
+        };
+    }
+    arms!(1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16);
+}
+
+/// [`right_looking`] on [`LANES`] matrices `first..` at once, each operation over the
+/// lanes (which the compiler vectorises). A matrix that fails is redone alone for
+/// LAPACK's order and state.
+// lanes are indexed on purpose (the loops over them vectorise); Float has no SubAssign
+#[allow(clippy::needless_range_loop, clippy::assign_op_pattern)]
+#[inline(always)]
+fn factor_lanes_n<T: LinalgElem>(
+    ba: &Batch,
+    a: &[T],
+    first: usize,
+    dst: &mut [T],
+    info: &mut [i64],
+    buf: &mut [[T; LANES]],
+    n: usize,
+) {
+    for w in 0..LANES {
+        let off = ba.offsets[first + w];
+        for c in 0..n {
+            for r in c..n {
+                buf[c * n + r][w] = a[off + r * ba.rs + c * ba.cs];
+            }
+        }
+    }
+    let mut ok = [true; LANES];
+    for k in 0..n {
+        let mut r = [T::ZERO; LANES];
+        let d = &mut buf[k * n + k];
+        for w in 0..LANES {
+            let x = d[w];
+            ok[w] &= x > T::ZERO;
+            let s = Float::sqrt(x);
+            d[w] = s;
+            r[w] = T::ONE / s;
+        }
+        for i in k + 1..n {
+            let x = &mut buf[k * n + i];
+            for w in 0..LANES {
+                x[w] *= r[w];
+            }
+        }
+        for j in k + 1..n {
+            let ljk = buf[k * n + j];
+            for i in j..n {
+                let lik = buf[k * n + i];
+                let x = &mut buf[j * n + i];
+                for w in 0..LANES {
+                    x[w] = x[w] - lik[w] * ljk[w];
+                }
+            }
+        }
+    }
+    let size = n * n;
+    for (w, d) in dst.chunks_exact_mut(size).enumerate() {
+        if ok[w] {
+            for c in 0..n {
+                for r in c..n {
+                    d[c * n + r] = buf[c * n + r][w];
+                }
+            }
+            info[w] = 0;
+        } else {
+            info[w] = factor_one(ba, a, first + w, d, Par::Seq, &mut None);
+        }
+    }
+}
+
 /// Factorises each `a: (*, n, n)` (reading its lower triangle, or its upper one if
 /// `upper`) into `L` (or `U = Lᵀ` if `upper`). Returns the factors (with their layout)
 /// and each matrix's `info`: 0, or the order of its first non-positive leading minor.
@@ -217,22 +349,17 @@ pub(crate) fn cholesky<T: LinalgElem>(
     }
     let work = (size * n / 3).max(1);
     if ba.len() > 1 && n < PAR_N && ba.len() * work >= 2 * TASK_WORK {
-        let per_task = per_task(ba.len(), work);
+        // whole groups of LANES per task
+        let per_task = per_task(ba.len(), work).next_multiple_of(LANES);
         out.par_chunks_mut(size * per_task)
             .zip(info.par_chunks_mut(per_task))
             .enumerate()
             .for_each(|(t, (chunk, inf))| {
-                let mut scratch = None;
-                for (j, (dst, k)) in chunk.chunks_exact_mut(size).zip(inf).enumerate() {
-                    *k = factor_one(&ba, a, t * per_task + j, dst, Par::Seq, &mut scratch);
-                }
+                factor_range(&ba, a, t * per_task, chunk, inf, Par::Seq);
             });
     } else {
         let par = if n >= PAR_N { Par::rayon(0) } else { Par::Seq };
-        let mut scratch = None;
-        for (i, (dst, k)) in out.chunks_exact_mut(size).zip(&mut info).enumerate() {
-            *k = factor_one(&ba, a, i, dst, par, &mut scratch);
-        }
+        factor_range(&ba, a, 0, &mut out, &mut info, par);
     }
     (out, layout, info)
 }
@@ -332,6 +459,142 @@ fn backward_small<T: Float>(l: &[T], g: &mut [T], dst: &mut [T], n: usize) {
         };
     }
     arms!(1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16);
+}
+
+/// Loads the lower triangle of matrix `i` of `b` into lane `w` of `dst` (row-major, the
+/// upper triangle left as it is: zero).
+fn load_lower_lane<T: Copy>(b: &Batch, a: &[T], i: usize, dst: &mut [[T; LANES]], w: usize) {
+    let (n, off) = (b.n, b.offsets[i]);
+    for r in 0..n {
+        for c in 0..=r {
+            dst[r * n + c][w] = a[off + r * b.rs + c * b.cs];
+        }
+    }
+}
+
+/// [`backward_one`] on [`LANES`] factors at once (row-major lanes), for `n <= LANES_MAX`.
+fn backward_lanes<T: Float>(
+    l: &[[T; LANES]],
+    g: &mut [[T; LANES]],
+    dst: &mut [[T; LANES]],
+    n: usize,
+) {
+    fn fixed<T: Float, const N: usize>(
+        l: &[[T; LANES]],
+        g: &mut [[T; LANES]],
+        dst: &mut [[T; LANES]],
+    ) {
+        backward_lanes_n(&l[..N * N], &mut g[..N * N], &mut dst[..N * N], N);
+    }
+    macro_rules! arms {
+        ($($n:literal)*) => {
+            match n {
+                $($n => fixed::<T, $n>(l, g, dst),)*
+                _ => backward_lanes_n(l, g, dst, n),
+            }
+        };
+    }
+    arms!(1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16);
+}
+
+// lanes are indexed on purpose (the loops over them vectorise); Float has no SubAssign
+#[allow(clippy::needless_range_loop, clippy::assign_op_pattern)]
+#[inline(always)]
+fn backward_lanes_n<T: Float>(
+    l: &[[T; LANES]],
+    g: &mut [[T; LANES]],
+    dst: &mut [[T; LANES]],
+    n: usize,
+) {
+    let half = T::of(0.5);
+    // P = tril(Lᵀ G)
+    for x in dst.iter_mut() {
+        *x = [T::ZERO; LANES];
+    }
+    for k in 0..n {
+        for i in 0..=k {
+            let a = l[k * n + i];
+            for j in 0..=i {
+                let y = g[k * n + j];
+                let p = &mut dst[i * n + j];
+                for w in 0..LANES {
+                    p[w] += a[w] * y[w];
+                }
+            }
+        }
+    }
+    // S: P mirrored, its diagonal halved
+    for i in 0..n {
+        for j in 0..i {
+            let mut v = dst[i * n + j];
+            for x in &mut v {
+                *x *= half;
+            }
+            dst[i * n + j] = v;
+            dst[j * n + i] = v;
+        }
+        for x in &mut dst[i * n + i] {
+            *x *= half;
+        }
+    }
+    // reciprocal diagonal of L
+    let mut rd = [[T::ZERO; LANES]; LANES_MAX];
+    for i in 0..n {
+        for w in 0..LANES {
+            rd[i][w] = T::ONE / l[i * n + i][w];
+        }
+    }
+    // Y = L⁻ᵀ S (rows from the bottom)
+    for i in (0..n).rev() {
+        for k in i + 1..n {
+            let a = l[k * n + i];
+            for j in 0..n {
+                let y = dst[k * n + j];
+                let x = &mut dst[i * n + j];
+                for w in 0..LANES {
+                    x[w] = x[w] - a[w] * y[w];
+                }
+            }
+        }
+        for j in 0..n {
+            let x = &mut dst[i * n + j];
+            for w in 0..LANES {
+                x[w] *= rd[i][w];
+            }
+        }
+    }
+    // Z = L⁻ᵀ Yᵀ, its lower triangle
+    for i in 0..n {
+        for j in 0..=i {
+            g[i * n + j] = dst[j * n + i];
+        }
+    }
+    for i in (0..n).rev() {
+        for k in i + 1..n {
+            let a = l[k * n + i];
+            for j in 0..=i {
+                let y = g[k * n + j];
+                let x = &mut g[i * n + j];
+                for w in 0..LANES {
+                    x[w] = x[w] - a[w] * y[w];
+                }
+            }
+        }
+        for j in 0..=i {
+            let x = &mut g[i * n + j];
+            for w in 0..LANES {
+                x[w] *= rd[i][w];
+            }
+        }
+    }
+    // mirrored
+    for i in 0..n {
+        for j in 0..=i {
+            let v = g[i * n + j];
+            dst[i * n + j] = v;
+            dst[j * n + i] = v;
+        }
+    }
 }
 
 /// `gA` for one factor above the direct loop's size, on faer: `l` the column-major lower
@@ -435,21 +698,42 @@ pub(crate) fn cholesky_backward<T: LinalgElem>(
             backward_faer(lw, gw, dst, n, par);
         }
     };
+    // the consecutive matrices `start..` into `chunk`: groups of LANES tiny ones at once
+    let range = |start: usize, chunk: &mut [T], par: Par| {
+        let mut done = 0;
+        if n <= LANES_MAX {
+            let mut lb = vec![[T::ZERO; LANES]; size];
+            let mut gb = vec![[T::ZERO; LANES]; size];
+            let mut db = vec![[T::ZERO; LANES]; size];
+            for (k, group) in chunk.chunks_exact_mut(size * LANES).enumerate() {
+                let first = start + k * LANES;
+                for w in 0..LANES {
+                    load_lower_lane(&bf, f, first + w, &mut lb, w);
+                    load_lower_lane(&bg, g, first + w, &mut gb, w);
+                }
+                backward_lanes(&lb, &mut gb, &mut db, n);
+                for (w, dst) in group.chunks_exact_mut(size).enumerate() {
+                    for (d, v) in dst.iter_mut().zip(&db) {
+                        *d = v[w];
+                    }
+                }
+                done += LANES;
+            }
+        }
+        let (mut lw, mut gw) = (vec![T::ZERO; size], vec![T::ZERO; size]);
+        for (j, dst) in chunk[done * size..].chunks_exact_mut(size).enumerate() {
+            one(start + done + j, dst, &mut lw, &mut gw, par);
+        }
+    };
     let work = (size * n * 4 / 3).max(1);
     if bf.len() > 1 && n < PAR_N && bf.len() * work >= 2 * TASK_WORK {
-        let per_task = per_task(bf.len(), work);
+        let per_task = per_task(bf.len(), work).next_multiple_of(LANES);
         out.par_chunks_mut(size * per_task).enumerate().for_each(|(t, chunk)| {
-            let (mut lw, mut gw) = (vec![T::ZERO; size], vec![T::ZERO; size]);
-            for (j, dst) in chunk.chunks_exact_mut(size).enumerate() {
-                one(t * per_task + j, dst, &mut lw, &mut gw, Par::Seq);
-            }
+            range(t * per_task, chunk, Par::Seq);
         });
     } else {
         let par = if n >= PAR_N { Par::rayon(0) } else { Par::Seq };
-        let (mut lw, mut gw) = (vec![T::ZERO; size], vec![T::ZERO; size]);
-        for (i, dst) in out.chunks_exact_mut(size).enumerate() {
-            one(i, dst, &mut lw, &mut gw, par);
-        }
+        range(0, &mut out, par);
     }
     (out, layout)
 }
