@@ -124,8 +124,6 @@ impl<'a> IntoIterator for &'a Inputs {
 /// A node's output slots, the single one stored inline. Derefs to a slice.
 pub(crate) enum Outputs {
     One(OutputSlot),
-    // built by `record` (multi-output ops: the decompositions to come; the engine tests)
-    #[cfg_attr(not(test), allow(dead_code))]
     Many(Vec<OutputSlot>),
 }
 
@@ -236,9 +234,6 @@ pub(crate) fn should_record(inputs: &[&Tensor]) -> bool {
 /// requires grad; otherwise returns the outputs untouched (recording costs nothing when
 /// unused). Outputs whose dtype cannot carry gradients (integers, bools) are left without
 /// history. `save_outputs` keeps their data for the VJP ([`VjpCtx::output`]).
-// no op of the library has several outputs yet (the decompositions will); the engine's
-// tests use it
-#[cfg_attr(not(test), allow(dead_code))]
 pub(crate) fn record(
     op: impl Op,
     inputs: &[&Tensor],

@@ -101,6 +101,21 @@ pub(crate) trait BackendStorage: Sized {
         bl: &Layout,
         spec: TriSolve,
     ) -> Result<(Self, Layout)>;
+
+    /// Householder QR of each matrix of `self: (*, m, n)` with LAPACK's sign convention:
+    /// `Q` (`None` unless `spec.want_q`) and `R`, with their layouts (see [`QrSpec`]).
+    #[allow(clippy::type_complexity)]
+    fn qr(&self, l: &Layout, spec: QrSpec) -> Result<(Option<(Self, Layout)>, Self, Layout)>;
+}
+
+/// Which factors a QR returns.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct QrSpec {
+    /// `Q` is formed.
+    pub(crate) want_q: bool,
+    /// `Q` is `(*, m, m)` and `R` `(*, m, n)` (else `(*, m, k)` and `(*, k, n)`,
+    /// `k = min(m, n)`).
+    pub(crate) complete: bool,
 }
 
 /// Which triangular system a solve is.

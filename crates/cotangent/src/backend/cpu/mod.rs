@@ -7,7 +7,7 @@ pub(crate) mod strided;
 use half::{bf16, f16};
 use num_complex::Complex;
 
-use super::{BackendStorage, BinaryKernel, CmpOp, ReduceOp, TriSolve, UnaryKernel};
+use super::{BackendStorage, BinaryKernel, CmpOp, QrSpec, ReduceOp, TriSolve, UnaryKernel};
 use crate::dtype::{DType, Element, Float};
 use crate::error::{Error, Result};
 use crate::layout::Layout;
@@ -787,6 +787,24 @@ impl BackendStorage for CpuStorage {
                 return Err(Error::DTypeMismatch { op: OP, lhs: self.dtype(), rhs: b.dtype() })
             }
             _ => return Err(unsupported(OP, self.dtype())),
+        })
+    }
+
+    fn qr(
+        &self,
+        l: &Layout,
+        spec: QrSpec,
+    ) -> Result<(Option<(CpuStorage, Layout)>, CpuStorage, Layout)> {
+        Ok(match self {
+            CpuStorage::F32(a) => {
+                let (q, (r, rl)) = linalg::qr::qr(a, l, spec);
+                (q.map(|(q, ql)| (CpuStorage::F32(q), ql)), CpuStorage::F32(r), rl)
+            }
+            CpuStorage::F64(a) => {
+                let (q, (r, rl)) = linalg::qr::qr(a, l, spec);
+                (q.map(|(q, ql)| (CpuStorage::F64(q), ql)), CpuStorage::F64(r), rl)
+            }
+            _ => return Err(unsupported("linalg.qr", self.dtype())),
         })
     }
 }

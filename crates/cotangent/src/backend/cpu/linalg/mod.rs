@@ -11,6 +11,7 @@
 //! - per-matrix status (`info`) is returned as LAPACK numbers it: 0 for success, `k > 0`
 //!   for the 1-based index of the failing pivot or leading minor.
 
+pub(crate) mod qr;
 pub(crate) mod triangular;
 
 use faer::{MatMut, MatRef};
