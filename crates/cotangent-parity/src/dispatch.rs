@@ -167,6 +167,8 @@ pub const OPS: &[OpSpec] = &[
     op("linalg.matrix_power", &["n"], h::matrix_power),
     // linear algebra: solvers and factorisations (src/solvers/)
     op("linalg.solve_triangular", &["upper", "left", "unitriangular"], sv::solve_triangular),
+    op("linalg.qr", &["mode"], sv::qr),
+    op("linalg.householder_product", &[], sv::householder_product),
 ];
 
 /// The names of every op of the runner, in table order.

@@ -147,4 +147,7 @@ pub const LIBRARY_METHODS: &[(&str, Coverage)] = &[
     ("matrix_power", Coverage::Op("linalg.matrix_power")),
     // src/linalg/triangular.rs
     ("solve_triangular", Coverage::Op("linalg.solve_triangular")),
+    // src/linalg/qr.rs
+    ("qr", Coverage::Op("linalg.qr")),
+    ("householder_product", Coverage::Op("linalg.householder_product")),
 ];

@@ -120,14 +120,13 @@ impl Op for QrOp {
             (gq, None) => gq.cloned(),
         };
         let gx = qr_grad_tall(&q, &r1, gq.as_ref(), gr1.as_ref())?;
-        let gy = match &gr2 {
-            Some(gr2) => q.matmul(gr2)?,
-            None => {
-                let mut dims = y.dims().to_vec();
-                dims.truncate(dims.len() - 2);
-                dims.extend([m, n - m]);
-                Tensor::zeros(dims, gx.dtype())?
-            }
+        let gy = if let Some(gr2) = &gr2 {
+            q.matmul(gr2)?
+        } else {
+            let mut dims = y.dims().to_vec();
+            dims.truncate(dims.len() - 2);
+            dims.extend([m, n - m]);
+            Tensor::zeros(dims, gx.dtype())?
         };
         Ok(vec![Some(Tensor::cat(&[&gx, &gy], -1)?)])
     }

@@ -104,10 +104,10 @@ fn geqr2<T: QrElem>(w: &mut [T], m: usize, n: usize, tau: &mut [T]) {
             for (x, &y) in c[1..].iter().zip(v) {
                 s += *x * y;
             }
-            let s = s * t;
-            c[0] = c[0] - s;
+            let s = -(s * t);
+            c[0] += s;
             for (x, &y) in c[1..].iter_mut().zip(v) {
-                *x = *x - s * y;
+                *x += s * y;
             }
         }
     }
@@ -134,10 +134,10 @@ fn org2r<T: QrElem>(w: &[T], m: usize, tau: &[T], q: &mut [T]) {
             for (x, &y) in c[1..].iter().zip(v) {
                 s += *x * y;
             }
-            let s = s * t;
-            c[0] = c[0] - s;
+            let s = -(s * t);
+            c[0] += s;
             for (x, &y) in c[1..].iter_mut().zip(v) {
-                *x = *x - s * y;
+                *x += s * y;
             }
         }
     }
@@ -185,7 +185,7 @@ fn one<T: QrElem>(
         let bs = qrf::recommended_block_size::<T>(m, n);
         s.tmp.clear();
         s.tmp.resize(bs * k, T::ZERO);
-        let req = qrf::qr_in_place_scratch::<T>(m, n, bs, par, Default::default()).or(
+        let req = qrf::qr_in_place_scratch::<T>(m, n, bs, par, faer::Spec::default()).or(
             householder::apply_block_householder_sequence_on_the_left_in_place_scratch::<T>(
                 m,
                 bs,
@@ -201,7 +201,7 @@ fn one<T: QrElem>(
             hf.as_mut(),
             par,
             stack,
-            Default::default(),
+            faer::Spec::default(),
         );
         if !q.is_empty() {
             let kq = q.len() / m;
@@ -228,14 +228,13 @@ fn one<T: QrElem>(
     }
 }
 
+/// A factor's buffer and layout.
+type Factor<T> = (Vec<T>, Layout);
+
 /// QR of each matrix of `a: (*, m, n)`. Returns `Q` (`(*, m, k)`, or `(*, m, m)` with
 /// `spec.complete`; `None` without `spec.want_q`) and `R` (`(*, k, n)`, or `(*, m, n)`
 /// with `spec.complete`), `k = min(m, n)`, both column-major.
-pub(crate) fn qr<T: QrElem>(
-    a: &[T],
-    al: &Layout,
-    spec: QrSpec,
-) -> (Option<(Vec<T>, Layout)>, (Vec<T>, Layout)) {
+pub(crate) fn qr<T: QrElem>(a: &[T], al: &Layout, spec: QrSpec) -> (Option<Factor<T>>, Factor<T>) {
     let ba = Batch::of(al);
     let (m, n) = (ba.m, ba.n);
     let k = m.min(n);
