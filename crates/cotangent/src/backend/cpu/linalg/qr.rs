@@ -89,7 +89,12 @@ fn geqr2<T: QrElem>(w: &mut [T], m: usize, n: usize, tau: &mut [T]) {
             tau[j] = T::ZERO;
             continue;
         }
-        let beta = -alpha.hypot(xnorm).copysign(alpha);
+        // ‖x‖ with the head: a plain square root when it cannot overflow or underflow
+        // (libm's hypot costs as much as the rest of a 4 x 4 step)
+        let ss = alpha * alpha + xnorm * xnorm;
+        let norm =
+            if ss.is_finite() && ss >= T::MIN_POSITIVE { ss.sqrt() } else { alpha.hypot(xnorm) };
+        let beta = -norm.copysign(alpha);
         tau[j] = (beta - alpha) / beta;
         let inv = T::ONE / (alpha - beta);
         for v in &mut col[1..] {
