@@ -106,6 +106,16 @@ pub(crate) trait BackendStorage: Sized {
     /// `Q` (`None` unless `spec.want_q`) and `R`, with their layouts (see [`QrSpec`]).
     #[allow(clippy::type_complexity)]
     fn qr(&self, l: &Layout, spec: QrSpec) -> Result<(Option<(Self, Layout)>, Self, Layout)>;
+
+    /// The gradient of a tall or square QR, `self = Q: (*, m, n)`, `r: (*, n, n)`, from
+    /// the cotangents (`None` is zero), fused (no recording; the VJP's fast path).
+    fn qr_backward(
+        &self,
+        l: &Layout,
+        r: (&Self, &Layout),
+        gq: Option<(&Self, &Layout)>,
+        gr: Option<(&Self, &Layout)>,
+    ) -> Result<(Self, Layout)>;
 }
 
 /// Which factors a QR returns.

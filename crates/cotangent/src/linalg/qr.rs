@@ -4,13 +4,17 @@
 use super::util::{batch_of, check_float, check_matrix, from_kernel};
 use super::{solve_triangular, Diag, Side, Uplo};
 use crate::autograd::node::{record, Op, VjpCtx};
-use crate::backend::{BackendStorage, QrSpec};
+use crate::backend::{BackendStorage, CpuStorage, QrSpec};
 use crate::dtype::DType;
 use crate::error::{Error, Result};
+use crate::layout::Layout;
 use crate::tensor::Tensor;
 
 const OP: &str = "linalg.qr";
 const HP: &str = "linalg.householder_product";
+/// Up to this many columns the VJP (when not recorded) runs fused per matrix; above, the
+/// tensor-op VJP's blocked kernels are faster.
+const FUSED_N: usize = 32;
 
 /// Which factors [`qr`] returns (PyTorch's `mode=`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -70,6 +74,16 @@ fn qr_grad_tall(
     solve_triangular(&r.mT()?, &b, Uplo::Lower, Side::Right, Diag::NonUnit)
 }
 
+/// A tensor's CPU buffer and layout.
+fn cpu(t: &Tensor) -> (&CpuStorage, &Layout) {
+    (t.storage().cpu(), t.layout())
+}
+
+/// True if `g` is absent or of `t`'s dtype.
+fn same_dtype(t: &Tensor, g: Option<&Tensor>) -> bool {
+    g.is_none_or(|g| g.dtype() == t.dtype())
+}
+
 impl Op for QrOp {
     fn name(&self) -> &'static str {
         OP
@@ -107,6 +121,13 @@ impl Op for QrOp {
             return Ok(vec![None]);
         }
         let (q, r) = (cx.output(0)?, cx.output(1)?);
+        if m >= n && n <= FUSED_N && !cx.create_graph() && same_dtype(&q, gq) && same_dtype(&q, gr)
+        {
+            // fast path (not recorded): the same formula fused per matrix
+            let (s, l) =
+                q.storage().cpu().qr_backward(q.layout(), cpu(&r), gq.map(cpu), gr.map(cpu))?;
+            return Ok(vec![Some(from_kernel(s, l))]);
+        }
         if m >= n {
             return Ok(vec![Some(qr_grad_tall(&q, &r, gq, gr)?)]);
         }

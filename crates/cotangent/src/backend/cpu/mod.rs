@@ -807,4 +807,41 @@ impl BackendStorage for CpuStorage {
             _ => return Err(unsupported("linalg.qr", self.dtype())),
         })
     }
+
+    fn qr_backward(
+        &self,
+        l: &Layout,
+        r: (&CpuStorage, &Layout),
+        gq: Option<(&CpuStorage, &Layout)>,
+        gr: Option<(&CpuStorage, &Layout)>,
+    ) -> Result<(CpuStorage, Layout)> {
+        macro_rules! slice {
+            ($v:ident, $x:expr) => {
+                match $x {
+                    None => None,
+                    Some((CpuStorage::$v(d), dl)) => Some((d.as_slice(), dl)),
+                    Some((o, _)) => {
+                        return Err(Error::DTypeMismatch {
+                            op: "linalg.qr",
+                            lhs: self.dtype(),
+                            rhs: o.dtype(),
+                        })
+                    }
+                }
+            };
+        }
+        macro_rules! go {
+            ($v:ident, $a:expr) => {{
+                let rr = slice!($v, Some(r)).unwrap_or((&[], r.1));
+                let (g, gl) =
+                    linalg::qr::qr_backward((&$a[..], l), rr, slice!($v, gq), slice!($v, gr));
+                (CpuStorage::$v(g), gl)
+            }};
+        }
+        Ok(match self {
+            CpuStorage::F32(a) => go!(F32, a),
+            CpuStorage::F64(a) => go!(F64, a),
+            _ => return Err(unsupported("linalg.qr", self.dtype())),
+        })
+    }
 }

@@ -1,12 +1,16 @@
 //! Householder QR `A = Q R`, batched: LAPACK's conventions (`geqrf` + `orgqr`), so that
 //! the signs of `diag(R)` are LAPACK's (PyTorch's).
 //!
-//! Each matrix is copied once into a column-major work block and factorised in place:
+//! Each matrix is copied once into a work block and factorised in place:
 //! - small matrices (`min(m, n) <= SMALL_K` or `m n <= SMALL_MN`): an unblocked Householder
-//!   loop written here (LAPACK's `geqr2` / `org2r`), allocation-free per matrix (scratch
-//!   reused across a rayon task's matrices);
-//! - larger ones: faer's blocked Householder QR and its block reflector application to
-//!   form `Q`.
+//!   loop written here (LAPACK's `geqr2` / `org2r`) on a row-major block, so that every
+//!   inner loop runs along a row (contiguous, no reduction: it vectorises); allocation-free
+//!   per matrix (scratch reused across a rayon task's matrices);
+//! - larger ones: faer's blocked Householder QR on a column-major block, and its block
+//!   reflector application to form `Q`.
+//!
+//! [`qr_backward`] is the VJP of small tall or square factorisations, fused per matrix
+//! (used when the backward pass is not recorded).
 //!
 //! The reflector of column `j` is LAPACK's `larfg`: `H = I − τ v vᵀ`, `v₀ = 1`, mapping
 //! `x` to `β e₀` with `β = −sign(x₀) ‖x‖` (and `H = I`, `β = x₀` when the rest of `x` is
@@ -19,7 +23,7 @@ use faer::linalg::{householder, qr::no_pivoting::factor as qrf};
 use faer::{Conj, MatMut, MatRef, Par};
 use rayon::prelude::*;
 
-use super::{colmajor_layout, Batch, LinalgElem};
+use super::{colmajor_layout, load_colmajor, Batch, LinalgElem};
 use crate::backend::QrSpec;
 use crate::layout::Layout;
 
@@ -59,32 +63,70 @@ impl QrElem for f64 {
     }
 }
 
-/// `‖x‖₂` without overflow or underflow (a scaled sum when the plain one is out of range).
-fn norm2<T: QrElem>(x: &[T]) -> T {
-    let s: T = x.iter().map(|&v| v * v).sum();
+/// `‖(x_i)‖₂` of a strided sequence (no overflow or underflow: scaled when the plain sum
+/// of squares is out of range).
+fn norm2_iter<T: QrElem>(x: impl Iterator<Item = T> + Clone) -> T {
+    let s: T = x.clone().map(|v| v * v).sum();
     if s.is_finite() && s >= T::MIN_POSITIVE {
         return s.sqrt();
     }
     if s.is_nan() {
         return s;
     }
-    let scale = x.iter().fold(T::ZERO, |m, &v| if v.abs() > m { v.abs() } else { m });
+    let scale = x.clone().fold(T::ZERO, |m, v| if v.abs() > m { v.abs() } else { m });
     if scale == T::ZERO || !scale.is_finite() {
         return scale;
     }
-    let s: T = x.iter().map(|&v| (v / scale) * (v / scale)).sum();
+    let s: T = x.map(|v| (v / scale) * (v / scale)).sum();
     scale * s.sqrt()
 }
 
-/// LAPACK `geqr2` on the column-major `m x n` block `w`: `R` in the upper triangle, the
-/// reflectors' vectors below the diagonal, their `τ` in `tau` (`min(m, n)` entries).
-fn geqr2<T: QrElem>(w: &mut [T], m: usize, n: usize, tau: &mut [T]) {
+/// Applies `H = I − τ v vᵀ` (`v₀ = 1`, `v_i = w[(j + i) n + j]` for `i >= 1`) from the left
+/// to rows `j..` and columns `c0..` of the row-major block `c` (`ld` columns), with the
+/// row scratch `wv`: `wv = vᵀ C` accumulated row by row, then `C −= τ v wv`. Every inner
+/// loop runs along a row: contiguous, no reduction, so it vectorises.
+#[allow(clippy::too_many_arguments)]
+fn apply_reflector<T: QrElem>(
+    w: &[T],
+    n: usize,
+    j: usize,
+    tau: T,
+    c: &mut [T],
+    ld: usize,
+    c0: usize,
+    wv: &mut [T],
+) {
+    let rows = c.len() / ld.max(1);
+    let wv = &mut wv[c0..ld];
+    wv.copy_from_slice(&c[j * ld + c0..(j + 1) * ld]);
+    for i in j + 1..rows {
+        let vi = w[i * n + j];
+        for (x, &y) in wv.iter_mut().zip(&c[i * ld + c0..(i + 1) * ld]) {
+            *x += vi * y;
+        }
+    }
+    for x in wv.iter_mut() {
+        *x = -(*x * tau);
+    }
+    for (x, &y) in c[j * ld + c0..(j + 1) * ld].iter_mut().zip(wv.iter()) {
+        *x += y;
+    }
+    for i in j + 1..rows {
+        let vi = w[i * n + j];
+        for (x, &y) in c[i * ld + c0..(i + 1) * ld].iter_mut().zip(wv.iter()) {
+            *x += vi * y;
+        }
+    }
+}
+
+/// LAPACK `geqr2` on the row-major `m x n` block `w`: `R` in the upper triangle, the
+/// reflectors' vectors below the diagonal, their `τ` in `tau` (`min(m, n)` entries);
+/// `wv`: `n` scratch entries.
+fn geqr2<T: QrElem>(w: &mut [T], m: usize, n: usize, tau: &mut [T], wv: &mut [T]) {
     let k = m.min(n);
     for j in 0..k {
-        let (left, right) = w.split_at_mut((j + 1) * m);
-        let col = &mut left[j * m + j..];
-        let alpha = col[0];
-        let xnorm = norm2(&col[1..]);
+        let alpha = w[j * n + j];
+        let xnorm = norm2_iter((j + 1..m).map(|i| w[i * n + j]));
         if xnorm == T::ZERO {
             tau[j] = T::ZERO;
             continue;
@@ -97,53 +139,56 @@ fn geqr2<T: QrElem>(w: &mut [T], m: usize, n: usize, tau: &mut [T]) {
         let beta = -norm.copysign(alpha);
         tau[j] = (beta - alpha) / beta;
         let inv = T::ONE / (alpha - beta);
-        for v in &mut col[1..] {
-            *v *= inv;
+        for i in j + 1..m {
+            w[i * n + j] *= inv;
         }
-        col[0] = beta;
-        let (v, t) = (&col[1..], tau[j]);
-        // H applied to the trailing columns: c ← c − τ v (vᵀ c), with v₀ = 1
-        for c in right.chunks_exact_mut(m) {
-            let c = &mut c[j..];
-            let mut s = c[0];
-            for (x, &y) in c[1..].iter().zip(v) {
-                s += *x * y;
-            }
-            let s = -(s * t);
-            c[0] += s;
-            for (x, &y) in c[1..].iter_mut().zip(v) {
-                *x += s * y;
-            }
+        w[j * n + j] = beta;
+        if j + 1 < n {
+            apply_in_place(w, n, m, j, tau[j], wv);
         }
     }
 }
 
-/// LAPACK `org2r`: the first `q.len() / m` columns of `H₀ H₁ … H_{k−1}` into the
-/// column-major `q`, from the reflectors stored in `w` (`m` rows) and `tau` (`k`).
-fn org2r<T: QrElem>(w: &[T], m: usize, tau: &[T], q: &mut [T]) {
-    let kq = q.len() / m.max(1);
+/// [`apply_reflector`] of reflector `j` (stored in column `j` of `w`) to `w`'s own
+/// columns `j + 1..`.
+fn apply_in_place<T: QrElem>(w: &mut [T], n: usize, m: usize, j: usize, tau: T, wv: &mut [T]) {
+    let c0 = j + 1;
+    let wv = &mut wv[c0..n];
+    wv.copy_from_slice(&w[j * n + c0..(j + 1) * n]);
+    for i in j + 1..m {
+        let row = &w[i * n..(i + 1) * n];
+        let vi = row[j];
+        for (x, &y) in wv.iter_mut().zip(&row[c0..]) {
+            *x += vi * y;
+        }
+    }
+    for x in wv.iter_mut() {
+        *x = -(*x * tau);
+    }
+    for (x, &y) in w[j * n + c0..(j + 1) * n].iter_mut().zip(wv.iter()) {
+        *x += y;
+    }
+    for i in j + 1..m {
+        let row = &mut w[i * n..(i + 1) * n];
+        let vi = row[j];
+        for (x, &y) in row[c0..].iter_mut().zip(wv.iter()) {
+            *x += vi * y;
+        }
+    }
+}
+
+/// LAPACK `org2r`: the first `kq` columns of `H₀ H₁ … H_{k−1}` into the row-major `m x kq`
+/// block `q`, from the reflectors stored in the row-major `w` (`n` columns) and `tau`.
+fn org2r<T: QrElem>(w: &[T], n: usize, tau: &[T], q: &mut [T], kq: usize, wv: &mut [T]) {
+    let m = q.len() / kq.max(1);
     q.fill(T::ZERO);
     for c in 0..kq.min(m) {
-        q[c * m + c] = T::ONE;
+        q[c * kq + c] = T::ONE;
     }
     for j in (0..tau.len()).rev() {
-        let t = tau[j];
-        if t == T::ZERO {
-            continue;
-        }
-        let v = &w[j * m + j + 1..(j + 1) * m];
-        // only columns j.. are touched: the others are unit vectors above row j
-        for c in q.chunks_exact_mut(m).skip(j) {
-            let c = &mut c[j..];
-            let mut s = c[0];
-            for (x, &y) in c[1..].iter().zip(v) {
-                s += *x * y;
-            }
-            let s = -(s * t);
-            c[0] += s;
-            for (x, &y) in c[1..].iter_mut().zip(v) {
-                *x += s * y;
-            }
+        if tau[j] != T::ZERO {
+            // columns < j of q are unit vectors above row j: untouched
+            apply_reflector(w, n, j, tau[j], q, kq, j, wv);
         }
     }
 }
@@ -153,12 +198,13 @@ struct Scratch<T> {
     w: Vec<T>,
     tau: Vec<T>,
     tmp: Vec<T>,
+    wv: Vec<T>,
     mem: Option<MemBuffer>,
 }
 
 impl<T> Scratch<T> {
     fn new() -> Self {
-        Scratch { w: Vec::new(), tau: Vec::new(), tmp: Vec::new(), mem: None }
+        Scratch { w: Vec::new(), tau: Vec::new(), tmp: Vec::new(), wv: Vec::new(), mem: None }
     }
 }
 
@@ -178,15 +224,29 @@ fn one<T: QrElem>(
     let k = m.min(n);
     s.w.clear();
     s.w.resize(m * n, T::ZERO);
-    ba.load(a, i, &mut s.w);
-    if k <= SMALL_K || m * n <= SMALL_MN {
+    let small = k <= SMALL_K || m * n <= SMALL_MN;
+    if small {
+        // row-major: A's transpose loaded column-major
+        load_colmajor(a, ba.offsets[i], n, m, ba.cs, ba.rs, &mut s.w);
         s.tau.clear();
         s.tau.resize(k, T::ZERO);
-        geqr2(&mut s.w, m, n, &mut s.tau);
+        let kq = q.len() / m;
+        s.wv.clear();
+        s.wv.resize(n.max(kq), T::ZERO);
+        geqr2(&mut s.w, m, n, &mut s.tau, &mut s.wv);
         if !q.is_empty() {
-            org2r(&s.w, m, &s.tau, q);
+            // Q row-major in tmp, then column-major into q
+            s.tmp.clear();
+            s.tmp.resize(m * kq, T::ZERO);
+            org2r(&s.w, n, &s.tau, &mut s.tmp, kq, &mut s.wv);
+            for (c, col) in q.chunks_exact_mut(m).enumerate() {
+                for (row, x) in col.iter_mut().enumerate() {
+                    *x = s.tmp[row * kq + c];
+                }
+            }
         }
     } else {
+        ba.load(a, i, &mut s.w);
         let bs = qrf::recommended_block_size::<T>(m, n);
         s.tmp.clear();
         s.tmp.resize(bs * k, T::ZERO);
@@ -228,7 +288,8 @@ fn one<T: QrElem>(
     // R: the upper triangle of the first kr rows (rows beyond k are zero)
     for (c, col) in r.chunks_exact_mut(kr.max(1)).enumerate().take(n) {
         for (row, x) in col.iter_mut().enumerate() {
-            *x = if row <= c && row < k { s.w[c * m + row] } else { T::ZERO };
+            let v = if small { s.w[row * n + c] } else { s.w[c * m + row] };
+            *x = if row <= c && row < k { v } else { T::ZERO };
         }
     }
 }
@@ -291,4 +352,107 @@ pub(crate) fn qr<T: QrElem>(a: &[T], al: &Layout, spec: QrSpec) -> (Option<Facto
         }
     }
     (q_out(qv), (rv, r_layout))
+}
+
+/// The VJP of a tall or square QR (`m >= n`) without recording, fused per matrix:
+/// `gA = (gQ + Q Φ*(gR Rᵀ − Qᵀ gQ)) R⁻ᵀ` with `Φ*(M) = triu(M) + striu(M)ᵀ` (the
+/// derivation is at `QrOp::vjp`). `q: (*, m, n)`, `r: (*, n, n)`, cotangents of the same
+/// shapes (any strides; `None` is zero). The result is column-major `(*, m, n)`.
+pub(crate) fn qr_backward<T: QrElem>(
+    q: (&[T], &Layout),
+    r: (&[T], &Layout),
+    gq: Option<(&[T], &Layout)>,
+    gr: Option<(&[T], &Layout)>,
+) -> Factor<T> {
+    let bq = Batch::of(q.1);
+    let br = Batch::of(r.1);
+    let bgq = gq.map(|g| Batch::of(g.1));
+    let bgr = gr.map(|g| Batch::of(g.1));
+    let (m, n) = (bq.m, bq.n);
+    let size = m * n;
+    let mut out = vec![T::ZERO; bq.len() * size];
+    let layout = colmajor_layout(&bq.dims, m, n);
+    if size == 0 {
+        return (out, layout);
+    }
+    let one = |i: usize, ga: &mut [T], s: &mut [Vec<T>; 5]| {
+        let [qm, rm, gqm, grm, mm] = s;
+        for (v, len) in [
+            (&mut *qm, m * n),
+            (&mut *rm, n * n),
+            (&mut *gqm, m * n),
+            (&mut *grm, n * n),
+            (&mut *mm, n * n),
+        ] {
+            v.clear();
+            v.resize(len, T::ZERO);
+        }
+        bq.load(q.0, i, qm);
+        br.load(r.0, i, rm);
+        if let (Some(b), Some(g)) = (&bgq, gq) {
+            b.load(g.0, i, gqm);
+        }
+        if let (Some(b), Some(g)) = (&bgr, gr) {
+            b.load(g.0, i, grm);
+        }
+        // M = gR Rᵀ − Qᵀ gQ, only its upper triangle (i <= j) is needed
+        for j in 0..n {
+            for i in 0..=j {
+                let mut acc = T::ZERO;
+                if gr.is_some() {
+                    // R is upper triangular: R[j, k] = 0 for k < j
+                    for k in j..n {
+                        acc += grm[k * n + i] * rm[k * n + j];
+                    }
+                }
+                if gq.is_some() {
+                    for p in 0..m {
+                        acc += -(qm[i * m + p] * gqm[j * m + p]);
+                    }
+                }
+                mm[j * n + i] = acc;
+            }
+        }
+        // B = Q S + gQ with S = Φ*(M) symmetric (S[i, j] = M[min, max]), into ga
+        for j in 0..n {
+            let col = &mut ga[j * m..(j + 1) * m];
+            col.copy_from_slice(&gqm[j * m..(j + 1) * m]);
+            for i in 0..n {
+                let sij = if i <= j { mm[j * n + i] } else { mm[i * n + j] };
+                for (x, &qv) in col.iter_mut().zip(&qm[i * m..(i + 1) * m]) {
+                    *x += qv * sij;
+                }
+            }
+        }
+        // X Rᵀ = B: each row x of X solves R xᵀ = bᵀ (back substitution, column-oriented)
+        for j in (0..n).rev() {
+            let d = T::ONE / rm[j * n + j];
+            for p in 0..m {
+                ga[j * m + p] *= d;
+            }
+            for k in 0..j {
+                let rkj = rm[j * n + k];
+                let (lo, hi) = ga.split_at_mut(j * m);
+                for (x, &y) in lo[k * m..(k + 1) * m].iter_mut().zip(&hi[..m]) {
+                    *x += -(rkj * y);
+                }
+            }
+        }
+    };
+    let work = m * n * n;
+    if bq.len() > 1 && bq.len() * work >= 2 * TASK_WORK {
+        let per = (TASK_WORK / work.max(1)).max(1);
+        out.par_chunks_mut(size * per).enumerate().for_each(|(t, chunk)| {
+            let mut s: [Vec<T>; 5] = Default::default();
+            for (j, ga) in chunk.chunks_exact_mut(size).enumerate() {
+                one(t * per + j, ga, &mut s);
+            }
+        });
+    } else {
+        let mut s: [Vec<T>; 5] = Default::default();
+        for (i, ga) in out.chunks_exact_mut(size).enumerate() {
+            one(i, ga, &mut s);
+        }
+    }
+    (out, layout)
 }
