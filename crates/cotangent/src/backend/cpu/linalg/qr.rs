@@ -375,10 +375,11 @@ pub(crate) fn qr_backward<T: QrElem>(
     if size == 0 {
         return (out, layout);
     }
-    let one = |i: usize, ga: &mut [T], s: &mut [Vec<T>; 5]| {
-        let [qm, rm, gqm, grm, mm] = s;
+    let one = |i: usize, ga: &mut [T], s: &mut [Vec<T>; 6]| {
+        let [qm, qt, rm, gqm, grm, mm] = s;
         for (v, len) in [
             (&mut *qm, m * n),
+            (&mut *qt, m * n),
             (&mut *rm, n * n),
             (&mut *gqm, m * n),
             (&mut *grm, n * n),
@@ -388,6 +389,8 @@ pub(crate) fn qr_backward<T: QrElem>(
             v.resize(len, T::ZERO);
         }
         bq.load(q.0, i, qm);
+        // Q row-major too (its transpose column-major): rows of Q contiguous
+        load_colmajor(q.0, bq.offsets[i], n, m, bq.cs, bq.rs, qt);
         br.load(r.0, i, rm);
         if let (Some(b), Some(g)) = (&bgq, gq) {
             b.load(g.0, i, gqm);
@@ -395,22 +398,26 @@ pub(crate) fn qr_backward<T: QrElem>(
         if let (Some(b), Some(g)) = (&bgr, gr) {
             b.load(g.0, i, grm);
         }
-        // M = gR Rᵀ − Qᵀ gQ, only its upper triangle (i <= j) is needed
+        // M = gR Rᵀ − Qᵀ gQ, only its upper triangle (rows 0..=j of column j) is needed:
+        //   M[:, j] = Σ_{k >= j} R[j, k] gR[:, k] − Σ_p gQ[p, j] Q[p, :]ᵀ
+        // (R is upper triangular), each term a contiguous axpy
         for j in 0..n {
-            for i in 0..=j {
-                let mut acc = T::ZERO;
-                if gr.is_some() {
-                    // R is upper triangular: R[j, k] = 0 for k < j
-                    for k in j..n {
-                        acc += grm[k * n + i] * rm[k * n + j];
+            let col = &mut mm[j * n..j * n + j + 1];
+            if gr.is_some() {
+                for k in j..n {
+                    let rjk = rm[k * n + j];
+                    for (x, &y) in col.iter_mut().zip(&grm[k * n..k * n + j + 1]) {
+                        *x += rjk * y;
                     }
                 }
-                if gq.is_some() {
-                    for p in 0..m {
-                        acc += -(qm[i * m + p] * gqm[j * m + p]);
+            }
+            if gq.is_some() {
+                for p in 0..m {
+                    let g = -gqm[j * m + p];
+                    for (x, &y) in col.iter_mut().zip(&qt[p * n..p * n + j + 1]) {
+                        *x += g * y;
                     }
                 }
-                mm[j * n + i] = acc;
             }
         }
         // B = Q S + gQ with S = Φ*(M) symmetric (S[i, j] = M[min, max]), into ga
@@ -443,13 +450,13 @@ pub(crate) fn qr_backward<T: QrElem>(
     if bq.len() > 1 && bq.len() * work >= 2 * TASK_WORK {
         let per = (TASK_WORK / work.max(1)).max(1);
         out.par_chunks_mut(size * per).enumerate().for_each(|(t, chunk)| {
-            let mut s: [Vec<T>; 5] = Default::default();
+            let mut s: [Vec<T>; 6] = Default::default();
             for (j, ga) in chunk.chunks_exact_mut(size).enumerate() {
                 one(t * per + j, ga, &mut s);
             }
         });
     } else {
-        let mut s: [Vec<T>; 5] = Default::default();
+        let mut s: [Vec<T>; 6] = Default::default();
         for (i, ga) in out.chunks_exact_mut(size).enumerate() {
             one(i, ga, &mut s);
         }
