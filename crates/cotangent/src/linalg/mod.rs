@@ -10,7 +10,7 @@
 //! | [`Tensor::linear`](crate::Tensor::linear) | `x Wᵀ + b`, `Wᵀ` a view | inherited |
 //! | [`Tensor::kron`](crate::Tensor::kron), [`Tensor::trace`](crate::Tensor::trace), [`Tensor::diag`](crate::Tensor::diag), [`Tensor::diag_embed`](crate::Tensor::diag_embed), [`Tensor::tril`](crate::Tensor::tril), [`Tensor::triu`](crate::Tensor::triu) | views, scatters and masks | inherited |
 //! | [`Tensor::cross`](crate::Tensor::cross), [`Tensor::vander`](crate::Tensor::vander), [`Tensor::matrix_power`](crate::Tensor::matrix_power) (`n >= 0`) | implicit composites | inherited |
-//! | [`qr`] (`Reduced`, `Complete`, `R`) | primitive (Householder: own loops for small matrices, faer blocked above) | `gA = (gQ + Q Φ*(gR Rᵀ − Qᵀ gQ)) R⁻ᵀ` (wide: `A = [X \| Y]`); none for `R` mode and complete tall |
+//! | [`qr()`] (`Reduced`, `Complete`, `R`) | primitive (Householder: own loops for small matrices, faer blocked above) | `gA = (gQ + Q Φ*(gR Rᵀ − Qᵀ gQ)) R⁻ᵀ` (wide: `A = [X \| Y]`); none for `R` mode and complete tall |
 //! | [`householder_product`] | implicit composite (compact WY form, `T` by a unit triangular solve) | inherited; zero on and above the diagonal of `v` |
 //!
 //! bf16 and f16 inputs are computed in f32 and rounded back (results and gradients in the

@@ -16,7 +16,7 @@ const HP: &str = "linalg.householder_product";
 /// tensor-op VJP's blocked kernels are faster.
 const FUSED_N: usize = 32;
 
-/// Which factors [`qr`] returns (PyTorch's `mode=`).
+/// Which factors [`qr()`] returns (PyTorch's `mode=`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum QrMode {
     /// `Q: (*, m, k)`, `R: (*, k, n)` with `k = min(m, n)` (`mode='reduced'`, the default).
@@ -30,7 +30,7 @@ pub enum QrMode {
     R,
 }
 
-/// The factors of [`qr`]: `A = Q R` (PyTorch's named tuple `(Q, R)`).
+/// The factors of [`qr()`]: `A = Q R` (PyTorch's named tuple `(Q, R)`).
 #[derive(Debug, Clone)]
 pub struct Qr {
     /// The factor with orthonormal columns, `(*, m, k)` (`(*, m, m)` in complete mode;
