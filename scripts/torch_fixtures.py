@@ -334,9 +334,12 @@ PAIRS_F32 = {"same", "medium", "bcast-3x1-1x4", "bcast-batched"}
 
 
 class Case:
-    def __init__(self, label, inputs, attrs=None, dtypes=F64_F32, grad=True, error=None):
+    def __init__(self, label, inputs, attrs=None, dtypes=F64_F32, grad=True, error=None, backward_error=None):
         self.label, self.inputs, self.attrs = label, inputs, attrs or {}
         self.dtypes, self.grad, self.error = dtypes, grad, error
+        # the protocol kind of the error PyTorch raises when differentiating (the forward
+        # succeeds): the case carries cotangents and expects that error
+        self.backward_error = backward_error
 
 
 def shape_label(s):
@@ -1142,6 +1145,59 @@ cases("linalg.tensorsolve", [
 ])
 
 
+# QR is unique up to a sign per column of Q (row of R): the test aligns the runner's
+# outputs to PyTorch's and moves the cotangents into the runner's gauge (align_gauge in
+# crates/cotangent-parity/tests/fixtures.rs). PyTorch refuses the gradient of mode='r' and
+# of mode='complete' with m > n: those cases expect the backward's error.
+cases("linalg.qr", [
+    Case("tall", [F((5, 3))]),
+    Case("square", [W((4, 4))]),
+    Case("wide", [F((3, 5))]),
+    Case("batched", [F((2, 4, 3))]),
+    Case("batched-wide", [F((2, 2, 3))], dtypes=F64),
+    Case("1x1", [F((1, 1))], dtypes=F64),
+    Case("complete-square", [W((3, 3))], {"mode": "complete"}),
+    Case("complete-wide", [F((2, 4))], {"mode": "complete"}, dtypes=F64),
+    Case("complete-tall", [F((4, 2))], {"mode": "complete"}, grad=False),
+    Case("complete-tall-grad", [F((4, 2))], {"mode": "complete"}, dtypes=F64, backward_error="Unsupported"),
+    Case("reduced-explicit", [F((4, 2))], {"mode": "reduced"}, dtypes=F64),
+    Case("mode-r", [F((4, 3))], {"mode": "r"}, grad=False),
+    Case("mode-r-batched", [F((2, 3, 4))], {"mode": "r"}, dtypes=F64, grad=False),
+    Case("mode-r-grad", [F((4, 3))], {"mode": "r"}, dtypes=F64, backward_error="Unsupported"),
+    Case("empty-rows", [F((0, 3))], dtypes=F64),
+    Case("empty-batch", [F((0, 3, 2))], dtypes=F64),
+    Case("complete-no-cols", [F((3, 0))], {"mode": "complete"}, dtypes=F64, grad=False),
+    Case("vector", [F((3,))], dtypes=F64, error="ShapeMismatch"),
+    Case("integer", [T("i64", np.ones((3, 3), dtype=np.int64))], dtypes=F64, error="Unsupported"),
+    Case("bad-mode", [F((3, 3))], {"mode": "x"}, dtypes=F64, error="InvalidArgument"),
+])
+
+
+def geqrf_of(shape, seed):
+    """(v, tau) of torch.geqrf of a seeded normal matrix, as fixed inputs (rounded to 4
+    decimals by the input builder)."""
+    a = torch.tensor(np.random.default_rng(seed).standard_normal(shape), dtype=torch.float64)
+    v, tau = torch.geqrf(a)
+    return F(shape, values=v.numpy()), F(tuple(tau.shape), values=tau.numpy())
+
+
+cases("linalg.householder_product", [
+    Case("geqrf-tall", list(geqrf_of((5, 3), 1))),
+    Case("geqrf-square", list(geqrf_of((4, 4), 2))),
+    Case("geqrf-batched", list(geqrf_of((2, 4, 3), 3)), dtypes=F64),
+    Case("random", [F((5, 3)), F((2,))]),
+    Case("random-batched", [F((2, 4, 3)), F((2, 3))]),
+    Case("no-reflectors", [F((3, 2)), F((0,))], dtypes=F64),
+    Case("1x1", [F((1, 1)), F((1,))], dtypes=F64),
+    Case("wide", [F((3, 4)), F((2,))], dtypes=F64, error="ShapeMismatch"),
+    Case("tau-too-long", [F((4, 3)), F((4,))], dtypes=F64, error="ShapeMismatch"),
+    Case("batch-mismatch", [F((2, 4, 3)), F((3, 2))], dtypes=F64, error="ShapeMismatch"),
+    Case("tau-rank", [F((2, 4, 3)), F((2,))], dtypes=F64, error="ShapeMismatch"),
+    Case("vector", [F((4,)), F((1,))], dtypes=F64, error="ShapeMismatch"),
+    Case("dtype-mismatch", [F((4, 3)), T("f32", np.ones(2))], dtypes=F64, error="DtypeMismatch"),
+])
+
+
 # --------------------------------------------------------------------------------------
 # generation
 
@@ -1166,6 +1222,15 @@ def generate(op, case, dtype, rng):
         raise SystemExit(f"{cid}: PyTorch did not raise; fix the case")
     outs = call_torch(op, main_inputs, case.attrs)
     cots = None
+    if case.backward_error is not None:
+        cots = [torch.tensor(np.round(rng.standard_normal(tuple(o.shape)), 4), dtype=o.dtype) for o in outs]
+        proto["cotangents"] = [tensor_json(c) for c in cots]
+        try:
+            run_torch(op, main_inputs, case.attrs, cots)
+        except Exception as e:  # noqa: BLE001 - the refusal is the expected outcome
+            msg = str(e).strip().splitlines()[0] if str(e).strip() else ""
+            return {"case": proto, "expected": {"error": {"kind": case.backward_error, "torch": f"{type(e).__name__}: {msg}"}}}
+        raise SystemExit(f"{cid}: PyTorch did not raise in backward; fix the case")
     if case.grad:
         cots = []
         for i, o in enumerate(outs):

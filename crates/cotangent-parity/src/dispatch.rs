@@ -185,6 +185,8 @@ pub const OPS: &[OpSpec] = &[
     op("logdet", &[], sv::logdet),
     op("linalg.tensorinv", &["ind"], sv::tensorinv),
     op("linalg.tensorsolve", &["dims"], sv::tensorsolve),
+    op("linalg.qr", &["mode"], sv::qr),
+    op("linalg.householder_product", &[], sv::householder_product),
 ];
 
 /// The names of every op of the runner, in table order.

@@ -169,4 +169,7 @@ pub const LIBRARY_METHODS: &[(&str, Coverage)] = &[
     ("det", Coverage::Op("linalg.det")),
     ("slogdet", Coverage::Op("linalg.slogdet")),
     ("logdet", Coverage::Op("logdet")),
+    // src/linalg/qr.rs
+    ("qr", Coverage::Op("linalg.qr")),
+    ("householder_product", Coverage::Op("linalg.householder_product")),
 ];

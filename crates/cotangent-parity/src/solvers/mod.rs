@@ -3,6 +3,7 @@
 
 mod cholesky;
 mod lu;
+mod qr;
 mod triangular;
 
 pub(crate) use cholesky::{cholesky, cholesky_ex, cholesky_inverse, cholesky_solve};
@@ -10,4 +11,5 @@ pub(crate) use lu::{
     det, inv, inv_ex, logdet, lu, lu_factor, lu_factor_ex, lu_solve, lu_unpack, slogdet, solve,
     solve_ex, tensorinv, tensorsolve,
 };
+pub(crate) use qr::{householder_product, qr};
 pub(crate) use triangular::solve_triangular;

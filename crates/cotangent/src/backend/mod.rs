@@ -135,6 +135,31 @@ pub(crate) trait BackendStorage: Sized {
     /// The cofactor matrix of each square `self: (*, n, n)` (the gradient of `det`), by an
     /// SVD, exact at singular matrices; row-major.
     fn cofactor(&self, l: &Layout) -> Result<Self>;
+
+    /// Householder QR of each matrix of `self: (*, m, n)` with LAPACK's sign convention:
+    /// `Q` (`None` unless `spec.want_q`) and `R`, with their layouts (see [`QrSpec`]).
+    #[allow(clippy::type_complexity)]
+    fn qr(&self, l: &Layout, spec: QrSpec) -> Result<(Option<(Self, Layout)>, Self, Layout)>;
+
+    /// The gradient of a tall or square QR, `self = Q: (*, m, n)`, `r: (*, n, n)`, from
+    /// the cotangents (`None` is zero), fused (no recording; the VJP's fast path).
+    fn qr_backward(
+        &self,
+        l: &Layout,
+        r: (&Self, &Layout),
+        gq: Option<(&Self, &Layout)>,
+        gr: Option<(&Self, &Layout)>,
+    ) -> Result<(Self, Layout)>;
+}
+
+/// Which factors a QR returns.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct QrSpec {
+    /// `Q` is formed.
+    pub(crate) want_q: bool,
+    /// `Q` is `(*, m, m)` and `R` `(*, m, n)` (else `(*, m, k)` and `(*, k, n)`,
+    /// `k = min(m, n)`).
+    pub(crate) complete: bool,
 }
 
 /// Which triangular system a solve is.

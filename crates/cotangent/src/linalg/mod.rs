@@ -19,6 +19,8 @@
 //! | [`det`], [`slogdet`] | explicit composites (one LU) | `g det(A) A⁻ᵀ`, by an SVD at singular matrices; `g A⁻ᵀ` |
 //! | [`logdet`] | implicit composite of `slogdet` | inherited |
 //! | [`tensorinv`], [`tensorsolve`] | implicit composites of `inv` / `solve` and reshapes | inherited |
+//! | [`qr()`] (`Reduced`, `Complete`, `R`) | primitive (Householder: own loops for small matrices, faer blocked above) | `gA = (gQ + Q Φ*(gR Rᵀ − Qᵀ gQ)) R⁻ᵀ` (wide: `A = [X \| Y]`); none for `R` mode and complete tall |
+//! | [`householder_product`] | implicit composite (compact WY form, `T` by a unit triangular solve) | inherited; zero on and above the diagonal of `v` |
 //!
 //! bf16 and f16 inputs are computed in f32 and rounded back (results and gradients in the
 //! input dtype).
@@ -28,6 +30,7 @@ mod det;
 mod lu;
 mod matmul;
 mod products;
+mod qr;
 mod solve;
 mod structure;
 mod triangular;
@@ -36,6 +39,7 @@ pub(crate) mod util;
 pub use cholesky::{cholesky, cholesky_ex, cholesky_inverse, cholesky_solve, CholeskyEx};
 pub use det::{det, logdet, slogdet, Slogdet};
 pub use lu::{lu, lu_factor, lu_factor_ex, lu_solve, lu_unpack, Lu, LuFactor, LuFactorEx};
+pub use qr::{householder_product, qr, Qr, QrMode};
 pub use solve::{inv, inv_ex, solve, solve_ex, tensorinv, tensorsolve, InvEx, SolveEx};
 pub use triangular::solve_triangular;
 

@@ -8,7 +8,7 @@ pub(crate) mod strided;
 use half::{bf16, f16};
 use num_complex::Complex;
 
-use super::{BackendStorage, BinaryKernel, CmpOp, ReduceOp, TriSolve, UnaryKernel};
+use super::{BackendStorage, BinaryKernel, CmpOp, QrSpec, ReduceOp, TriSolve, UnaryKernel};
 use crate::dtype::{DType, Element, Float};
 use crate::error::{Error, Result};
 use crate::layout::Layout;
@@ -943,6 +943,61 @@ impl BackendStorage for CpuStorage {
             CpuStorage::F32(a) => CpuStorage::F32(linalg::lu::cofactor(a, l).map_err(fail)?),
             CpuStorage::F64(a) => CpuStorage::F64(linalg::lu::cofactor(a, l).map_err(fail)?),
             _ => return Err(unsupported(OP, self.dtype())),
+        })
+    }
+
+    fn qr(
+        &self,
+        l: &Layout,
+        spec: QrSpec,
+    ) -> Result<(Option<(CpuStorage, Layout)>, CpuStorage, Layout)> {
+        Ok(match self {
+            CpuStorage::F32(a) => {
+                let (q, (r, rl)) = linalg::qr::qr(a, l, spec);
+                (q.map(|(q, ql)| (CpuStorage::F32(q), ql)), CpuStorage::F32(r), rl)
+            }
+            CpuStorage::F64(a) => {
+                let (q, (r, rl)) = linalg::qr::qr(a, l, spec);
+                (q.map(|(q, ql)| (CpuStorage::F64(q), ql)), CpuStorage::F64(r), rl)
+            }
+            _ => return Err(unsupported("linalg.qr", self.dtype())),
+        })
+    }
+
+    fn qr_backward(
+        &self,
+        l: &Layout,
+        r: (&CpuStorage, &Layout),
+        gq: Option<(&CpuStorage, &Layout)>,
+        gr: Option<(&CpuStorage, &Layout)>,
+    ) -> Result<(CpuStorage, Layout)> {
+        macro_rules! slice {
+            ($v:ident, $x:expr) => {
+                match $x {
+                    None => None,
+                    Some((CpuStorage::$v(d), dl)) => Some((d.as_slice(), dl)),
+                    Some((o, _)) => {
+                        return Err(Error::DTypeMismatch {
+                            op: "linalg.qr",
+                            lhs: self.dtype(),
+                            rhs: o.dtype(),
+                        })
+                    }
+                }
+            };
+        }
+        macro_rules! go {
+            ($v:ident, $a:expr) => {{
+                let rr = slice!($v, Some(r)).unwrap_or((&[], r.1));
+                let (g, gl) =
+                    linalg::qr::qr_backward((&$a[..], l), rr, slice!($v, gq), slice!($v, gr));
+                (CpuStorage::$v(g), gl)
+            }};
+        }
+        Ok(match self {
+            CpuStorage::F32(a) => go!(F32, a),
+            CpuStorage::F64(a) => go!(F64, a),
+            _ => return Err(unsupported("linalg.qr", self.dtype())),
         })
     }
 }

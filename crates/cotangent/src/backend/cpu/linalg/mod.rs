@@ -13,6 +13,7 @@
 
 pub(crate) mod cholesky;
 pub(crate) mod lu;
+pub(crate) mod qr;
 pub(crate) mod triangular;
 
 use faer::{MatMut, MatRef};

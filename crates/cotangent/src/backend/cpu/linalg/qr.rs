@@ -1,0 +1,465 @@
+//! Householder QR `A = Q R`, batched: LAPACK's conventions (`geqrf` + `orgqr`), so that
+//! the signs of `diag(R)` are LAPACK's (PyTorch's).
+//!
+//! Each matrix is copied once into a work block and factorised in place:
+//! - small matrices (`min(m, n) <= SMALL_K` or `m n <= SMALL_MN`): an unblocked Householder
+//!   loop written here (LAPACK's `geqr2` / `org2r`) on a row-major block, so that every
+//!   inner loop runs along a row (contiguous, no reduction: it vectorises); allocation-free
+//!   per matrix (scratch reused across a rayon task's matrices);
+//! - larger ones: faer's blocked Householder QR on a column-major block, and its block
+//!   reflector application to form `Q`.
+//!
+//! [`qr_backward`] is the VJP of small tall or square factorisations, fused per matrix
+//! (used when the backward pass is not recorded).
+//!
+//! The reflector of column `j` is LAPACK's `larfg`: `H = I − τ v vᵀ`, `v₀ = 1`, mapping
+//! `x` to `β e₀` with `β = −sign(x₀) ‖x‖` (and `H = I`, `β = x₀` when the rest of `x` is
+//! zero). faer follows the same sign rule; it differs from LAPACK only on numerically
+//! rank-deficient columns (it then skips the column, which gives another valid
+//! factorisation), which only the large-matrix path can meet.
+
+use faer::dyn_stack::{MemBuffer, MemStack};
+use faer::linalg::{householder, qr::no_pivoting::factor as qrf};
+use faer::{Conj, MatMut, MatRef, Par};
+use rayon::prelude::*;
+
+use super::{colmajor_layout, load_colmajor, Batch, LinalgElem};
+use crate::backend::QrSpec;
+use crate::layout::Layout;
+
+/// Below these sizes the unblocked loop is used.
+const SMALL_K: usize = 16;
+const SMALL_MN: usize = 48 * 48;
+/// Work (m n k per matrix) above which faer may use both threads on one matrix.
+const PAR_WORK: usize = 512 * 512 * 512;
+/// Work per rayon task when the batch is split across threads.
+const TASK_WORK: usize = 1 << 15;
+
+/// The scalar helpers the reflectors need.
+pub(crate) trait QrElem: LinalgElem {
+    /// The smallest positive normal number.
+    const MIN_POSITIVE: Self;
+    fn hypot(self, o: Self) -> Self;
+    fn copysign(self, sign: Self) -> Self;
+}
+
+impl QrElem for f32 {
+    const MIN_POSITIVE: Self = f32::MIN_POSITIVE;
+    fn hypot(self, o: Self) -> Self {
+        f32::hypot(self, o)
+    }
+    fn copysign(self, sign: Self) -> Self {
+        f32::copysign(self, sign)
+    }
+}
+
+impl QrElem for f64 {
+    const MIN_POSITIVE: Self = f64::MIN_POSITIVE;
+    fn hypot(self, o: Self) -> Self {
+        f64::hypot(self, o)
+    }
+    fn copysign(self, sign: Self) -> Self {
+        f64::copysign(self, sign)
+    }
+}
+
+/// `‖(x_i)‖₂` of a strided sequence (no overflow or underflow: scaled when the plain sum
+/// of squares is out of range).
+fn norm2_iter<T: QrElem>(x: impl Iterator<Item = T> + Clone) -> T {
+    let s: T = x.clone().map(|v| v * v).sum();
+    if s.is_finite() && s >= T::MIN_POSITIVE {
+        return s.sqrt();
+    }
+    if s.is_nan() {
+        return s;
+    }
+    let scale = x.clone().fold(T::ZERO, |m, v| if v.abs() > m { v.abs() } else { m });
+    if scale == T::ZERO || !scale.is_finite() {
+        return scale;
+    }
+    let s: T = x.map(|v| (v / scale) * (v / scale)).sum();
+    scale * s.sqrt()
+}
+
+/// Applies `H = I − τ v vᵀ` (`v₀ = 1`, `v_i = w[(j + i) n + j]` for `i >= 1`) from the left
+/// to rows `j..` and columns `c0..` of the row-major block `c` (`ld` columns), with the
+/// row scratch `wv`: `wv = vᵀ C` accumulated row by row, then `C −= τ v wv`. Every inner
+/// loop runs along a row: contiguous, no reduction, so it vectorises.
+#[allow(clippy::too_many_arguments)]
+fn apply_reflector<T: QrElem>(
+    w: &[T],
+    n: usize,
+    j: usize,
+    tau: T,
+    c: &mut [T],
+    ld: usize,
+    c0: usize,
+    wv: &mut [T],
+) {
+    let rows = c.len() / ld.max(1);
+    let wv = &mut wv[c0..ld];
+    wv.copy_from_slice(&c[j * ld + c0..(j + 1) * ld]);
+    for i in j + 1..rows {
+        let vi = w[i * n + j];
+        for (x, &y) in wv.iter_mut().zip(&c[i * ld + c0..(i + 1) * ld]) {
+            *x += vi * y;
+        }
+    }
+    for x in wv.iter_mut() {
+        *x = -(*x * tau);
+    }
+    for (x, &y) in c[j * ld + c0..(j + 1) * ld].iter_mut().zip(wv.iter()) {
+        *x += y;
+    }
+    for i in j + 1..rows {
+        let vi = w[i * n + j];
+        for (x, &y) in c[i * ld + c0..(i + 1) * ld].iter_mut().zip(wv.iter()) {
+            *x += vi * y;
+        }
+    }
+}
+
+/// LAPACK `geqr2` on the row-major `m x n` block `w`: `R` in the upper triangle, the
+/// reflectors' vectors below the diagonal, their `τ` in `tau` (`min(m, n)` entries);
+/// `wv`: `n` scratch entries.
+fn geqr2<T: QrElem>(w: &mut [T], m: usize, n: usize, tau: &mut [T], wv: &mut [T]) {
+    let k = m.min(n);
+    for j in 0..k {
+        let alpha = w[j * n + j];
+        let xnorm = norm2_iter((j + 1..m).map(|i| w[i * n + j]));
+        if xnorm == T::ZERO {
+            tau[j] = T::ZERO;
+            continue;
+        }
+        // ‖x‖ with the head: a plain square root when it cannot overflow or underflow
+        // (libm's hypot costs as much as the rest of a 4 x 4 step)
+        let ss = alpha * alpha + xnorm * xnorm;
+        let norm =
+            if ss.is_finite() && ss >= T::MIN_POSITIVE { ss.sqrt() } else { alpha.hypot(xnorm) };
+        let beta = -norm.copysign(alpha);
+        tau[j] = (beta - alpha) / beta;
+        let inv = T::ONE / (alpha - beta);
+        for i in j + 1..m {
+            w[i * n + j] *= inv;
+        }
+        w[j * n + j] = beta;
+        if j + 1 < n {
+            apply_in_place(w, n, m, j, tau[j], wv);
+        }
+    }
+}
+
+/// [`apply_reflector`] of reflector `j` (stored in column `j` of `w`) to `w`'s own
+/// columns `j + 1..`.
+fn apply_in_place<T: QrElem>(w: &mut [T], n: usize, m: usize, j: usize, tau: T, wv: &mut [T]) {
+    let c0 = j + 1;
+    let wv = &mut wv[c0..n];
+    wv.copy_from_slice(&w[j * n + c0..(j + 1) * n]);
+    for i in j + 1..m {
+        let row = &w[i * n..(i + 1) * n];
+        let vi = row[j];
+        for (x, &y) in wv.iter_mut().zip(&row[c0..]) {
+            *x += vi * y;
+        }
+    }
+    for x in wv.iter_mut() {
+        *x = -(*x * tau);
+    }
+    for (x, &y) in w[j * n + c0..(j + 1) * n].iter_mut().zip(wv.iter()) {
+        *x += y;
+    }
+    for i in j + 1..m {
+        let row = &mut w[i * n..(i + 1) * n];
+        let vi = row[j];
+        for (x, &y) in row[c0..].iter_mut().zip(wv.iter()) {
+            *x += vi * y;
+        }
+    }
+}
+
+/// LAPACK `org2r`: the first `kq` columns of `H₀ H₁ … H_{k−1}` into the row-major `m x kq`
+/// block `q`, from the reflectors stored in the row-major `w` (`n` columns) and `tau`.
+fn org2r<T: QrElem>(w: &[T], n: usize, tau: &[T], q: &mut [T], kq: usize, wv: &mut [T]) {
+    let m = q.len() / kq.max(1);
+    q.fill(T::ZERO);
+    for c in 0..kq.min(m) {
+        q[c * kq + c] = T::ONE;
+    }
+    for j in (0..tau.len()).rev() {
+        if tau[j] != T::ZERO {
+            // columns < j of q are unit vectors above row j: untouched
+            apply_reflector(w, n, j, tau[j], q, kq, j, wv);
+        }
+    }
+}
+
+/// Scratch reused across the matrices of one task.
+struct Scratch<T> {
+    w: Vec<T>,
+    tau: Vec<T>,
+    tmp: Vec<T>,
+    wv: Vec<T>,
+    mem: Option<MemBuffer>,
+}
+
+impl<T> Scratch<T> {
+    fn new() -> Self {
+        Scratch { w: Vec::new(), tau: Vec::new(), tmp: Vec::new(), wv: Vec::new(), mem: None }
+    }
+}
+
+/// Factorises matrix `i` of `ba` into `q` (column-major `m x kq`, or empty) and `r`
+/// (column-major `kr x n`, zeros below the diagonal).
+fn one<T: QrElem>(
+    a: &[T],
+    ba: &Batch,
+    i: usize,
+    q: &mut [T],
+    r: &mut [T],
+    kr: usize,
+    s: &mut Scratch<T>,
+    par: Par,
+) {
+    let (m, n) = (ba.m, ba.n);
+    let k = m.min(n);
+    s.w.clear();
+    s.w.resize(m * n, T::ZERO);
+    let small = k <= SMALL_K || m * n <= SMALL_MN;
+    if small {
+        // row-major: A's transpose loaded column-major
+        load_colmajor(a, ba.offsets[i], n, m, ba.cs, ba.rs, &mut s.w);
+        s.tau.clear();
+        s.tau.resize(k, T::ZERO);
+        let kq = q.len() / m;
+        s.wv.clear();
+        s.wv.resize(n.max(kq), T::ZERO);
+        geqr2(&mut s.w, m, n, &mut s.tau, &mut s.wv);
+        if !q.is_empty() {
+            // Q row-major in tmp, then column-major into q
+            s.tmp.clear();
+            s.tmp.resize(m * kq, T::ZERO);
+            org2r(&s.w, n, &s.tau, &mut s.tmp, kq, &mut s.wv);
+            for (c, col) in q.chunks_exact_mut(m).enumerate() {
+                for (row, x) in col.iter_mut().enumerate() {
+                    *x = s.tmp[row * kq + c];
+                }
+            }
+        }
+    } else {
+        ba.load(a, i, &mut s.w);
+        let bs = qrf::recommended_block_size::<T>(m, n);
+        s.tmp.clear();
+        s.tmp.resize(bs * k, T::ZERO);
+        let req = qrf::qr_in_place_scratch::<T>(m, n, bs, par, faer::Spec::default()).or(
+            householder::apply_block_householder_sequence_on_the_left_in_place_scratch::<T>(
+                m,
+                bs,
+                q.len() / m,
+            ),
+        );
+        // every matrix of a batch has one size: one buffer serves them all
+        let mem = s.mem.get_or_insert_with(|| MemBuffer::new(req));
+        let stack = MemStack::new(mem);
+        let mut hf = MatMut::from_column_major_slice_mut(&mut s.tmp, bs, k);
+        qrf::qr_in_place(
+            MatMut::from_column_major_slice_mut(&mut s.w, m, n),
+            hf.as_mut(),
+            par,
+            stack,
+            faer::Spec::default(),
+        );
+        if !q.is_empty() {
+            let kq = q.len() / m;
+            q.fill(T::ZERO);
+            for c in 0..kq.min(m) {
+                q[c * m + c] = T::ONE;
+            }
+            let basis = MatRef::from_column_major_slice(&s.w, m, n).get(.., ..k);
+            householder::apply_block_householder_sequence_on_the_left_in_place_with_conj(
+                basis,
+                hf.as_ref(),
+                Conj::No,
+                MatMut::from_column_major_slice_mut(q, m, kq),
+                par,
+                stack,
+            );
+        }
+    }
+    // R: the upper triangle of the first kr rows (rows beyond k are zero)
+    for (c, col) in r.chunks_exact_mut(kr.max(1)).enumerate().take(n) {
+        for (row, x) in col.iter_mut().enumerate() {
+            let v = if small { s.w[row * n + c] } else { s.w[c * m + row] };
+            *x = if row <= c && row < k { v } else { T::ZERO };
+        }
+    }
+}
+
+/// A factor's buffer and layout.
+type Factor<T> = (Vec<T>, Layout);
+
+/// QR of each matrix of `a: (*, m, n)`. Returns `Q` (`(*, m, k)`, or `(*, m, m)` with
+/// `spec.complete`; `None` without `spec.want_q`) and `R` (`(*, k, n)`, or `(*, m, n)`
+/// with `spec.complete`), `k = min(m, n)`, both column-major.
+pub(crate) fn qr<T: QrElem>(a: &[T], al: &Layout, spec: QrSpec) -> (Option<Factor<T>>, Factor<T>) {
+    let ba = Batch::of(al);
+    let (m, n) = (ba.m, ba.n);
+    let k = m.min(n);
+    let (kq, kr) = if spec.complete { (m, m) } else { (k, k) };
+    let (qsize, rsize) = (if spec.want_q { m * kq } else { 0 }, kr * n);
+    let nb = ba.len();
+    let mut qv = vec![T::ZERO; nb * qsize];
+    let mut rv = vec![T::ZERO; nb * rsize];
+    let q_layout = colmajor_layout(&ba.dims, m, kq);
+    let r_layout = colmajor_layout(&ba.dims, kr, n);
+    let q_out = |qv: Vec<T>| spec.want_q.then_some((qv, q_layout.clone()));
+    if k == 0 {
+        // nothing to factorise: Q is the identity, R is empty or zero
+        for q in qv.chunks_exact_mut(qsize.max(1)) {
+            for c in 0..kq {
+                q[c * m + c] = T::ONE;
+            }
+        }
+        return (q_out(qv), (rv, r_layout));
+    }
+    let work = m * n * k;
+    if nb > 1 && work < PAR_WORK && nb * work >= 2 * TASK_WORK {
+        let per = (TASK_WORK / work.max(1)).max(1);
+        let run = |t: usize, qc: Option<&mut [T]>, rc: &mut [T]| {
+            let mut s = Scratch::new();
+            let mut qc = qc;
+            for (j, r) in rc.chunks_exact_mut(rsize).enumerate() {
+                let q = match qc.as_deref_mut() {
+                    Some(qc) => &mut qc[j * qsize..(j + 1) * qsize],
+                    None => &mut [],
+                };
+                one(a, &ba, t * per + j, q, r, kr, &mut s, Par::Seq);
+            }
+        };
+        if spec.want_q {
+            qv.par_chunks_mut(qsize * per)
+                .zip(rv.par_chunks_mut(rsize * per))
+                .enumerate()
+                .for_each(|(t, (qc, rc))| run(t, Some(qc), rc));
+        } else {
+            rv.par_chunks_mut(rsize * per).enumerate().for_each(|(t, rc)| run(t, None, rc));
+        }
+    } else {
+        let par = if work >= PAR_WORK { Par::rayon(0) } else { Par::Seq };
+        let mut s = Scratch::new();
+        for i in 0..nb {
+            let q = if spec.want_q { &mut qv[i * qsize..(i + 1) * qsize] } else { &mut [] };
+            one(a, &ba, i, q, &mut rv[i * rsize..(i + 1) * rsize], kr, &mut s, par);
+        }
+    }
+    (q_out(qv), (rv, r_layout))
+}
+
+/// The VJP of a tall or square QR (`m >= n`) without recording, fused per matrix:
+/// `gA = (gQ + Q Φ*(gR Rᵀ − Qᵀ gQ)) R⁻ᵀ` with `Φ*(M) = triu(M) + striu(M)ᵀ` (the
+/// derivation is at `QrOp::vjp`). `q: (*, m, n)`, `r: (*, n, n)`, cotangents of the same
+/// shapes (any strides; `None` is zero). The result is column-major `(*, m, n)`.
+pub(crate) fn qr_backward<T: QrElem>(
+    q: (&[T], &Layout),
+    r: (&[T], &Layout),
+    gq: Option<(&[T], &Layout)>,
+    gr: Option<(&[T], &Layout)>,
+) -> Factor<T> {
+    let bq = Batch::of(q.1);
+    let br = Batch::of(r.1);
+    let bgq = gq.map(|g| Batch::of(g.1));
+    let bgr = gr.map(|g| Batch::of(g.1));
+    let (m, n) = (bq.m, bq.n);
+    let size = m * n;
+    let mut out = vec![T::ZERO; bq.len() * size];
+    let layout = colmajor_layout(&bq.dims, m, n);
+    if size == 0 {
+        return (out, layout);
+    }
+    let one = |i: usize, ga: &mut [T], s: &mut [Vec<T>; 6]| {
+        let [qm, qt, rm, gqm, grm, mm] = s;
+        for (v, len) in [
+            (&mut *qm, m * n),
+            (&mut *qt, m * n),
+            (&mut *rm, n * n),
+            (&mut *gqm, m * n),
+            (&mut *grm, n * n),
+            (&mut *mm, n * n),
+        ] {
+            v.clear();
+            v.resize(len, T::ZERO);
+        }
+        bq.load(q.0, i, qm);
+        // Q row-major too (its transpose column-major): rows of Q contiguous
+        load_colmajor(q.0, bq.offsets[i], n, m, bq.cs, bq.rs, qt);
+        br.load(r.0, i, rm);
+        if let (Some(b), Some(g)) = (&bgq, gq) {
+            b.load(g.0, i, gqm);
+        }
+        if let (Some(b), Some(g)) = (&bgr, gr) {
+            b.load(g.0, i, grm);
+        }
+        // M = gR Rᵀ − Qᵀ gQ, only its upper triangle (rows 0..=j of column j) is needed:
+        //   M[:, j] = Σ_{k >= j} R[j, k] gR[:, k] − Σ_p gQ[p, j] Q[p, :]ᵀ
+        // (R is upper triangular), each term a contiguous axpy
+        for j in 0..n {
+            let col = &mut mm[j * n..j * n + j + 1];
+            if gr.is_some() {
+                for k in j..n {
+                    let rjk = rm[k * n + j];
+                    for (x, &y) in col.iter_mut().zip(&grm[k * n..k * n + j + 1]) {
+                        *x += rjk * y;
+                    }
+                }
+            }
+            if gq.is_some() {
+                for p in 0..m {
+                    let g = -gqm[j * m + p];
+                    for (x, &y) in col.iter_mut().zip(&qt[p * n..p * n + j + 1]) {
+                        *x += g * y;
+                    }
+                }
+            }
+        }
+        // B = Q S + gQ with S = Φ*(M) symmetric (S[i, j] = M[min, max]), into ga
+        for j in 0..n {
+            let col = &mut ga[j * m..(j + 1) * m];
+            col.copy_from_slice(&gqm[j * m..(j + 1) * m]);
+            for i in 0..n {
+                let sij = if i <= j { mm[j * n + i] } else { mm[i * n + j] };
+                for (x, &qv) in col.iter_mut().zip(&qm[i * m..(i + 1) * m]) {
+                    *x += qv * sij;
+                }
+            }
+        }
+        // X Rᵀ = B: each row x of X solves R xᵀ = bᵀ (back substitution, column-oriented)
+        for j in (0..n).rev() {
+            let d = T::ONE / rm[j * n + j];
+            for p in 0..m {
+                ga[j * m + p] *= d;
+            }
+            for k in 0..j {
+                let rkj = rm[j * n + k];
+                let (lo, hi) = ga.split_at_mut(j * m);
+                for (x, &y) in lo[k * m..(k + 1) * m].iter_mut().zip(&hi[..m]) {
+                    *x += -(rkj * y);
+                }
+            }
+        }
+    };
+    let work = m * n * n;
+    if bq.len() > 1 && bq.len() * work >= 2 * TASK_WORK {
+        let per = (TASK_WORK / work.max(1)).max(1);
+        out.par_chunks_mut(size * per).enumerate().for_each(|(t, chunk)| {
+            let mut s: [Vec<T>; 6] = Default::default();
+            for (j, ga) in chunk.chunks_exact_mut(size).enumerate() {
+                one(t * per + j, ga, &mut s);
+            }
+        });
+    } else {
+        let mut s: [Vec<T>; 6] = Default::default();
+        for (i, ga) in out.chunks_exact_mut(size).enumerate() {
+            one(i, ga, &mut s);
+        }
+    }
+    (out, layout)
+}
