@@ -14,10 +14,11 @@ use std::io::Write;
 use std::time::Instant;
 
 use cotangent::autograd::{self, GradOptions};
-use cotangent::linalg::{self, Uplo};
+use cotangent::linalg::{self, QrMode, Side, Uplo};
 use cotangent::{DType, Generator, Result, Tensor};
 
-const OPS: &[&str] = &["mm", "bmm", "matmul", "cholesky"];
+const OPS: &[&str] =
+    &["mm", "bmm", "matmul", "solve", "inv", "det", "slogdet", "cholesky", "qr", "lu_factor"];
 const SQUARE: &[usize] = &[4, 16, 64, 256, 1024];
 const BATCHED: &[(usize, usize)] = &[(4096, 4), (1024, 16)];
 
@@ -120,6 +121,22 @@ fn inputs(
             let g = Tensor::randn(shape, dt, gen)?;
             Ok(vec![g.matmul(&g.mT()?)?.div_scalar(n as f64)?.add(&eye)?.contiguous()?])
         }
+        "solve" | "inv" | "det" | "slogdet" | "qr" | "lu_factor" => {
+            // I + 0.5 N(0, 1) / √n: well conditioned
+            let a = Tensor::randn(shape, dt, gen)?
+                .mul_scalar(0.5 / (n as f64).sqrt())?
+                .add(&eye)?
+                .contiguous()?;
+            if op == "solve" {
+                let vshape: Vec<usize> = match batch {
+                    None => vec![n, 1],
+                    Some(b) => vec![b, n, 1],
+                };
+                Ok(vec![a, Tensor::randn(vshape, dt, gen)?])
+            } else {
+                Ok(vec![a])
+            }
+        }
         _ => Ok(vec![]),
     }
 }
@@ -131,6 +148,21 @@ fn forward(op: &str, xs: &[Tensor]) -> Result<Vec<Tensor>> {
         "bmm" => vec![xs[0].bmm(&xs[1])?],
         "matmul" => vec![xs[0].matmul(&xs[1])?],
         "cholesky" => vec![linalg::cholesky(&xs[0], Uplo::Lower)?],
+        "solve" => vec![linalg::solve(&xs[0], &xs[1], Side::Left)?],
+        "inv" => vec![linalg::inv(&xs[0])?],
+        "det" => vec![linalg::det(&xs[0])?],
+        "slogdet" => {
+            let r = linalg::slogdet(&xs[0])?;
+            vec![r.sign, r.logabsdet]
+        }
+        "qr" => {
+            let r = linalg::qr(&xs[0], QrMode::Reduced)?;
+            vec![r.q, r.r]
+        }
+        "lu_factor" => {
+            let r = linalg::lu_factor(&xs[0])?;
+            vec![r.lu, r.pivots]
+        }
         _ => {
             return Err(cotangent::Error::Unsupported {
                 op: "cotangent-bench",
@@ -141,8 +173,12 @@ fn forward(op: &str, xs: &[Tensor]) -> Result<Vec<Tensor>> {
 }
 
 /// The scalar loss of the outputs (the PyTorch script's `loss_fn`).
-fn loss(_op: &str, ys: &[Tensor]) -> Result<Tensor> {
-    ys[0].sum()
+fn loss(op: &str, ys: &[Tensor]) -> Result<Tensor> {
+    match op {
+        "slogdet" => ys[1].sum(),
+        "qr" => ys[0].square()?.sum()?.add(&ys[1].square()?.sum()?),
+        _ => ys[0].sum(),
+    }
 }
 
 fn applicable(op: &str, batch: Option<usize>) -> bool {
