@@ -43,6 +43,30 @@
 //! # Ok::<(), cotangent::Error>(())
 //! ```
 //!
+//! **Linear algebra.** [`linalg`] follows `torch.linalg`: products
+//! ([`Tensor::matmul`] and its family), triangular solves, Cholesky, LU, `solve`, `inv`,
+//! `det`, `slogdet`, QR, each batched over leading dims and differentiable to any order.
+//! Prefer [`linalg::solve`] to forming [`linalg::inv`], and [`linalg::cholesky`] with
+//! [`linalg::solve_triangular`] for symmetric positive-definite systems.
+//!
+//! ```
+//! use cotangent::linalg::{cholesky, solve_triangular, Diag, Side, Uplo};
+//! use cotangent::Tensor;
+//! // log det A = 2 Σ log Lᵢᵢ, and its gradient A⁻¹, through the factorisation
+//! let a = Tensor::from_vec(vec![4.0f64, 2.0, 2.0, 3.0], (2, 2))?.with_requires_grad(true)?;
+//! let l = cholesky(&a, Uplo::Lower)?;
+//! let logdet = l.diagonal(0, 0, 1)?.log()?.sum()?.mul_scalar(2.0)?;
+//! let g = logdet.backward()?;
+//! let ainv = g.get(&a).unwrap().to_vec::<f64>()?; // A⁻¹ = [[3, -2], [-2, 4]] / 8
+//! assert!((ainv[0] - 0.375).abs() < 1e-12 && (ainv[1] + 0.25).abs() < 1e-12);
+//! let x = solve_triangular(&l, &Tensor::from_vec(vec![2.0f64, 1.0], (2, 1))?, Uplo::Lower, Side::Left, Diag::NonUnit)?;
+//! assert_eq!(x.dims(), &[2, 1]);
+//! # Ok::<(), cotangent::Error>(())
+//! ```
+//!
+//! **Optimisers.** [`optim`] has [`optim::Param`], SGD, Adam and L-BFGS with
+//! `torch.optim`'s defaults; a step takes a closure that computes the loss.
+//!
 //! **Errors.** Every function returns [`Result`]; [`Error`] variants name the op and carry
 //! shapes, dtypes and indices. The operators `+ - * /` on tensors are sugar that panics on
 //! invalid input (see [`ops`](crate#operators)).
