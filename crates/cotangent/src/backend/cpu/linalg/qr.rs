@@ -297,12 +297,298 @@ fn one<T: QrElem>(
 /// A factor's buffer and layout.
 type Factor<T> = (Vec<T>, Layout);
 
+/// Matrices factorised together by the lane kernel (each operation over the lanes, which
+/// the compiler vectorises; no reductions, no short rows).
+const LANES: usize = 8;
+/// Largest order of the lane kernel (square matrices).
+const LANES_MAX: usize = 16;
+
+/// `geqr2` and `org2r` on [`LANES`] square `n x n` matrices `first..` of `ba` at once: the
+/// same operations, in the same order, as the row-major loop of [`one`] (so the same
+/// results), into `q` and `r` (row-major, `n x n` each, `LANES` of them; `q` empty if not
+/// wanted). Returns which lanes are done: a lane whose column norms need scaling (or are
+/// zero, or not finite) is not, and is redone by [`one`].
+// lanes are indexed on purpose (the loops over them vectorise)
+#[allow(clippy::needless_range_loop, clippy::too_many_arguments)]
+#[inline(always)]
+fn qr_lanes_n<T: QrElem>(
+    ba: &Batch,
+    a: &[T],
+    first: usize,
+    q: &mut [T],
+    r: &mut [T],
+    w: &mut [[T; LANES]],
+    qb: &mut [[T; LANES]],
+    n: usize,
+) -> [bool; LANES] {
+    for l in 0..LANES {
+        let off = ba.offsets[first + l];
+        for i in 0..n {
+            for c in 0..n {
+                w[i * n + c][l] = a[off + i * ba.rs + c * ba.cs];
+            }
+        }
+    }
+    let mut ok = [true; LANES];
+    let mut taus = [[T::ZERO; LANES]; LANES_MAX];
+    let mut wv = [[T::ZERO; LANES]; LANES_MAX];
+    // the last column has no reflector (τ = 0)
+    for j in 0..n.saturating_sub(1) {
+        let mut s = [T::ZERO; LANES];
+        for i in j + 1..n {
+            let x = w[i * n + j];
+            for l in 0..LANES {
+                s[l] += x[l] * x[l];
+            }
+        }
+        let mut tau = [T::ZERO; LANES];
+        let mut inv = [T::ZERO; LANES];
+        let mut beta = [T::ZERO; LANES];
+        for l in 0..LANES {
+            let alpha = w[j * n + j][l];
+            let xnorm = s[l].sqrt();
+            let ss = alpha * alpha + xnorm * xnorm;
+            ok[l] &= s[l].is_finite()
+                && s[l] >= T::MIN_POSITIVE
+                && ss.is_finite()
+                && ss >= T::MIN_POSITIVE;
+            let b = -ss.sqrt().copysign(alpha);
+            beta[l] = b;
+            tau[l] = (b - alpha) / b;
+            inv[l] = T::ONE / (alpha - b);
+        }
+        taus[j] = tau;
+        for i in j + 1..n {
+            let x = &mut w[i * n + j];
+            for l in 0..LANES {
+                x[l] *= inv[l];
+            }
+        }
+        w[j * n + j] = beta;
+        // H from the left on columns j + 1..
+        for c in j + 1..n {
+            wv[c] = w[j * n + c];
+        }
+        for i in j + 1..n {
+            let vi = w[i * n + j];
+            for c in j + 1..n {
+                let y = w[i * n + c];
+                for l in 0..LANES {
+                    wv[c][l] += vi[l] * y[l];
+                }
+            }
+        }
+        for c in j + 1..n {
+            for l in 0..LANES {
+                wv[c][l] = -(wv[c][l] * tau[l]);
+            }
+            let x = &mut w[j * n + c];
+            for l in 0..LANES {
+                x[l] += wv[c][l];
+            }
+        }
+        for i in j + 1..n {
+            let vi = w[i * n + j];
+            for c in j + 1..n {
+                let x = &mut w[i * n + c];
+                for l in 0..LANES {
+                    x[l] += vi[l] * wv[c][l];
+                }
+            }
+        }
+    }
+    let size = n * n;
+    if !q.is_empty() {
+        // org2r: H₀ … H_{n−2} applied to I, the last reflector first
+        for x in qb.iter_mut() {
+            *x = [T::ZERO; LANES];
+        }
+        for c in 0..n {
+            qb[c * n + c] = [T::ONE; LANES];
+        }
+        for j in (0..n.saturating_sub(1)).rev() {
+            let tau = taus[j];
+            for c in j..n {
+                wv[c] = qb[j * n + c];
+            }
+            for i in j + 1..n {
+                let vi = w[i * n + j];
+                for c in j..n {
+                    let y = qb[i * n + c];
+                    for l in 0..LANES {
+                        wv[c][l] += vi[l] * y[l];
+                    }
+                }
+            }
+            for c in j..n {
+                for l in 0..LANES {
+                    wv[c][l] = -(wv[c][l] * tau[l]);
+                }
+                let x = &mut qb[j * n + c];
+                for l in 0..LANES {
+                    x[l] += wv[c][l];
+                }
+            }
+            for i in j + 1..n {
+                let vi = w[i * n + j];
+                for c in j..n {
+                    let x = &mut qb[i * n + c];
+                    for l in 0..LANES {
+                        x[l] += vi[l] * wv[c][l];
+                    }
+                }
+            }
+        }
+        for (l, d) in q.chunks_exact_mut(size).enumerate() {
+            if ok[l] {
+                for (d, x) in d.iter_mut().zip(&*qb) {
+                    *d = x[l];
+                }
+            }
+        }
+    }
+    for (l, d) in r.chunks_exact_mut(size).enumerate() {
+        if ok[l] {
+            for i in 0..n {
+                for c in 0..n {
+                    d[i * n + c] = if i <= c { w[i * n + c][l] } else { T::ZERO };
+                }
+            }
+        }
+    }
+    ok
+}
+
+/// [`qr_lanes_n`] with the order a constant (unrolled loops).
+#[allow(clippy::too_many_arguments)]
+fn qr_lanes<T: QrElem>(
+    ba: &Batch,
+    a: &[T],
+    first: usize,
+    q: &mut [T],
+    r: &mut [T],
+    w: &mut [[T; LANES]],
+    qb: &mut [[T; LANES]],
+) -> [bool; LANES] {
+    #[allow(clippy::too_many_arguments)]
+    fn fixed<T: QrElem, const N: usize>(
+        ba: &Batch,
+        a: &[T],
+        first: usize,
+        q: &mut [T],
+        r: &mut [T],
+        w: &mut [[T; LANES]],
+        qb: &mut [[T; LANES]],
+    ) -> [bool; LANES] {
+        qr_lanes_n(ba, a, first, q, r, &mut w[..N * N], &mut qb[..N * N], N)
+    }
+    macro_rules! arms {
+        ($($n:literal)*) => {
+            match ba.n {
+                $($n => fixed::<T, $n>(ba, a, first, q, r, w, qb),)*
+                n => qr_lanes_n(ba, a, first, q, r, w, qb, n),
+            }
+        };
+    }
+    arms!(1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16)
+}
+
+/// [`one`] into row-major `q` and `r` (square `n x n` matrices), through column-major
+/// scratch.
+fn one_rows<T: QrElem>(
+    a: &[T],
+    ba: &Batch,
+    i: usize,
+    q: &mut [T],
+    r: &mut [T],
+    s: &mut Scratch<T>,
+    cm: &mut [Vec<T>; 2],
+) {
+    let n = ba.n;
+    let [qc, rc] = cm;
+    qc.clear();
+    qc.resize(q.len(), T::ZERO);
+    rc.clear();
+    rc.resize(n * n, T::ZERO);
+    one(a, ba, i, qc, rc, n, s, Par::Seq);
+    for c in 0..n {
+        for row in 0..n {
+            r[row * n + c] = rc[c * n + row];
+            if !q.is_empty() {
+                q[row * n + c] = qc[c * n + row];
+            }
+        }
+    }
+}
+
+/// The batched square case up to [`LANES_MAX`]: groups of [`LANES`] matrices through
+/// [`qr_lanes`], the rest (and the lanes it leaves) through [`one`]. Row-major factors.
+fn qr_small_rows<T: QrElem>(a: &[T], ba: &Batch, want_q: bool) -> (Vec<T>, Vec<T>) {
+    use crate::backend::cpu::pool;
+    let n = ba.n;
+    let size = n * n;
+    let nb = ba.len();
+    let mut qv = pool::filled(if want_q { nb * size } else { 0 }, T::ZERO);
+    let mut rv = pool::filled(nb * size, T::ZERO);
+    let run = |start: usize, qc: &mut [T], rc: &mut [T]| {
+        let mut s = Scratch::new();
+        let mut cm: [Vec<T>; 2] = Default::default();
+        let mut w = vec![[T::ZERO; LANES]; size];
+        let mut qb = vec![[T::ZERO; LANES]; size];
+        let groups = rc.len() / (size * LANES);
+        let qstep = if want_q { size } else { 0 };
+        for g in 0..groups {
+            let first = start + g * LANES;
+            let qg = &mut qc[g * LANES * qstep..(g + 1) * LANES * qstep];
+            let rg = &mut rc[g * LANES * size..(g + 1) * LANES * size];
+            let ok = qr_lanes(ba, a, first, qg, rg, &mut w, &mut qb);
+            for (l, &done) in ok.iter().enumerate() {
+                if !done {
+                    let q = &mut qg[l * qstep..(l + 1) * qstep];
+                    let r = &mut rg[l * size..(l + 1) * size];
+                    one_rows(a, ba, first + l, q, r, &mut s, &mut cm);
+                }
+            }
+        }
+        for j in groups * LANES..rc.len() / size {
+            let q = &mut qc[j * qstep..(j + 1) * qstep];
+            let r = &mut rc[j * size..(j + 1) * size];
+            one_rows(a, ba, start + j, q, r, &mut s, &mut cm);
+        }
+    };
+    let work = size * n;
+    if nb * work >= 2 * TASK_WORK {
+        // whole groups of LANES per task, at least four tasks per thread
+        let even = nb.div_ceil(4 * rayon::current_num_threads());
+        let per = (TASK_WORK / work).min(even).max(1).next_multiple_of(LANES);
+        if want_q {
+            qv.par_chunks_mut(size * per)
+                .zip(rv.par_chunks_mut(size * per))
+                .enumerate()
+                .for_each(|(t, (qc, rc))| run(t * per, qc, rc));
+        } else {
+            rv.par_chunks_mut(size * per).enumerate().for_each(|(t, rc)| run(t * per, &mut [], rc));
+        }
+    } else {
+        run(0, &mut qv, &mut rv);
+    }
+    (qv, rv)
+}
+
 /// QR of each matrix of `a: (*, m, n)`. Returns `Q` (`(*, m, k)`, or `(*, m, m)` with
 /// `spec.complete`; `None` without `spec.want_q`) and `R` (`(*, k, n)`, or `(*, m, n)`
-/// with `spec.complete`), `k = min(m, n)`, both column-major.
+/// with `spec.complete`), `k = min(m, n)`: row-major for batches of small square
+/// matrices (contiguous, for the elementwise ops that usually follow), else column-major.
 pub(crate) fn qr<T: QrElem>(a: &[T], al: &Layout, spec: QrSpec) -> (Option<Factor<T>>, Factor<T>) {
     let ba = Batch::of(al);
     let (m, n) = (ba.m, ba.n);
+    if m == n && (1..=LANES_MAX).contains(&n) && ba.len() >= LANES {
+        let (qv, rv) = qr_small_rows(a, &ba, spec.want_q);
+        let mut dims = ba.dims.clone();
+        dims.extend([n, n]);
+        let layout = Layout::contiguous(crate::shape::Shape::new(dims));
+        return (spec.want_q.then(|| (qv, layout.clone())), (rv, layout));
+    }
     let k = m.min(n);
     let (kq, kr) = if spec.complete { (m, m) } else { (k, k) };
     let (qsize, rsize) = (if spec.want_q { m * kq } else { 0 }, kr * n);
