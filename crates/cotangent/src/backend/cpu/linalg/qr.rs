@@ -593,8 +593,8 @@ pub(crate) fn qr<T: QrElem>(a: &[T], al: &Layout, spec: QrSpec) -> (Option<Facto
     let (kq, kr) = if spec.complete { (m, m) } else { (k, k) };
     let (qsize, rsize) = (if spec.want_q { m * kq } else { 0 }, kr * n);
     let nb = ba.len();
-    let mut qv = vec![T::ZERO; nb * qsize];
-    let mut rv = vec![T::ZERO; nb * rsize];
+    let mut qv = crate::backend::cpu::pool::filled(nb * qsize, T::ZERO);
+    let mut rv = crate::backend::cpu::pool::filled(nb * rsize, T::ZERO);
     let q_layout = colmajor_layout(&ba.dims, m, kq);
     let r_layout = colmajor_layout(&ba.dims, kr, n);
     let q_out = |qv: Vec<T>| spec.want_q.then_some((qv, q_layout.clone()));
@@ -640,10 +640,169 @@ pub(crate) fn qr<T: QrElem>(a: &[T], al: &Layout, spec: QrSpec) -> (Option<Facto
     (q_out(qv), (rv, r_layout))
 }
 
+/// One operand of [`qr_backward`]: its data and batch (`None`: a zero cotangent).
+type Operand<'a, T> = Option<(&'a [T], &'a Batch)>;
+
+/// Loads matrix `idx[l]` of `x` (square `n x n`) into lane `l` of `dst` (row-major), or
+/// zeros without `x`.
+#[allow(clippy::needless_range_loop)]
+#[inline(always)]
+fn load_lanes<T: QrElem>(
+    x: Operand<'_, T>,
+    idx: &[usize; LANES],
+    dst: &mut [[T; LANES]],
+    n: usize,
+) {
+    match x {
+        None => dst.iter_mut().for_each(|v| *v = [T::ZERO; LANES]),
+        Some((d, b)) => {
+            for l in 0..LANES {
+                let off = b.offsets[idx[l]];
+                for i in 0..n {
+                    for c in 0..n {
+                        dst[i * n + c][l] = d[off + i * b.rs + c * b.cs];
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// [`qr_backward`]'s formula on [`LANES`] square `n x n` factorisations at once (lanes
+/// `idx`), into `x` (row-major lanes); `buf`: scratch for the operands.
+// lanes are indexed on purpose (the loops over them vectorise)
+#[allow(clippy::needless_range_loop)]
+#[inline(always)]
+fn backward_lanes_n<T: QrElem>(
+    ops: [Operand<'_, T>; 4],
+    idx: &[usize; LANES],
+    buf: &mut [Vec<[T; LANES]>; 5],
+    n: usize,
+) {
+    let [q, r, gq, gr, mm] = buf;
+    let (q, r, gq, gr, mm) =
+        (&mut q[..n * n], &mut r[..n * n], &mut gq[..n * n], &mut gr[..n * n], &mut mm[..n * n]);
+    load_lanes(ops[0], idx, q, n);
+    load_lanes(ops[1], idx, r, n);
+    load_lanes(ops[2], idx, gq, n);
+    load_lanes(ops[3], idx, gr, n);
+    // M = gR Rᵀ − Qᵀ gQ, its upper triangle: M[i, j] = Σ_{k ≥ j} gR[i, k] R[j, k]
+    // − Σ_p Q[p, i] gQ[p, j]
+    for i in 0..n {
+        for j in i..n {
+            let mut acc = [T::ZERO; LANES];
+            for k in j..n {
+                let (a, b) = (gr[i * n + k], r[j * n + k]);
+                for l in 0..LANES {
+                    acc[l] += a[l] * b[l];
+                }
+            }
+            for p in 0..n {
+                let (a, b) = (q[p * n + i], gq[p * n + j]);
+                for l in 0..LANES {
+                    acc[l] += -(a[l] * b[l]);
+                }
+            }
+            mm[i * n + j] = acc;
+            mm[j * n + i] = acc;
+        }
+    }
+    // B = gQ + Q S (S = Φ*(M), symmetric: mm mirrored), into gq
+    for p in 0..n {
+        for i in 0..n {
+            let a = q[p * n + i];
+            for j in 0..n {
+                let b = mm[i * n + j];
+                let x = &mut gq[p * n + j];
+                for l in 0..LANES {
+                    x[l] += a[l] * b[l];
+                }
+            }
+        }
+    }
+    // X Rᵀ = B: columns of X from the last one
+    for j in (0..n).rev() {
+        let mut d = [T::ZERO; LANES];
+        for l in 0..LANES {
+            d[l] = T::ONE / r[j * n + j][l];
+        }
+        for p in 0..n {
+            let x = &mut gq[p * n + j];
+            for l in 0..LANES {
+                x[l] *= d[l];
+            }
+            let y = *x;
+            for k in 0..j {
+                let rkj = r[k * n + j];
+                let x = &mut gq[p * n + k];
+                for l in 0..LANES {
+                    x[l] += -(rkj[l] * y[l]);
+                }
+            }
+        }
+    }
+}
+
+/// [`backward_lanes_n`] with the order a constant (unrolled loops).
+fn backward_lanes<T: QrElem>(
+    ops: [Operand<'_, T>; 4],
+    idx: &[usize; LANES],
+    buf: &mut [Vec<[T; LANES]>; 5],
+    n: usize,
+) {
+    fn fixed<T: QrElem, const N: usize>(
+        ops: [Operand<'_, T>; 4],
+        idx: &[usize; LANES],
+        buf: &mut [Vec<[T; LANES]>; 5],
+    ) {
+        backward_lanes_n(ops, idx, buf, N)
+    }
+    macro_rules! arms {
+        ($($n:literal)*) => {
+            match n {
+                $($n => fixed::<T, $n>(ops, idx, buf),)*
+                _ => backward_lanes_n(ops, idx, buf, n),
+            }
+        };
+    }
+    arms!(1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16)
+}
+
+/// [`qr_backward`] for batches of square matrices up to [`LANES_MAX`]: [`LANES`] at a
+/// time (the last group padded with repeats), row-major results.
+fn qr_backward_small<T: QrElem>(ops: [Operand<'_, T>; 4], nb: usize, n: usize) -> Vec<T> {
+    let size = n * n;
+    let mut out = crate::backend::cpu::pool::filled(nb * size, T::ZERO);
+    let run = |start: usize, chunk: &mut [T]| {
+        let mut buf: [Vec<[T; LANES]>; 5] = std::array::from_fn(|_| vec![[T::ZERO; LANES]; size]);
+        let count = chunk.len() / size;
+        for g in (0..count).step_by(LANES) {
+            let idx: [usize; LANES] = std::array::from_fn(|l| start + (g + l).min(count - 1));
+            backward_lanes(ops, &idx, &mut buf, n);
+            for l in 0..LANES.min(count - g) {
+                let d = &mut chunk[(g + l) * size..(g + l + 1) * size];
+                for (d, x) in d.iter_mut().zip(&buf[2][..size]) {
+                    *d = x[l];
+                }
+            }
+        }
+    };
+    let work = size * n;
+    if nb * work >= 2 * TASK_WORK {
+        let even = nb.div_ceil(4 * rayon::current_num_threads());
+        let per = (TASK_WORK / work).min(even).max(1).next_multiple_of(LANES);
+        out.par_chunks_mut(size * per).enumerate().for_each(|(t, c)| run(t * per, c));
+    } else {
+        run(0, &mut out);
+    }
+    out
+}
+
 /// The VJP of a tall or square QR (`m >= n`) without recording, fused per matrix:
 /// `gA = (gQ + Q Φ*(gR Rᵀ − Qᵀ gQ)) R⁻ᵀ` with `Φ*(M) = triu(M) + striu(M)ᵀ` (the
 /// derivation is at `QrOp::vjp`). `q: (*, m, n)`, `r: (*, n, n)`, cotangents of the same
-/// shapes (any strides; `None` is zero). The result is column-major `(*, m, n)`.
+/// shapes (any strides; `None` is zero). The result is column-major `(*, m, n)`, or
+/// row-major for batches of small square matrices.
 pub(crate) fn qr_backward<T: QrElem>(
     q: (&[T], &Layout),
     r: (&[T], &Layout),
@@ -656,7 +815,19 @@ pub(crate) fn qr_backward<T: QrElem>(
     let bgr = gr.map(|g| Batch::of(g.1));
     let (m, n) = (bq.m, bq.n);
     let size = m * n;
-    let mut out = vec![T::ZERO; bq.len() * size];
+    if m == n && (1..=LANES_MAX).contains(&n) && bq.len() >= LANES {
+        let ops = [
+            Some((q.0, &bq)),
+            Some((r.0, &br)),
+            gq.zip(bgq.as_ref()).map(|((d, _), b)| (d, b)),
+            gr.zip(bgr.as_ref()).map(|((d, _), b)| (d, b)),
+        ];
+        let out = qr_backward_small(ops, bq.len(), n);
+        let mut dims = bq.dims.clone();
+        dims.extend([n, n]);
+        return (out, Layout::contiguous(crate::shape::Shape::new(dims)));
+    }
+    let mut out = crate::backend::cpu::pool::filled(bq.len() * size, T::ZERO);
     let layout = colmajor_layout(&bq.dims, m, n);
     if size == 0 {
         return (out, layout);
