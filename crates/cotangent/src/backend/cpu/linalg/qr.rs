@@ -755,7 +755,7 @@ fn backward_lanes<T: QrElem>(
         idx: &[usize; LANES],
         buf: &mut [Vec<[T; LANES]>; 5],
     ) {
-        backward_lanes_n(ops, idx, buf, N)
+        backward_lanes_n(ops, idx, buf, N);
     }
     macro_rules! arms {
         ($($n:literal)*) => {
@@ -765,7 +765,7 @@ fn backward_lanes<T: QrElem>(
             }
         };
     }
-    arms!(1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16)
+    arms!(1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16);
 }
 
 /// [`qr_backward`] for batches of square matrices up to [`LANES_MAX`]: [`LANES`] at a
