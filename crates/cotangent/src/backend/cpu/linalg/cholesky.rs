@@ -247,6 +247,23 @@ fn factor_lanes<T: LinalgElem>(
     buf: &mut [[T; LANES]],
     rows: bool,
 ) {
+    struct Kernel<'a, T, const N: usize> {
+        ba: &'a Batch,
+        a: &'a [T],
+        first: usize,
+        dst: &'a mut [T],
+        info: &'a mut [i64],
+        buf: &'a mut [[T; LANES]],
+        rows: bool,
+    }
+    impl<T: LinalgElem, const N: usize> pulp::WithSimd for Kernel<'_, T, N> {
+        type Output = ();
+        #[inline(always)]
+        fn with_simd<S: pulp::Simd>(self, _: S) {
+            let Kernel { ba, a, first, dst, info, buf, rows } = self;
+            factor_lanes_n(ba, a, first, dst, info, &mut buf[..N * N], N, rows);
+        }
+    }
     fn fixed<T: LinalgElem, const N: usize>(
         ba: &Batch,
         a: &[T],
@@ -256,7 +273,8 @@ fn factor_lanes<T: LinalgElem>(
         buf: &mut [[T; LANES]],
         rows: bool,
     ) {
-        factor_lanes_n(ba, a, first, dst, info, &mut buf[..N * N], N, rows);
+        // compiled for the widest instruction set the CPU has (the same operations)
+        pulp::Arch::new().dispatch(Kernel::<T, N> { ba, a, first, dst, info, buf, rows });
     }
     macro_rules! arms {
         ($($n:literal)*) => {
@@ -503,12 +521,25 @@ fn backward_lanes<T: Float>(
     dst: &mut [[T; LANES]],
     n: usize,
 ) {
+    struct Kernel<'a, T, const N: usize> {
+        l: &'a [[T; LANES]],
+        g: &'a mut [[T; LANES]],
+        dst: &'a mut [[T; LANES]],
+    }
+    impl<T: Float, const N: usize> pulp::WithSimd for Kernel<'_, T, N> {
+        type Output = ();
+        #[inline(always)]
+        fn with_simd<S: pulp::Simd>(self, _: S) {
+            let Kernel { l, g, dst } = self;
+            backward_lanes_n(&l[..N * N], &mut g[..N * N], &mut dst[..N * N], N);
+        }
+    }
     fn fixed<T: Float, const N: usize>(
         l: &[[T; LANES]],
         g: &mut [[T; LANES]],
         dst: &mut [[T; LANES]],
     ) {
-        backward_lanes_n(&l[..N * N], &mut g[..N * N], &mut dst[..N * N], N);
+        pulp::Arch::new().dispatch(Kernel::<T, N> { l, g, dst });
     }
     macro_rules! arms {
         ($($n:literal)*) => {

@@ -470,6 +470,23 @@ fn qr_lanes<T: QrElem>(
     w: &mut [[T; LANES]],
     qb: &mut [[T; LANES]],
 ) -> [bool; LANES] {
+    struct Kernel<'a, T, const N: usize> {
+        ba: &'a Batch,
+        a: &'a [T],
+        first: usize,
+        q: &'a mut [T],
+        r: &'a mut [T],
+        w: &'a mut [[T; LANES]],
+        qb: &'a mut [[T; LANES]],
+    }
+    impl<T: QrElem, const N: usize> pulp::WithSimd for Kernel<'_, T, N> {
+        type Output = [bool; LANES];
+        #[inline(always)]
+        fn with_simd<S: pulp::Simd>(self, _: S) -> [bool; LANES] {
+            let Kernel { ba, a, first, q, r, w, qb } = self;
+            qr_lanes_n(ba, a, first, q, r, &mut w[..N * N], &mut qb[..N * N], N)
+        }
+    }
     #[allow(clippy::too_many_arguments)]
     fn fixed<T: QrElem, const N: usize>(
         ba: &Batch,
@@ -480,7 +497,8 @@ fn qr_lanes<T: QrElem>(
         w: &mut [[T; LANES]],
         qb: &mut [[T; LANES]],
     ) -> [bool; LANES] {
-        qr_lanes_n(ba, a, first, q, r, &mut w[..N * N], &mut qb[..N * N], N)
+        // compiled for the widest instruction set the CPU has (the same operations)
+        pulp::Arch::new().dispatch(Kernel::<T, N> { ba, a, first, q, r, w, qb })
     }
     macro_rules! arms {
         ($($n:literal)*) => {
@@ -750,12 +768,24 @@ fn backward_lanes<T: QrElem>(
     buf: &mut [Vec<[T; LANES]>; 5],
     n: usize,
 ) {
+    struct Kernel<'a, 'b, T, const N: usize> {
+        ops: [Operand<'b, T>; 4],
+        idx: &'a [usize; LANES],
+        buf: &'a mut [Vec<[T; LANES]>; 5],
+    }
+    impl<T: QrElem, const N: usize> pulp::WithSimd for Kernel<'_, '_, T, N> {
+        type Output = ();
+        #[inline(always)]
+        fn with_simd<S: pulp::Simd>(self, _: S) {
+            backward_lanes_n(self.ops, self.idx, self.buf, N);
+        }
+    }
     fn fixed<T: QrElem, const N: usize>(
         ops: [Operand<'_, T>; 4],
         idx: &[usize; LANES],
         buf: &mut [Vec<[T; LANES]>; 5],
     ) {
-        backward_lanes_n(ops, idx, buf, N);
+        pulp::Arch::new().dispatch(Kernel::<T, N> { ops, idx, buf });
     }
     macro_rules! arms {
         ($($n:literal)*) => {
