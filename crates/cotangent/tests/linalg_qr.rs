@@ -246,6 +246,10 @@ fn fused_backward_matches_the_recorded_one() {
         (vec![4, 4], DType::F64),
         (vec![300, 4, 2], DType::F64),
         (vec![2, 6, 6], DType::F32),
+        // batches of small square matrices: several at a time, with a remainder
+        (vec![19, 4, 4], DType::F64),
+        (vec![11, 16, 16], DType::F64),
+        (vec![9, 3, 3], DType::F32),
     ] {
         let a = rg(randn(&shape, 71).to_dtype(dt).unwrap());
         let f = qr(&a, QrMode::Reduced).unwrap();
@@ -273,6 +277,39 @@ fn fused_backward_matches_the_recorded_one() {
                 &run(true).to_dtype(DType::F64).unwrap(),
                 tol,
             );
+        }
+    }
+}
+
+#[test]
+fn batches_of_small_square_matrices_match_one_by_one() {
+    // batches of square matrices up to 16 are factorised several at a time (a remainder
+    // one by one, and a matrix whose column below the diagonal is zero redone alone):
+    // the same factors as one matrix at a time, in both modes, also from a transposed view
+    for n in [1, 2, 3, 4, 7, 16, 17] {
+        for transposed in [false, true] {
+            // matrix 2: its first column zero below the diagonal (H = I, τ = 0)
+            let mut v = randn(&[19, n, n], 5 + n as u64).to_vec_f64();
+            for i in 1..n {
+                v[2 * n * n + i * n] = 0.0;
+            }
+            let mut a = Tensor::from_vec(v, vec![19, n, n]).unwrap();
+            if transposed {
+                // the same values through a transposed view
+                a = a.mT().unwrap().contiguous().unwrap().mT().unwrap();
+            }
+            for mode in [QrMode::Reduced, QrMode::R] {
+                let f = qr(&a, mode).unwrap();
+                for b in 0..19isize {
+                    let one = qr(&a.select(0, b).unwrap(), mode).unwrap();
+                    let what = format!("n {n}, transposed {transposed}, {mode:?}, matrix {b}");
+                    assert_close(&f.r.select(0, b).unwrap(), &one.r, 1e-13);
+                    if mode == QrMode::Reduced {
+                        assert_close(&f.q.select(0, b).unwrap(), &one.q, 1e-13);
+                        check_factors(&a.select(0, b).unwrap(), &one.q, &one.r, &what);
+                    }
+                }
+            }
         }
     }
 }

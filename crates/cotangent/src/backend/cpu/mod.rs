@@ -100,6 +100,17 @@ fn zip_strided<T: Copy, U: Pooled>(
         out.extend(a[ra].iter().zip(&b[rb]).map(|(&x, &y)| f(x, y)));
         return out;
     }
+    // one operand contiguous, the other one element broadcast (a cotangent of a sum)
+    if let (Some(ra), true) = (al.contiguous_range(), is_scalar_broadcast(bl)) {
+        let (mut out, y) = (pool::take(ra.len()), b[bl.offset()]);
+        out.extend(a[ra].iter().map(|&x| f(x, y)));
+        return out;
+    }
+    if let (true, Some(rb)) = (is_scalar_broadcast(al), bl.contiguous_range()) {
+        let (mut out, x) = (pool::take(rb.len()), a[al.offset()]);
+        out.extend(b[rb].iter().map(|&y| f(x, y)));
+        return out;
+    }
     let mut out = pool::take(al.numel());
     walk(al.dims(), [al.strides(), bl.strides()], [al.offset(), bl.offset()], |[i, j]| {
         out.push(f(a[i], b[j]));
@@ -147,8 +158,23 @@ fn zip_par<T: Copy + Sync, U: Pooled + Send>(
                 .collect_into_vec(&mut out);
             return out;
         }
+        if let (Some(ra), true) = (al.contiguous_range(), is_scalar_broadcast(bl)) {
+            let (mut out, y) = (pool::take(ra.len()), b[bl.offset()]);
+            a[ra].par_iter().with_min_len(1 << 13).map(|&x| f(x, y)).collect_into_vec(&mut out);
+            return out;
+        }
+        if let (true, Some(rb)) = (is_scalar_broadcast(al), bl.contiguous_range()) {
+            let (mut out, x) = (pool::take(rb.len()), a[al.offset()]);
+            b[rb].par_iter().with_min_len(1 << 13).map(|&y| f(x, y)).collect_into_vec(&mut out);
+            return out;
+        }
     }
     zip_strided(a, al, b, bl, f)
+}
+
+/// True if every element of `l` is the one at its offset (all strides zero).
+fn is_scalar_broadcast(l: &Layout) -> bool {
+    l.numel() > 0 && l.strides().iter().all(|&s| s == 0)
 }
 
 fn unsupported(op: &'static str, dtype: DType) -> Error {

@@ -195,7 +195,8 @@ const LANES: usize = 8;
 const LANES_MAX: usize = 16;
 
 /// Factorises the consecutive matrices `start..` of `ba` into `dst` and `info`: groups of
-/// [`LANES`] tiny matrices at once, the rest one by one.
+/// [`LANES`] tiny matrices at once, the rest one by one. `L` column-major, or row-major
+/// if `rows`.
 fn factor_range<T: LinalgElem>(
     ba: &Batch,
     a: &[T],
@@ -203,6 +204,7 @@ fn factor_range<T: LinalgElem>(
     dst: &mut [T],
     info: &mut [i64],
     par: Par,
+    rows: bool,
 ) {
     let n = ba.n;
     let size = n * n;
@@ -212,7 +214,7 @@ fn factor_range<T: LinalgElem>(
         for (g, (chunk, inf)) in
             dst.chunks_exact_mut(size * LANES).zip(info.chunks_exact_mut(LANES)).enumerate()
         {
-            factor_lanes(ba, a, start + g * LANES, chunk, inf, &mut buf);
+            factor_lanes(ba, a, start + g * LANES, chunk, inf, &mut buf, rows);
             done += LANES;
         }
     }
@@ -220,6 +222,18 @@ fn factor_range<T: LinalgElem>(
     for (j, (d, k)) in dst[done * size..].chunks_exact_mut(size).zip(&mut info[done..]).enumerate()
     {
         *k = factor_one(ba, a, start + done + j, d, par, &mut scratch);
+        if rows {
+            transpose_in_place(d, n);
+        }
+    }
+}
+
+/// Transposes the square `n x n` block `d` in place.
+fn transpose_in_place<T: Copy>(d: &mut [T], n: usize) {
+    for c in 0..n {
+        for r in c + 1..n {
+            d.swap(c * n + r, r * n + c);
+        }
     }
 }
 
@@ -231,7 +245,25 @@ fn factor_lanes<T: LinalgElem>(
     dst: &mut [T],
     info: &mut [i64],
     buf: &mut [[T; LANES]],
+    rows: bool,
 ) {
+    struct Kernel<'a, T, const N: usize> {
+        ba: &'a Batch,
+        a: &'a [T],
+        first: usize,
+        dst: &'a mut [T],
+        info: &'a mut [i64],
+        buf: &'a mut [[T; LANES]],
+        rows: bool,
+    }
+    impl<T: LinalgElem, const N: usize> pulp::WithSimd for Kernel<'_, T, N> {
+        type Output = ();
+        #[inline(always)]
+        fn with_simd<S: pulp::Simd>(self, _: S) {
+            let Kernel { ba, a, first, dst, info, buf, rows } = self;
+            factor_lanes_n(ba, a, first, dst, info, &mut buf[..N * N], N, rows);
+        }
+    }
     fn fixed<T: LinalgElem, const N: usize>(
         ba: &Batch,
         a: &[T],
@@ -239,14 +271,16 @@ fn factor_lanes<T: LinalgElem>(
         dst: &mut [T],
         info: &mut [i64],
         buf: &mut [[T; LANES]],
+        rows: bool,
     ) {
-        factor_lanes_n(ba, a, first, dst, info, &mut buf[..N * N], N);
+        // compiled for the widest instruction set the CPU has (the same operations)
+        pulp::Arch::new().dispatch(Kernel::<T, N> { ba, a, first, dst, info, buf, rows });
     }
     macro_rules! arms {
         ($($n:literal)*) => {
             match ba.n {
-                $($n => fixed::<T, $n>(ba, a, first, dst, info, buf),)*
-                n => factor_lanes_n(ba, a, first, dst, info, buf, n),
+                $($n => fixed::<T, $n>(ba, a, first, dst, info, buf, rows),)*
+                n => factor_lanes_n(ba, a, first, dst, info, buf, n, rows),
             }
         };
     }
@@ -257,7 +291,7 @@ fn factor_lanes<T: LinalgElem>(
 /// lanes (which the compiler vectorises). A matrix that fails is redone alone for
 /// LAPACK's order and state.
 // lanes are indexed on purpose (the loops over them vectorise); Float has no SubAssign
-#[allow(clippy::needless_range_loop, clippy::assign_op_pattern)]
+#[allow(clippy::needless_range_loop, clippy::assign_op_pattern, clippy::too_many_arguments)]
 #[inline(always)]
 fn factor_lanes_n<T: LinalgElem>(
     ba: &Batch,
@@ -267,6 +301,7 @@ fn factor_lanes_n<T: LinalgElem>(
     info: &mut [i64],
     buf: &mut [[T; LANES]],
     n: usize,
+    rows: bool,
 ) {
     for w in 0..LANES {
         let off = ba.offsets[first + w];
@@ -304,17 +339,22 @@ fn factor_lanes_n<T: LinalgElem>(
             }
         }
     }
+    // the other triangle of `dst` stays zero
     let size = n * n;
     for (w, d) in dst.chunks_exact_mut(size).enumerate() {
         if ok[w] {
             for c in 0..n {
                 for r in c..n {
-                    d[c * n + r] = buf[c * n + r][w];
+                    let at = if rows { r * n + c } else { c * n + r };
+                    d[at] = buf[c * n + r][w];
                 }
             }
             info[w] = 0;
         } else {
             info[w] = factor_one(ba, a, first + w, d, Par::Seq, &mut None);
+            if rows {
+                transpose_in_place(d, n);
+            }
         }
     }
 }
@@ -334,8 +374,10 @@ pub(crate) fn cholesky<T: LinalgElem>(
     }
     let n = ba.n;
     let size = n * n;
-    // L column-major, so U = Lᵀ row-major
-    let layout = if upper {
+    // L column-major, so U = Lᵀ row-major; up to LANES_MAX, L row-major (`rows`): small
+    // factors contiguous, for the elementwise ops that usually follow
+    let rows = !upper && n <= LANES_MAX;
+    let layout = if upper || rows {
         let mut dims = ba.dims.clone();
         dims.extend([n, n]);
         Layout::contiguous(Shape::new(dims))
@@ -355,11 +397,11 @@ pub(crate) fn cholesky<T: LinalgElem>(
             .zip(info.par_chunks_mut(per_task))
             .enumerate()
             .for_each(|(t, (chunk, inf))| {
-                factor_range(&ba, a, t * per_task, chunk, inf, Par::Seq);
+                factor_range(&ba, a, t * per_task, chunk, inf, Par::Seq, rows);
             });
     } else {
         let par = if n >= PAR_N { Par::rayon(0) } else { Par::Seq };
-        factor_range(&ba, a, 0, &mut out, &mut info, par);
+        factor_range(&ba, a, 0, &mut out, &mut info, par, rows);
     }
     (out, layout, info)
 }
@@ -479,12 +521,25 @@ fn backward_lanes<T: Float>(
     dst: &mut [[T; LANES]],
     n: usize,
 ) {
+    struct Kernel<'a, T, const N: usize> {
+        l: &'a [[T; LANES]],
+        g: &'a mut [[T; LANES]],
+        dst: &'a mut [[T; LANES]],
+    }
+    impl<T: Float, const N: usize> pulp::WithSimd for Kernel<'_, T, N> {
+        type Output = ();
+        #[inline(always)]
+        fn with_simd<S: pulp::Simd>(self, _: S) {
+            let Kernel { l, g, dst } = self;
+            backward_lanes_n(&l[..N * N], &mut g[..N * N], &mut dst[..N * N], N);
+        }
+    }
     fn fixed<T: Float, const N: usize>(
         l: &[[T; LANES]],
         g: &mut [[T; LANES]],
         dst: &mut [[T; LANES]],
     ) {
-        backward_lanes_n(&l[..N * N], &mut g[..N * N], &mut dst[..N * N], N);
+        pulp::Arch::new().dispatch(Kernel::<T, N> { l, g, dst });
     }
     macro_rules! arms {
         ($($n:literal)*) => {
@@ -683,7 +738,7 @@ pub(crate) fn cholesky_backward<T: LinalgElem>(
     dims.extend([n, n]);
     // exactly symmetric: row-major and column-major are the same
     let layout = Layout::contiguous(Shape::new(dims));
-    let mut out = vec![T::ZERO; bf.len() * size];
+    let mut out = crate::backend::cpu::pool::filled(bf.len() * size, T::ZERO);
     if size == 0 {
         return (out, layout);
     }

@@ -297,18 +297,322 @@ fn one<T: QrElem>(
 /// A factor's buffer and layout.
 type Factor<T> = (Vec<T>, Layout);
 
+/// Matrices factorised together by the lane kernel (each operation over the lanes, which
+/// the compiler vectorises; no reductions, no short rows).
+const LANES: usize = 8;
+/// Largest order of the lane kernel (square matrices).
+const LANES_MAX: usize = 16;
+
+/// `geqr2` and `org2r` on [`LANES`] square `n x n` matrices `first..` of `ba` at once: the
+/// same operations, in the same order, as the row-major loop of [`one`] (so the same
+/// results), into `q` and `r` (row-major, `n x n` each, `LANES` of them; `q` empty if not
+/// wanted). Returns which lanes are done: a lane whose column norms need scaling (or are
+/// zero, or not finite) is not, and is redone by [`one`].
+// lanes are indexed on purpose (the loops over them vectorise)
+#[allow(clippy::needless_range_loop, clippy::too_many_arguments)]
+#[inline(always)]
+fn qr_lanes_n<T: QrElem>(
+    ba: &Batch,
+    a: &[T],
+    first: usize,
+    q: &mut [T],
+    r: &mut [T],
+    w: &mut [[T; LANES]],
+    qb: &mut [[T; LANES]],
+    n: usize,
+) -> [bool; LANES] {
+    for l in 0..LANES {
+        let off = ba.offsets[first + l];
+        for i in 0..n {
+            for c in 0..n {
+                w[i * n + c][l] = a[off + i * ba.rs + c * ba.cs];
+            }
+        }
+    }
+    let mut ok = [true; LANES];
+    let mut taus = [[T::ZERO; LANES]; LANES_MAX];
+    let mut wv = [[T::ZERO; LANES]; LANES_MAX];
+    // the last column has no reflector (τ = 0)
+    for j in 0..n.saturating_sub(1) {
+        let mut s = [T::ZERO; LANES];
+        for i in j + 1..n {
+            let x = w[i * n + j];
+            for l in 0..LANES {
+                s[l] += x[l] * x[l];
+            }
+        }
+        let mut tau = [T::ZERO; LANES];
+        let mut inv = [T::ZERO; LANES];
+        let mut beta = [T::ZERO; LANES];
+        for l in 0..LANES {
+            let alpha = w[j * n + j][l];
+            let xnorm = s[l].sqrt();
+            let ss = alpha * alpha + xnorm * xnorm;
+            ok[l] &= s[l].is_finite()
+                && s[l] >= T::MIN_POSITIVE
+                && ss.is_finite()
+                && ss >= T::MIN_POSITIVE;
+            let b = -ss.sqrt().copysign(alpha);
+            beta[l] = b;
+            tau[l] = (b - alpha) / b;
+            inv[l] = T::ONE / (alpha - b);
+        }
+        taus[j] = tau;
+        for i in j + 1..n {
+            let x = &mut w[i * n + j];
+            for l in 0..LANES {
+                x[l] *= inv[l];
+            }
+        }
+        w[j * n + j] = beta;
+        // H from the left on columns j + 1..
+        for c in j + 1..n {
+            wv[c] = w[j * n + c];
+        }
+        for i in j + 1..n {
+            let vi = w[i * n + j];
+            for c in j + 1..n {
+                let y = w[i * n + c];
+                for l in 0..LANES {
+                    wv[c][l] += vi[l] * y[l];
+                }
+            }
+        }
+        for c in j + 1..n {
+            for l in 0..LANES {
+                wv[c][l] = -(wv[c][l] * tau[l]);
+            }
+            let x = &mut w[j * n + c];
+            for l in 0..LANES {
+                x[l] += wv[c][l];
+            }
+        }
+        for i in j + 1..n {
+            let vi = w[i * n + j];
+            for c in j + 1..n {
+                let x = &mut w[i * n + c];
+                for l in 0..LANES {
+                    x[l] += vi[l] * wv[c][l];
+                }
+            }
+        }
+    }
+    let size = n * n;
+    if !q.is_empty() {
+        // org2r: H₀ … H_{n−2} applied to I, the last reflector first
+        for x in qb.iter_mut() {
+            *x = [T::ZERO; LANES];
+        }
+        for c in 0..n {
+            qb[c * n + c] = [T::ONE; LANES];
+        }
+        for j in (0..n.saturating_sub(1)).rev() {
+            let tau = taus[j];
+            for c in j..n {
+                wv[c] = qb[j * n + c];
+            }
+            for i in j + 1..n {
+                let vi = w[i * n + j];
+                for c in j..n {
+                    let y = qb[i * n + c];
+                    for l in 0..LANES {
+                        wv[c][l] += vi[l] * y[l];
+                    }
+                }
+            }
+            for c in j..n {
+                for l in 0..LANES {
+                    wv[c][l] = -(wv[c][l] * tau[l]);
+                }
+                let x = &mut qb[j * n + c];
+                for l in 0..LANES {
+                    x[l] += wv[c][l];
+                }
+            }
+            for i in j + 1..n {
+                let vi = w[i * n + j];
+                for c in j..n {
+                    let x = &mut qb[i * n + c];
+                    for l in 0..LANES {
+                        x[l] += vi[l] * wv[c][l];
+                    }
+                }
+            }
+        }
+        for (l, d) in q.chunks_exact_mut(size).enumerate() {
+            if ok[l] {
+                for (d, x) in d.iter_mut().zip(&*qb) {
+                    *d = x[l];
+                }
+            }
+        }
+    }
+    for (l, d) in r.chunks_exact_mut(size).enumerate() {
+        if ok[l] {
+            for i in 0..n {
+                for c in 0..n {
+                    d[i * n + c] = if i <= c { w[i * n + c][l] } else { T::ZERO };
+                }
+            }
+        }
+    }
+    ok
+}
+
+/// [`qr_lanes_n`] with the order a constant (unrolled loops).
+#[allow(clippy::too_many_arguments)]
+fn qr_lanes<T: QrElem>(
+    ba: &Batch,
+    a: &[T],
+    first: usize,
+    q: &mut [T],
+    r: &mut [T],
+    w: &mut [[T; LANES]],
+    qb: &mut [[T; LANES]],
+) -> [bool; LANES] {
+    struct Kernel<'a, T, const N: usize> {
+        ba: &'a Batch,
+        a: &'a [T],
+        first: usize,
+        q: &'a mut [T],
+        r: &'a mut [T],
+        w: &'a mut [[T; LANES]],
+        qb: &'a mut [[T; LANES]],
+    }
+    impl<T: QrElem, const N: usize> pulp::WithSimd for Kernel<'_, T, N> {
+        type Output = [bool; LANES];
+        #[inline(always)]
+        fn with_simd<S: pulp::Simd>(self, _: S) -> [bool; LANES] {
+            let Kernel { ba, a, first, q, r, w, qb } = self;
+            qr_lanes_n(ba, a, first, q, r, &mut w[..N * N], &mut qb[..N * N], N)
+        }
+    }
+    #[allow(clippy::too_many_arguments)]
+    fn fixed<T: QrElem, const N: usize>(
+        ba: &Batch,
+        a: &[T],
+        first: usize,
+        q: &mut [T],
+        r: &mut [T],
+        w: &mut [[T; LANES]],
+        qb: &mut [[T; LANES]],
+    ) -> [bool; LANES] {
+        // compiled for the widest instruction set the CPU has (the same operations)
+        pulp::Arch::new().dispatch(Kernel::<T, N> { ba, a, first, q, r, w, qb })
+    }
+    macro_rules! arms {
+        ($($n:literal)*) => {
+            match ba.n {
+                $($n => fixed::<T, $n>(ba, a, first, q, r, w, qb),)*
+                n => qr_lanes_n(ba, a, first, q, r, w, qb, n),
+            }
+        };
+    }
+    arms!(1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16)
+}
+
+/// [`one`] into row-major `q` and `r` (square `n x n` matrices), through column-major
+/// scratch.
+fn one_rows<T: QrElem>(
+    a: &[T],
+    ba: &Batch,
+    i: usize,
+    q: &mut [T],
+    r: &mut [T],
+    s: &mut Scratch<T>,
+    cm: &mut [Vec<T>; 2],
+) {
+    let n = ba.n;
+    let [qc, rc] = cm;
+    qc.clear();
+    qc.resize(q.len(), T::ZERO);
+    rc.clear();
+    rc.resize(n * n, T::ZERO);
+    one(a, ba, i, qc, rc, n, s, Par::Seq);
+    for c in 0..n {
+        for row in 0..n {
+            r[row * n + c] = rc[c * n + row];
+            if !q.is_empty() {
+                q[row * n + c] = qc[c * n + row];
+            }
+        }
+    }
+}
+
+/// The batched square case up to [`LANES_MAX`]: groups of [`LANES`] matrices through
+/// [`qr_lanes`], the rest (and the lanes it leaves) through [`one`]. Row-major factors.
+fn qr_small_rows<T: QrElem>(a: &[T], ba: &Batch, want_q: bool) -> (Vec<T>, Vec<T>) {
+    use crate::backend::cpu::pool;
+    let n = ba.n;
+    let size = n * n;
+    let nb = ba.len();
+    let mut qv = pool::filled(if want_q { nb * size } else { 0 }, T::ZERO);
+    let mut rv = pool::filled(nb * size, T::ZERO);
+    let run = |start: usize, qc: &mut [T], rc: &mut [T]| {
+        let mut s = Scratch::new();
+        let mut cm: [Vec<T>; 2] = Default::default();
+        let mut w = vec![[T::ZERO; LANES]; size];
+        let mut qb = vec![[T::ZERO; LANES]; size];
+        let groups = rc.len() / (size * LANES);
+        let qstep = if want_q { size } else { 0 };
+        for g in 0..groups {
+            let first = start + g * LANES;
+            let qg = &mut qc[g * LANES * qstep..(g + 1) * LANES * qstep];
+            let rg = &mut rc[g * LANES * size..(g + 1) * LANES * size];
+            let ok = qr_lanes(ba, a, first, qg, rg, &mut w, &mut qb);
+            for (l, &done) in ok.iter().enumerate() {
+                if !done {
+                    let q = &mut qg[l * qstep..(l + 1) * qstep];
+                    let r = &mut rg[l * size..(l + 1) * size];
+                    one_rows(a, ba, first + l, q, r, &mut s, &mut cm);
+                }
+            }
+        }
+        for j in groups * LANES..rc.len() / size {
+            let q = &mut qc[j * qstep..(j + 1) * qstep];
+            let r = &mut rc[j * size..(j + 1) * size];
+            one_rows(a, ba, start + j, q, r, &mut s, &mut cm);
+        }
+    };
+    let work = size * n;
+    if nb * work >= 2 * TASK_WORK {
+        // whole groups of LANES per task, at least four tasks per thread
+        let even = nb.div_ceil(4 * rayon::current_num_threads());
+        let per = (TASK_WORK / work).min(even).max(1).next_multiple_of(LANES);
+        if want_q {
+            qv.par_chunks_mut(size * per)
+                .zip(rv.par_chunks_mut(size * per))
+                .enumerate()
+                .for_each(|(t, (qc, rc))| run(t * per, qc, rc));
+        } else {
+            rv.par_chunks_mut(size * per).enumerate().for_each(|(t, rc)| run(t * per, &mut [], rc));
+        }
+    } else {
+        run(0, &mut qv, &mut rv);
+    }
+    (qv, rv)
+}
+
 /// QR of each matrix of `a: (*, m, n)`. Returns `Q` (`(*, m, k)`, or `(*, m, m)` with
 /// `spec.complete`; `None` without `spec.want_q`) and `R` (`(*, k, n)`, or `(*, m, n)`
-/// with `spec.complete`), `k = min(m, n)`, both column-major.
+/// with `spec.complete`), `k = min(m, n)`: row-major for batches of small square
+/// matrices (contiguous, for the elementwise ops that usually follow), else column-major.
 pub(crate) fn qr<T: QrElem>(a: &[T], al: &Layout, spec: QrSpec) -> (Option<Factor<T>>, Factor<T>) {
     let ba = Batch::of(al);
     let (m, n) = (ba.m, ba.n);
+    if m == n && (1..=LANES_MAX).contains(&n) && ba.len() >= LANES {
+        let (qv, rv) = qr_small_rows(a, &ba, spec.want_q);
+        let mut dims = ba.dims.clone();
+        dims.extend([n, n]);
+        let layout = Layout::contiguous(crate::shape::Shape::new(dims));
+        return (spec.want_q.then(|| (qv, layout.clone())), (rv, layout));
+    }
     let k = m.min(n);
     let (kq, kr) = if spec.complete { (m, m) } else { (k, k) };
     let (qsize, rsize) = (if spec.want_q { m * kq } else { 0 }, kr * n);
     let nb = ba.len();
-    let mut qv = vec![T::ZERO; nb * qsize];
-    let mut rv = vec![T::ZERO; nb * rsize];
+    let mut qv = crate::backend::cpu::pool::filled(nb * qsize, T::ZERO);
+    let mut rv = crate::backend::cpu::pool::filled(nb * rsize, T::ZERO);
     let q_layout = colmajor_layout(&ba.dims, m, kq);
     let r_layout = colmajor_layout(&ba.dims, kr, n);
     let q_out = |qv: Vec<T>| spec.want_q.then_some((qv, q_layout.clone()));
@@ -354,10 +658,181 @@ pub(crate) fn qr<T: QrElem>(a: &[T], al: &Layout, spec: QrSpec) -> (Option<Facto
     (q_out(qv), (rv, r_layout))
 }
 
+/// One operand of [`qr_backward`]: its data and batch (`None`: a zero cotangent).
+type Operand<'a, T> = Option<(&'a [T], &'a Batch)>;
+
+/// Loads matrix `idx[l]` of `x` (square `n x n`) into lane `l` of `dst` (row-major), or
+/// zeros without `x`.
+#[allow(clippy::needless_range_loop)]
+#[inline(always)]
+fn load_lanes<T: QrElem>(
+    x: Operand<'_, T>,
+    idx: &[usize; LANES],
+    dst: &mut [[T; LANES]],
+    n: usize,
+) {
+    match x {
+        None => dst.iter_mut().for_each(|v| *v = [T::ZERO; LANES]),
+        Some((d, b)) => {
+            for l in 0..LANES {
+                let off = b.offsets[idx[l]];
+                for i in 0..n {
+                    for c in 0..n {
+                        dst[i * n + c][l] = d[off + i * b.rs + c * b.cs];
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// [`qr_backward`]'s formula on [`LANES`] square `n x n` factorisations at once (lanes
+/// `idx`), into `x` (row-major lanes); `buf`: scratch for the operands.
+// lanes are indexed on purpose (the loops over them vectorise)
+#[allow(clippy::needless_range_loop)]
+#[inline(always)]
+fn backward_lanes_n<T: QrElem>(
+    ops: [Operand<'_, T>; 4],
+    idx: &[usize; LANES],
+    buf: &mut [Vec<[T; LANES]>; 5],
+    n: usize,
+) {
+    let [q, r, gq, gr, mm] = buf;
+    let (q, r, gq, gr, mm) =
+        (&mut q[..n * n], &mut r[..n * n], &mut gq[..n * n], &mut gr[..n * n], &mut mm[..n * n]);
+    load_lanes(ops[0], idx, q, n);
+    load_lanes(ops[1], idx, r, n);
+    load_lanes(ops[2], idx, gq, n);
+    load_lanes(ops[3], idx, gr, n);
+    // M = gR Rᵀ − Qᵀ gQ, its upper triangle: M[i, j] = Σ_{k ≥ j} gR[i, k] R[j, k]
+    // − Σ_p Q[p, i] gQ[p, j]
+    for i in 0..n {
+        for j in i..n {
+            let mut acc = [T::ZERO; LANES];
+            for k in j..n {
+                let (a, b) = (gr[i * n + k], r[j * n + k]);
+                for l in 0..LANES {
+                    acc[l] += a[l] * b[l];
+                }
+            }
+            for p in 0..n {
+                let (a, b) = (q[p * n + i], gq[p * n + j]);
+                for l in 0..LANES {
+                    acc[l] += -(a[l] * b[l]);
+                }
+            }
+            mm[i * n + j] = acc;
+            mm[j * n + i] = acc;
+        }
+    }
+    // B = gQ + Q S (S = Φ*(M), symmetric: mm mirrored), into gq
+    for p in 0..n {
+        for i in 0..n {
+            let a = q[p * n + i];
+            for j in 0..n {
+                let b = mm[i * n + j];
+                let x = &mut gq[p * n + j];
+                for l in 0..LANES {
+                    x[l] += a[l] * b[l];
+                }
+            }
+        }
+    }
+    // X Rᵀ = B: columns of X from the last one
+    for j in (0..n).rev() {
+        let mut d = [T::ZERO; LANES];
+        for l in 0..LANES {
+            d[l] = T::ONE / r[j * n + j][l];
+        }
+        for p in 0..n {
+            let x = &mut gq[p * n + j];
+            for l in 0..LANES {
+                x[l] *= d[l];
+            }
+            let y = *x;
+            for k in 0..j {
+                let rkj = r[k * n + j];
+                let x = &mut gq[p * n + k];
+                for l in 0..LANES {
+                    x[l] += -(rkj[l] * y[l]);
+                }
+            }
+        }
+    }
+}
+
+/// [`backward_lanes_n`] with the order a constant (unrolled loops).
+fn backward_lanes<T: QrElem>(
+    ops: [Operand<'_, T>; 4],
+    idx: &[usize; LANES],
+    buf: &mut [Vec<[T; LANES]>; 5],
+    n: usize,
+) {
+    struct Kernel<'a, 'b, T, const N: usize> {
+        ops: [Operand<'b, T>; 4],
+        idx: &'a [usize; LANES],
+        buf: &'a mut [Vec<[T; LANES]>; 5],
+    }
+    impl<T: QrElem, const N: usize> pulp::WithSimd for Kernel<'_, '_, T, N> {
+        type Output = ();
+        #[inline(always)]
+        fn with_simd<S: pulp::Simd>(self, _: S) {
+            backward_lanes_n(self.ops, self.idx, self.buf, N);
+        }
+    }
+    fn fixed<T: QrElem, const N: usize>(
+        ops: [Operand<'_, T>; 4],
+        idx: &[usize; LANES],
+        buf: &mut [Vec<[T; LANES]>; 5],
+    ) {
+        pulp::Arch::new().dispatch(Kernel::<T, N> { ops, idx, buf });
+    }
+    macro_rules! arms {
+        ($($n:literal)*) => {
+            match n {
+                $($n => fixed::<T, $n>(ops, idx, buf),)*
+                _ => backward_lanes_n(ops, idx, buf, n),
+            }
+        };
+    }
+    arms!(1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16);
+}
+
+/// [`qr_backward`] for batches of square matrices up to [`LANES_MAX`]: [`LANES`] at a
+/// time (the last group padded with repeats), row-major results.
+fn qr_backward_small<T: QrElem>(ops: [Operand<'_, T>; 4], nb: usize, n: usize) -> Vec<T> {
+    let size = n * n;
+    let mut out = crate::backend::cpu::pool::filled(nb * size, T::ZERO);
+    let run = |start: usize, chunk: &mut [T]| {
+        let mut buf: [Vec<[T; LANES]>; 5] = std::array::from_fn(|_| vec![[T::ZERO; LANES]; size]);
+        let count = chunk.len() / size;
+        for g in (0..count).step_by(LANES) {
+            let idx: [usize; LANES] = std::array::from_fn(|l| start + (g + l).min(count - 1));
+            backward_lanes(ops, &idx, &mut buf, n);
+            for l in 0..LANES.min(count - g) {
+                let d = &mut chunk[(g + l) * size..(g + l + 1) * size];
+                for (d, x) in d.iter_mut().zip(&buf[2][..size]) {
+                    *d = x[l];
+                }
+            }
+        }
+    };
+    let work = size * n;
+    if nb * work >= 2 * TASK_WORK {
+        let even = nb.div_ceil(4 * rayon::current_num_threads());
+        let per = (TASK_WORK / work).min(even).max(1).next_multiple_of(LANES);
+        out.par_chunks_mut(size * per).enumerate().for_each(|(t, c)| run(t * per, c));
+    } else {
+        run(0, &mut out);
+    }
+    out
+}
+
 /// The VJP of a tall or square QR (`m >= n`) without recording, fused per matrix:
 /// `gA = (gQ + Q Φ*(gR Rᵀ − Qᵀ gQ)) R⁻ᵀ` with `Φ*(M) = triu(M) + striu(M)ᵀ` (the
 /// derivation is at `QrOp::vjp`). `q: (*, m, n)`, `r: (*, n, n)`, cotangents of the same
-/// shapes (any strides; `None` is zero). The result is column-major `(*, m, n)`.
+/// shapes (any strides; `None` is zero). The result is column-major `(*, m, n)`, or
+/// row-major for batches of small square matrices.
 pub(crate) fn qr_backward<T: QrElem>(
     q: (&[T], &Layout),
     r: (&[T], &Layout),
@@ -370,7 +845,19 @@ pub(crate) fn qr_backward<T: QrElem>(
     let bgr = gr.map(|g| Batch::of(g.1));
     let (m, n) = (bq.m, bq.n);
     let size = m * n;
-    let mut out = vec![T::ZERO; bq.len() * size];
+    if m == n && (1..=LANES_MAX).contains(&n) && bq.len() >= LANES {
+        let ops = [
+            Some((q.0, &bq)),
+            Some((r.0, &br)),
+            gq.zip(bgq.as_ref()).map(|((d, _), b)| (d, b)),
+            gr.zip(bgr.as_ref()).map(|((d, _), b)| (d, b)),
+        ];
+        let out = qr_backward_small(ops, bq.len(), n);
+        let mut dims = bq.dims.clone();
+        dims.extend([n, n]);
+        return (out, Layout::contiguous(crate::shape::Shape::new(dims)));
+    }
+    let mut out = crate::backend::cpu::pool::filled(bq.len() * size, T::ZERO);
     let layout = colmajor_layout(&bq.dims, m, n);
     if size == 0 {
         return (out, layout);
