@@ -132,6 +132,17 @@ pub(crate) trait BackendStorage: Sized {
         adjoint: bool,
     ) -> Result<(Self, Layout)>;
 
+    /// The VJP of [`BackendStorage::lu_factor`] for square packed factors `self: (*, n, n)`,
+    /// their contiguous `I64` interchanges `piv` (`(*, n)`) and the cotangent `g` of the
+    /// factors (same batch): `gA`, fused (no graph), with its layout.
+    fn lu_factor_backward(
+        &self,
+        l: &Layout,
+        piv: &Self,
+        g: &Self,
+        gl: &Layout,
+    ) -> Result<(Self, Layout)>;
+
     /// The cofactor matrix of each square `self: (*, n, n)` (the gradient of `det`), by an
     /// SVD, exact at singular matrices; row-major.
     fn cofactor(&self, l: &Layout) -> Result<Self>;

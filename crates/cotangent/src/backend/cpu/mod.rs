@@ -936,6 +936,31 @@ impl BackendStorage for CpuStorage {
         })
     }
 
+    fn lu_factor_backward(
+        &self,
+        l: &Layout,
+        piv: &CpuStorage,
+        g: &CpuStorage,
+        gl: &Layout,
+    ) -> Result<(CpuStorage, Layout)> {
+        const OP: &str = "linalg.lu_factor";
+        let CpuStorage::I64(p) = piv else { return Err(unsupported(OP, piv.dtype())) };
+        Ok(match (self, g) {
+            (CpuStorage::F32(a), CpuStorage::F32(g)) => {
+                let (x, xl) = linalg::lu::lu_factor_backward(a, l, p, g, gl);
+                (CpuStorage::F32(x), xl)
+            }
+            (CpuStorage::F64(a), CpuStorage::F64(g)) => {
+                let (x, xl) = linalg::lu::lu_factor_backward(a, l, p, g, gl);
+                (CpuStorage::F64(x), xl)
+            }
+            _ if self.dtype() != g.dtype() => {
+                return Err(Error::DTypeMismatch { op: OP, lhs: self.dtype(), rhs: g.dtype() })
+            }
+            _ => return Err(unsupported(OP, self.dtype())),
+        })
+    }
+
     fn cofactor(&self, l: &Layout) -> Result<CpuStorage> {
         const OP: &str = "linalg.det";
         let fail = |batch| Error::NoConvergence { op: OP, batch };

@@ -432,3 +432,202 @@ fn det_sign<T: LinalgElem>(q: MatRef<'_, T>) -> T {
         T::ONE
     }
 }
+
+/// `n` up to which [`lu_factor_backward`] works with its own loops (above: faer's
+/// triangular products and solves).
+const SMALL_BACKWARD: usize = 32;
+/// `n` from which one matrix's backward may use both threads.
+const PAR_BACKWARD_N: usize = 192;
+
+/// The VJP of [`lu_factor`] for square factors `lu: (*, n, n)` (packed, any strides), their
+/// contiguous interchanges `piv: (*, n)` and the cotangent `g` of the packed factors (same
+/// batch), without a graph: `gA = P L⁻ᵀ [tril(Lᵀ gL, -1) + triu(gU Uᵀ)] U⁻ᵀ` with
+/// `gL = tril(g, -1)`, `gU = triu(g)` (PyTorch's `linalg_lu_backward`, square case).
+/// Row-major result for `n <=` [`SMALL_BACKWARD`], column-major above.
+pub(crate) fn lu_factor_backward<T: LinalgElem>(
+    lu: &[T],
+    lul: &Layout,
+    piv: &[i64],
+    g: &[T],
+    gl: &Layout,
+) -> (Vec<T>, Layout) {
+    let ba = Batch::of(lul);
+    let bg = Batch::of(gl);
+    let n = ba.n;
+    debug_assert_eq!(ba.m, n);
+    let size = n * n;
+    let small = n <= SMALL_BACKWARD;
+    let layout = if small {
+        let mut dims = ba.dims.clone();
+        dims.extend([n, n]);
+        Layout::contiguous(crate::shape::Shape::new(dims))
+    } else {
+        colmajor_layout(&ba.dims, n, n)
+    };
+    let mut out = vec![T::ZERO; ba.len() * size];
+    if size == 0 {
+        return (out, layout);
+    }
+    let one = |i: usize, dst: &mut [T], tmp: &mut Vec<T>, par: Par| {
+        let ipiv = &piv[i * n..(i + 1) * n];
+        tmp.clear();
+        tmp.resize(2 * size, T::ZERO);
+        let (a, gw) = tmp.split_at_mut(size);
+        let off = ba.offsets[i];
+        let a: &[T] = if ba.rs == 1 && ba.cs == n {
+            &lu[off..off + size]
+        } else {
+            ba.load(lu, i, a);
+            a
+        };
+        bg.load(g, i, gw);
+        if small {
+            backward_small(a, gw, dst, ipiv, n);
+        } else {
+            backward_blocked(a, gw, dst, ipiv, n, par);
+        }
+    };
+    let len = ba.len();
+    let work = size * n * 4;
+    if len > 1 && n < PAR_BACKWARD_N && len * work >= 2 * TASK_WORK {
+        let per_task = (TASK_WORK / work).max(1);
+        out.par_chunks_mut(size * per_task).enumerate().for_each(|(t, chunk)| {
+            let mut tmp = Vec::new();
+            for (j, dst) in chunk.chunks_exact_mut(size).enumerate() {
+                one(t * per_task + j, dst, &mut tmp, Par::Seq);
+            }
+        });
+    } else {
+        let par = if n >= PAR_BACKWARD_N { Par::rayon(0) } else { Par::Seq };
+        let mut tmp = Vec::new();
+        for (i, dst) in out.chunks_exact_mut(size).enumerate() {
+            one(i, dst, &mut tmp, par);
+        }
+    }
+    (out, layout)
+}
+
+/// [`lu_factor_backward`] of one small matrix: `a` the packed factors and `g` the
+/// cotangent (column-major, `g` overwritten), `dst` row-major.
+fn backward_small<T: LinalgElem>(a: &[T], g: &mut [T], dst: &mut [T], ipiv: &[i64], n: usize) {
+    match n {
+        1 => backward_small_n::<T, 1>(a, g, dst, ipiv, n),
+        2 => backward_small_n::<T, 2>(a, g, dst, ipiv, n),
+        3 => backward_small_n::<T, 3>(a, g, dst, ipiv, n),
+        4 => backward_small_n::<T, 4>(a, g, dst, ipiv, n),
+        _ => backward_small_n::<T, 0>(a, g, dst, ipiv, n),
+    }
+}
+
+/// [`backward_small`] with `n = N` known at compile time when `N > 0`.
+#[inline(always)]
+fn backward_small_n<T: LinalgElem, const N: usize>(
+    a: &[T],
+    g: &mut [T],
+    dst: &mut [T],
+    ipiv: &[i64],
+    n: usize,
+) {
+    let n = if N > 0 { N } else { n };
+    let a = &a[..n * n];
+    let g = &mut g[..n * n];
+    let dst = &mut dst[..n * n];
+    // X = tril(Lᵀ gL, -1) + triu(gU Uᵀ) into dst (column-major for now):
+    //   i > j: X_ij = G_ij + Σ_{k>i} L_ki G_kj;  i <= j: X_ij = Σ_{k>=j} G_ik U_jk
+    for j in 0..n {
+        for i in 0..n {
+            let x = if i > j {
+                let mut s = g[j * n + i];
+                for (&l, &gk) in
+                    a[i * n + i + 1..(i + 1) * n].iter().zip(&g[j * n + i + 1..(j + 1) * n])
+                {
+                    s += l * gk;
+                }
+                s
+            } else {
+                let mut s = T::ZERO;
+                for k in j..n {
+                    s += g[k * n + i] * a[k * n + j];
+                }
+                s
+            };
+            dst[j * n + i] = x;
+        }
+    }
+    // W = X U⁻ᵀ (W Uᵀ = X: X[:, j] = Σ_{k>=j} U_jk W[:, k]), from the last column
+    for j in (0..n).rev() {
+        for k in j + 1..n {
+            let u = a[k * n + j];
+            let (left, right) = dst.split_at_mut(k * n);
+            for (w, &v) in left[j * n..(j + 1) * n].iter_mut().zip(&right[..n]) {
+                *w -= u * v;
+            }
+        }
+        let inv = T::ONE / a[j * n + j];
+        for w in &mut dst[j * n..(j + 1) * n] {
+            *w *= inv;
+        }
+    }
+    // Z = L⁻ᵀ W (Lᵀ unit upper: z_i = w_i − Σ_{k>i} L_ki z_k), column by column
+    for col in dst.chunks_exact_mut(n) {
+        for i in (0..n).rev() {
+            let mut s = col[i];
+            for (&l, &z) in a[i * n + i + 1..(i + 1) * n].iter().zip(&col[i + 1..]) {
+                s -= l * z;
+            }
+            col[i] = s;
+        }
+    }
+    // gA = P Z, written row-major
+    swap_rows(dst, n, n, ipiv, false);
+    g.copy_from_slice(dst);
+    for r in 0..n {
+        for c in 0..n {
+            dst[r * n + c] = g[c * n + r];
+        }
+    }
+}
+
+/// [`lu_factor_backward`] of one larger matrix by faer's triangular products and solves:
+/// `a` the packed factors and `g` the cotangent (column-major), `dst` column-major.
+fn backward_blocked<T: LinalgElem>(
+    a: &[T],
+    g: &[T],
+    dst: &mut [T],
+    ipiv: &[i64],
+    n: usize,
+    par: Par,
+) {
+    use faer::linalg::matmul::triangular::{matmul, BlockStructure as B};
+    use faer::Accum;
+    let lu = MatRef::from_column_major_slice(a, n, n);
+    let gm = MatRef::from_column_major_slice(g, n, n);
+    // strict lower part: Lᵀ gL (Lᵀ unit upper, read from the strictly lower triangle)
+    matmul(
+        colmajor_mut(dst, n, n),
+        B::StrictTriangularLower,
+        Accum::Replace,
+        lu.transpose(),
+        B::UnitTriangularUpper,
+        gm,
+        B::StrictTriangularLower,
+        T::ONE,
+        par,
+    );
+    // upper part with the diagonal: gU Uᵀ
+    matmul(
+        colmajor_mut(dst, n, n),
+        B::TriangularUpper,
+        Accum::Replace,
+        gm,
+        B::TriangularUpper,
+        lu.transpose(),
+        B::TriangularLower,
+        T::ONE,
+        par,
+    );
+    // W = X U⁻ᵀ ⇔ U Wᵀ = Xᵀ; then Z = L⁻ᵀ W
+    ts::solve_upper_triangular_in_place(lu, colmajor_mut(dst, n, n).transpose_mut(), par);
+    ts::solve_unit_upper_triangular_in_place(lu.transpose(), colmajor_mut(dst, n, n), par);
+    swap_rows(dst, n, n, ipiv, false);
+}
