@@ -1,7 +1,7 @@
 //! Determinants from one LU factorisation: `linalg.det`, `linalg.slogdet`, `logdet`
 //! (explicit composites with hand-written, singular-safe VJPs).
 
-use super::lu::{factor_raw, lu_solve_raw};
+use super::lu::factor_raw;
 use super::solve::inv_ex;
 use super::util::{check_float, check_square, from_kernel};
 use crate::autograd::node::{record, record1, Op, VjpCtx};
@@ -25,7 +25,7 @@ pub struct Slogdet {
 }
 
 /// One LU of each matrix: the factors and, per matrix, `det A`, `sign(det A)` and
-/// `log |det A|` (in f64), and whether it is numerically singular (`strict`: a pivot at
+/// `log |det A|` (in f64; 0 unless `want_log`), and whether it is numerically singular (`strict`: a pivot at
 /// most `n ε max|U_ii|`) or near singular (`loose`: at most `√ε max|U_ii|`).
 struct Parts {
     lu: Tensor,
@@ -37,7 +37,7 @@ struct Parts {
     loose: Vec<bool>,
 }
 
-fn parts(a: &Tensor) -> Result<Parts> {
+fn parts(a: &Tensor, want_log: bool) -> Result<Parts> {
     let (lu, pivots, _info) = factor_raw(&a.detach())?;
     let r = a.rank();
     let n = a.dims()[r - 1];
@@ -85,7 +85,9 @@ fn parts(a: &Tensor) -> Result<Parts> {
             } else {
                 f64::NAN
             };
-            logabs += d.abs().ln();
+            if want_log {
+                logabs += d.abs().ln();
+            }
             max = max.max(d.abs());
             min = min.min(d.abs());
             finite &= d.is_finite();
@@ -113,8 +115,10 @@ fn batch_values(a: &Tensor, v: Vec<f64>) -> Result<Tensor> {
 
 /// `g[..., None, None] * A⁻ᵀ` from saved factors (first order only).
 fn scaled_inv_t(lu: &Tensor, pivots: &Tensor, g: &Tensor) -> Result<Tensor> {
-    let rhs = g.unsqueeze(-1)?.broadcast_to(pivots.shape().clone())?.diag_embed(0, -2, -1)?;
-    lu_solve_raw(lu, pivots, &rhs, true)
+    let piv = pivots.contiguous_storage();
+    let c = g.broadcast_to(pivots.dims()[..pivots.rank() - 1].to_vec())?.contiguous_storage();
+    let (s, l) = lu.storage().cpu().lu_inv_t(lu.layout(), &piv, &c)?;
+    Ok(from_kernel(s, l))
 }
 
 /// `g[..., None, None] * A⁻ᵀ` in tensor ops on `a` (recorded: higher order).
@@ -203,7 +207,7 @@ pub fn det(a: &Tensor) -> Result<Tensor> {
     if a.dtype().is_half() {
         return det(&a.to_dtype(DType::F32)?)?.to_dtype(a.dtype());
     }
-    let p = parts(a)?;
+    let p = parts(a, false)?;
     let d = batch_values(a, p.det)?;
     let op = DetOp { lu: p.lu, pivots: p.pivots, strict: p.strict, loose: p.loose };
     Ok(record1(op, &[a], d, true))
@@ -270,7 +274,7 @@ fn slogdet_named(op: &'static str, a: &Tensor) -> Result<Slogdet> {
             logabsdet: s.logabsdet.to_dtype(a.dtype())?,
         });
     }
-    let p = parts(a)?;
+    let p = parts(a, true)?;
     let sign = batch_values(a, p.sign)?;
     let logabsdet = batch_values(a, p.logabs)?;
     let outs = record(SlogdetOp { lu: p.lu, pivots: p.pivots }, &[a], vec![sign, logabsdet], true);

@@ -961,6 +961,30 @@ impl BackendStorage for CpuStorage {
         })
     }
 
+    fn lu_inv_t(
+        &self,
+        l: &Layout,
+        piv: &CpuStorage,
+        c: &CpuStorage,
+    ) -> Result<(CpuStorage, Layout)> {
+        const OP: &str = "linalg.inv";
+        let CpuStorage::I64(p) = piv else { return Err(unsupported(OP, piv.dtype())) };
+        Ok(match (self, c) {
+            (CpuStorage::F32(a), CpuStorage::F32(c)) => {
+                let (x, xl) = linalg::lu::lu_inv_t(a, l, p, c);
+                (CpuStorage::F32(x), xl)
+            }
+            (CpuStorage::F64(a), CpuStorage::F64(c)) => {
+                let (x, xl) = linalg::lu::lu_inv_t(a, l, p, c);
+                (CpuStorage::F64(x), xl)
+            }
+            _ if self.dtype() != c.dtype() => {
+                return Err(Error::DTypeMismatch { op: OP, lhs: self.dtype(), rhs: c.dtype() })
+            }
+            _ => return Err(unsupported(OP, self.dtype())),
+        })
+    }
+
     fn cofactor(&self, l: &Layout) -> Result<CpuStorage> {
         const OP: &str = "linalg.det";
         let fail = |batch| Error::NoConvergence { op: OP, batch };

@@ -89,20 +89,20 @@ fn lu_unblocked_n<T: LinalgElem, const N: usize>(
     let mut info = 0;
     for j in 0..k {
         let cj = j * m;
-        let mut p = j;
-        let mut max = a[cj + j].abs();
-        for i in j + 1..m {
-            let v = a[cj + i].abs();
+        // the first row of largest absolute value in column j, from row j
+        let (mut p, mut max) = (j, a[cj + j].abs());
+        for (i, v) in a[cj + j + 1..cj + m].iter().enumerate() {
+            let v = v.abs();
             if v > max {
                 max = v;
-                p = i;
+                p = j + 1 + i;
             }
         }
         ipiv[j] = (p + 1) as i64;
         if a[cj + p] != T::ZERO {
             if p != j {
-                for c in 0..n {
-                    a.swap(c * m + j, c * m + p);
+                for col in a.chunks_exact_mut(m) {
+                    col.swap(j, p);
                 }
             }
             let inv = T::ONE / a[cj + j];
@@ -113,12 +113,13 @@ fn lu_unblocked_n<T: LinalgElem, const N: usize>(
             info = (j + 1) as i64;
         }
         // rank-1 update of the trailing columns (all of them: U's extra block when wide)
-        for c in j + 1..n {
-            let (left, right) = a.split_at_mut(c * m);
-            let f = right[j];
+        let (left, right) = a.split_at_mut(cj + m);
+        let lcol = &left[cj + j + 1..cj + m];
+        for col in right.chunks_exact_mut(m) {
+            let (top, below) = col.split_at_mut(j + 1);
+            let f = top[j];
             if f != T::ZERO {
-                let lcol = &left[cj + j + 1..cj + m];
-                for (x, &l) in right[j + 1..m].iter_mut().zip(lcol) {
+                for (x, &l) in below.iter_mut().zip(lcol) {
                     *x -= l * f;
                 }
             }
@@ -177,7 +178,7 @@ pub(crate) fn lu_factor<T: LinalgElem>(
     let (m, n) = (ba.m, ba.n);
     let k = m.min(n);
     let size = m * n;
-    let mut out = vec![T::ZERO; ba.len() * size];
+    let mut out = super::super::pool::filled(ba.len() * size, T::ZERO);
     let mut piv = vec![0i64; ba.len() * k];
     let mut info = vec![0i64; ba.len()];
     let layout = colmajor_layout(&ba.dims, m, n);
@@ -345,7 +346,7 @@ pub(crate) fn lu_solve<T: LinalgElem>(
     debug_assert_eq!(rows, n);
     let layout = colmajor_layout(&bb.dims, rows, k);
     let size = rows * k;
-    let mut out = vec![T::ZERO; bb.len() * size];
+    let mut out = super::super::pool::filled(bb.len() * size, T::ZERO);
     let work = n * n * k.max(1);
     for_each_matrix(&mut out, size, work, |i, dst, tmp, par| {
         bb.load(b, i, dst);
@@ -433,11 +434,19 @@ fn det_sign<T: LinalgElem>(q: MatRef<'_, T>) -> T {
     }
 }
 
-/// `n` up to which [`lu_factor_backward`] works with its own loops (above: faer's
-/// triangular products and solves).
+/// `n` up to which [`lu_factor_backward`] and [`lu_inv_t`] work with their own loops
+/// (above: faer's triangular products and solves).
 const SMALL_BACKWARD: usize = 32;
 /// `n` from which one matrix's backward may use both threads.
 const PAR_BACKWARD_N: usize = 192;
+
+/// The middle factor `X` of `gA = P L⁻ᵀ X U⁻ᵀ`.
+enum Middle<'a, T> {
+    /// `X = tril(Lᵀ gL, -1) + triu(gU Uᵀ)` from the cotangent `g` of the packed factors.
+    Grad(&'a [T], Batch),
+    /// `X = c_i I`, `c` one scale per matrix.
+    Scale(&'a [T]),
+}
 
 /// The VJP of [`lu_factor`] for square factors `lu: (*, n, n)` (packed, any strides), their
 /// contiguous interchanges `piv: (*, n)` and the cotangent `g` of the packed factors (same
@@ -451,8 +460,30 @@ pub(crate) fn lu_factor_backward<T: LinalgElem>(
     g: &[T],
     gl: &Layout,
 ) -> (Vec<T>, Layout) {
+    lu_middle(lu, lul, piv, Middle::Grad(g, Batch::of(gl)))
+}
+
+/// `c_i A_i⁻ᵀ = c_i P L⁻ᵀ U⁻ᵀ` for each `A = P L U` given by square packed factors
+/// `lu: (*, n, n)` and contiguous interchanges `piv: (*, n)`, with one scale per matrix
+/// (`c`, contiguous). (`A⁻¹` when the factors are those of `Aᵀ` and `c = 1`.) Row-major
+/// result for `n <=` [`SMALL_BACKWARD`], column-major above.
+pub(crate) fn lu_inv_t<T: LinalgElem>(
+    lu: &[T],
+    lul: &Layout,
+    piv: &[i64],
+    c: &[T],
+) -> (Vec<T>, Layout) {
+    lu_middle(lu, lul, piv, Middle::Scale(c))
+}
+
+/// `P L⁻ᵀ X U⁻ᵀ` for each matrix: see [`Middle`].
+fn lu_middle<T: LinalgElem>(
+    lu: &[T],
+    lul: &Layout,
+    piv: &[i64],
+    mid: Middle<'_, T>,
+) -> (Vec<T>, Layout) {
     let ba = Batch::of(lul);
-    let bg = Batch::of(gl);
     let n = ba.n;
     debug_assert_eq!(ba.m, n);
     let size = n * n;
@@ -464,7 +495,7 @@ pub(crate) fn lu_factor_backward<T: LinalgElem>(
     } else {
         colmajor_layout(&ba.dims, n, n)
     };
-    let mut out = vec![T::ZERO; ba.len() * size];
+    let mut out = super::super::pool::filled(ba.len() * size, T::ZERO);
     if size == 0 {
         return (out, layout);
     }
@@ -480,11 +511,31 @@ pub(crate) fn lu_factor_backward<T: LinalgElem>(
             ba.load(lu, i, a);
             a
         };
-        bg.load(g, i, gw);
+        // X into dst (column-major)
+        match &mid {
+            Middle::Grad(g, bg) => {
+                bg.load(g, i, gw);
+                if small {
+                    middle_small(a, gw, dst, n);
+                } else {
+                    middle_blocked(a, gw, dst, n, par);
+                }
+            }
+            Middle::Scale(c) => {
+                dst.fill(T::ZERO);
+                for j in 0..n {
+                    dst[j * n + j] = c[i];
+                }
+            }
+        }
         if small {
-            backward_small(a, gw, dst, ipiv, n);
+            outer_small(a, dst, gw, ipiv, n);
         } else {
-            backward_blocked(a, gw, dst, ipiv, n, par);
+            // W = X U⁻ᵀ ⇔ U Wᵀ = Xᵀ; then Z = L⁻ᵀ W
+            let lu = MatRef::from_column_major_slice(a, n, n);
+            ts::solve_upper_triangular_in_place(lu, colmajor_mut(dst, n, n).transpose_mut(), par);
+            ts::solve_unit_upper_triangular_in_place(lu.transpose(), colmajor_mut(dst, n, n), par);
+            swap_rows(dst, n, n, ipiv, false);
         }
     };
     let len = ba.len();
@@ -507,40 +558,30 @@ pub(crate) fn lu_factor_backward<T: LinalgElem>(
     (out, layout)
 }
 
-/// [`lu_factor_backward`] of one small matrix: `a` the packed factors and `g` the
-/// cotangent (column-major, `g` overwritten), `dst` row-major.
-fn backward_small<T: LinalgElem>(a: &[T], g: &mut [T], dst: &mut [T], ipiv: &[i64], n: usize) {
+/// `X = tril(Lᵀ gL, -1) + triu(gU Uᵀ)` into `x` for one small matrix (`a` the packed
+/// factors, `g` the cotangent; all column-major).
+fn middle_small<T: LinalgElem>(a: &[T], g: &[T], x: &mut [T], n: usize) {
     match n {
-        1 => backward_small_n::<T, 1>(a, g, dst, ipiv, n),
-        2 => backward_small_n::<T, 2>(a, g, dst, ipiv, n),
-        3 => backward_small_n::<T, 3>(a, g, dst, ipiv, n),
-        4 => backward_small_n::<T, 4>(a, g, dst, ipiv, n),
-        _ => backward_small_n::<T, 0>(a, g, dst, ipiv, n),
+        1 => middle_small_n::<T, 1>(a, g, x, n),
+        2 => middle_small_n::<T, 2>(a, g, x, n),
+        3 => middle_small_n::<T, 3>(a, g, x, n),
+        4 => middle_small_n::<T, 4>(a, g, x, n),
+        _ => middle_small_n::<T, 0>(a, g, x, n),
     }
 }
 
-/// [`backward_small`] with `n = N` known at compile time when `N > 0`.
+/// [`middle_small`] with `n = N` known at compile time when `N > 0`.
 #[inline(always)]
-fn backward_small_n<T: LinalgElem, const N: usize>(
-    a: &[T],
-    g: &mut [T],
-    dst: &mut [T],
-    ipiv: &[i64],
-    n: usize,
-) {
+fn middle_small_n<T: LinalgElem, const N: usize>(a: &[T], g: &[T], x: &mut [T], n: usize) {
     let n = if N > 0 { N } else { n };
-    let a = &a[..n * n];
-    let g = &mut g[..n * n];
-    let dst = &mut dst[..n * n];
-    // X = tril(Lᵀ gL, -1) + triu(gU Uᵀ) into dst (column-major for now):
+    let (a, g, x) = (&a[..n * n], &g[..n * n], &mut x[..n * n]);
     //   i > j: X_ij = G_ij + Σ_{k>i} L_ki G_kj;  i <= j: X_ij = Σ_{k>=j} G_ik U_jk
     for j in 0..n {
         for i in 0..n {
-            let x = if i > j {
+            x[j * n + i] = if i > j {
                 let mut s = g[j * n + i];
-                for (&l, &gk) in
-                    a[i * n + i + 1..(i + 1) * n].iter().zip(&g[j * n + i + 1..(j + 1) * n])
-                {
+                let lcol = &a[i * n + i + 1..(i + 1) * n];
+                for (&l, &gk) in lcol.iter().zip(&g[j * n + i + 1..(j + 1) * n]) {
                     s += l * gk;
                 }
                 s
@@ -551,60 +592,86 @@ fn backward_small_n<T: LinalgElem, const N: usize>(
                 }
                 s
             };
-            dst[j * n + i] = x;
         }
     }
+}
+
+/// `P L⁻ᵀ X U⁻ᵀ` in place of `x` for one small matrix (`a` the packed factors), written
+/// back row-major; `tmp` is scratch of `n²`.
+fn outer_small<T: LinalgElem>(a: &[T], x: &mut [T], tmp: &mut [T], ipiv: &[i64], n: usize) {
+    match n {
+        1 => outer_small_n::<T, 1>(a, x, tmp, ipiv, n),
+        2 => outer_small_n::<T, 2>(a, x, tmp, ipiv, n),
+        3 => outer_small_n::<T, 3>(a, x, tmp, ipiv, n),
+        4 => outer_small_n::<T, 4>(a, x, tmp, ipiv, n),
+        _ => outer_small_n::<T, 0>(a, x, tmp, ipiv, n),
+    }
+}
+
+/// [`outer_small`] with `n = N` known at compile time when `N > 0`.
+#[inline(always)]
+fn outer_small_n<T: LinalgElem, const N: usize>(
+    a: &[T],
+    x: &mut [T],
+    tmp: &mut [T],
+    ipiv: &[i64],
+    n: usize,
+) {
+    let n = if N > 0 { N } else { n };
+    let (a, x, tmp) = (&a[..n * n], &mut x[..n * n], &mut tmp[..n * n]);
     // W = X U⁻ᵀ (W Uᵀ = X: X[:, j] = Σ_{k>=j} U_jk W[:, k]), from the last column
     for j in (0..n).rev() {
         for k in j + 1..n {
             let u = a[k * n + j];
-            let (left, right) = dst.split_at_mut(k * n);
+            let (left, right) = x.split_at_mut(k * n);
             for (w, &v) in left[j * n..(j + 1) * n].iter_mut().zip(&right[..n]) {
                 *w -= u * v;
             }
         }
         let inv = T::ONE / a[j * n + j];
-        for w in &mut dst[j * n..(j + 1) * n] {
+        for w in &mut x[j * n..(j + 1) * n] {
             *w *= inv;
         }
     }
-    // Z = L⁻ᵀ W (Lᵀ unit upper: z_i = w_i − Σ_{k>i} L_ki z_k), column by column
-    for col in dst.chunks_exact_mut(n) {
-        for i in (0..n).rev() {
-            let mut s = col[i];
-            for (&l, &z) in a[i * n + i + 1..(i + 1) * n].iter().zip(&col[i + 1..]) {
-                s -= l * z;
-            }
-            col[i] = s;
-        }
-    }
-    // gA = P Z, written row-major
-    swap_rows(dst, n, n, ipiv, false);
-    g.copy_from_slice(dst);
+    // Z = L⁻ᵀ W row by row (Lᵀ unit upper: Z[i, :] = W[i, :] − Σ_{k>i} L_ki Z[k, :]), on
+    // a row-major copy so that every update runs along a row
     for r in 0..n {
         for c in 0..n {
-            dst[r * n + c] = g[c * n + r];
+            tmp[r * n + c] = x[c * n + r];
         }
     }
+    for i in (0..n).rev() {
+        let (head, tail) = tmp.split_at_mut((i + 1) * n);
+        let zi = &mut head[i * n..];
+        for (&l, zk) in a[i * n + i + 1..(i + 1) * n].iter().zip(tail.chunks_exact(n)) {
+            if l != T::ZERO {
+                for (z, &v) in zi.iter_mut().zip(zk) {
+                    *z -= l * v;
+                }
+            }
+        }
+    }
+    // P Z (rows swapped in reverse order), row-major
+    for j in (0..n).rev() {
+        let p = (ipiv[j] - 1) as usize;
+        if p != j {
+            let (lo, hi) = tmp.split_at_mut(p * n);
+            lo[j * n..(j + 1) * n].swap_with_slice(&mut hi[..n]);
+        }
+    }
+    x.copy_from_slice(tmp);
 }
 
-/// [`lu_factor_backward`] of one larger matrix by faer's triangular products and solves:
-/// `a` the packed factors and `g` the cotangent (column-major), `dst` column-major.
-fn backward_blocked<T: LinalgElem>(
-    a: &[T],
-    g: &[T],
-    dst: &mut [T],
-    ipiv: &[i64],
-    n: usize,
-    par: Par,
-) {
+/// `X = tril(Lᵀ gL, -1) + triu(gU Uᵀ)` into `x` by faer's triangular products (`a` the
+/// packed factors, `g` the cotangent; all column-major).
+fn middle_blocked<T: LinalgElem>(a: &[T], g: &[T], x: &mut [T], n: usize, par: Par) {
     use faer::linalg::matmul::triangular::{matmul, BlockStructure as B};
     use faer::Accum;
     let lu = MatRef::from_column_major_slice(a, n, n);
     let gm = MatRef::from_column_major_slice(g, n, n);
     // strict lower part: Lᵀ gL (Lᵀ unit upper, read from the strictly lower triangle)
     matmul(
-        colmajor_mut(dst, n, n),
+        colmajor_mut(x, n, n),
         B::StrictTriangularLower,
         Accum::Replace,
         lu.transpose(),
@@ -616,7 +683,7 @@ fn backward_blocked<T: LinalgElem>(
     );
     // upper part with the diagonal: gU Uᵀ
     matmul(
-        colmajor_mut(dst, n, n),
+        colmajor_mut(x, n, n),
         B::TriangularUpper,
         Accum::Replace,
         gm,
@@ -626,8 +693,4 @@ fn backward_blocked<T: LinalgElem>(
         T::ONE,
         par,
     );
-    // W = X U⁻ᵀ ⇔ U Wᵀ = Xᵀ; then Z = L⁻ᵀ W
-    ts::solve_upper_triangular_in_place(lu, colmajor_mut(dst, n, n).transpose_mut(), par);
-    ts::solve_unit_upper_triangular_in_place(lu.transpose(), colmajor_mut(dst, n, n), par);
-    swap_rows(dst, n, n, ipiv, false);
 }

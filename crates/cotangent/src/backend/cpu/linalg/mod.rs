@@ -119,10 +119,24 @@ pub(crate) fn load_colmajor<T: Copy>(
     dst: &mut [T],
 ) {
     debug_assert_eq!(dst.len(), m * n);
+    if m == 0 || n == 0 {
+        return;
+    }
     if rs == 1 {
         for (j, col) in dst.chunks_exact_mut(m.max(1)).enumerate().take(n) {
             let start = off + j * cs;
             col.copy_from_slice(&data[start..start + m]);
+        }
+    } else if rs == 0 && cs == 0 {
+        // one broadcast value
+        dst.fill(data[off]);
+    } else if cs == 1 {
+        // row-major: read each row once
+        for i in 0..m {
+            let row = &data[off + i * rs..off + i * rs + n];
+            for (d, &v) in dst[i..].iter_mut().step_by(m.max(1)).zip(row) {
+                *d = v;
+            }
         }
     } else {
         for j in 0..n {
