@@ -145,8 +145,10 @@ pub(crate) trait BackendStorage: Sized {
 
     /// `c_i A_i⁻ᵀ` for each `A = P L U` given by square packed factors `self: (*, n, n)`
     /// and contiguous `I64` interchanges `piv` (`(*, n)`), with one scale per matrix in
-    /// `c` (contiguous, the batch's shape), with its layout.
-    fn lu_inv_t(&self, l: &Layout, piv: &Self, c: &Self) -> Result<(Self, Layout)>;
+    /// `c` (contiguous, the batch's shape), with its layout: row-major for small `n` if
+    /// `row_major`, else column-major.
+    fn lu_inv_t(&self, l: &Layout, piv: &Self, c: &Self, row_major: bool)
+        -> Result<(Self, Layout)>;
 
     /// The cofactor matrix of each square `self: (*, n, n)` (the gradient of `det`), by an
     /// SVD, exact at singular matrices; row-major.

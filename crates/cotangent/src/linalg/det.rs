@@ -117,7 +117,7 @@ fn batch_values(a: &Tensor, v: Vec<f64>) -> Result<Tensor> {
 fn scaled_inv_t(lu: &Tensor, pivots: &Tensor, g: &Tensor) -> Result<Tensor> {
     let piv = pivots.contiguous_storage();
     let c = g.broadcast_to(pivots.dims()[..pivots.rank() - 1].to_vec())?.contiguous_storage();
-    let (s, l) = lu.storage().cpu().lu_inv_t(lu.layout(), &piv, &c)?;
+    let (s, l) = lu.storage().cpu().lu_inv_t(lu.layout(), &piv, &c, true)?;
     Ok(from_kernel(s, l))
 }
 

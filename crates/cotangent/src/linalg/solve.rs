@@ -226,7 +226,8 @@ fn inv_impl(op: &'static str, a: &Tensor, check: bool) -> Result<InvEx> {
     // with Aᵀ = P L U: A⁻¹ = (Aᵀ)⁻ᵀ = P L⁻ᵀ U⁻ᵀ
     let batch = a.dims()[..a.rank() - 2].to_vec();
     let ones = Tensor::ones(batch, a.dtype())?.contiguous_storage();
-    let (s, l) = lu.storage().cpu().lu_inv_t(lu.layout(), &pivots.contiguous_storage(), &ones)?;
+    let (s, l) =
+        lu.storage().cpu().lu_inv_t(lu.layout(), &pivots.contiguous_storage(), &ones, false)?;
     let x = from_kernel(s, l);
     let inverse = record1(InvOp, &[a], x, true);
     Ok(InvEx { inverse, info })

@@ -966,16 +966,17 @@ impl BackendStorage for CpuStorage {
         l: &Layout,
         piv: &CpuStorage,
         c: &CpuStorage,
+        row_major: bool,
     ) -> Result<(CpuStorage, Layout)> {
         const OP: &str = "linalg.inv";
         let CpuStorage::I64(p) = piv else { return Err(unsupported(OP, piv.dtype())) };
         Ok(match (self, c) {
             (CpuStorage::F32(a), CpuStorage::F32(c)) => {
-                let (x, xl) = linalg::lu::lu_inv_t(a, l, p, c);
+                let (x, xl) = linalg::lu::lu_inv_t(a, l, p, c, row_major);
                 (CpuStorage::F32(x), xl)
             }
             (CpuStorage::F64(a), CpuStorage::F64(c)) => {
-                let (x, xl) = linalg::lu::lu_inv_t(a, l, p, c);
+                let (x, xl) = linalg::lu::lu_inv_t(a, l, p, c, row_major);
                 (CpuStorage::F64(x), xl)
             }
             _ if self.dtype() != c.dtype() => {

@@ -460,35 +460,39 @@ pub(crate) fn lu_factor_backward<T: LinalgElem>(
     g: &[T],
     gl: &Layout,
 ) -> (Vec<T>, Layout) {
-    lu_middle(lu, lul, piv, Middle::Grad(g, Batch::of(gl)))
+    lu_middle(lu, lul, piv, Middle::Grad(g, Batch::of(gl)), true)
 }
 
 /// `c_i A_i⁻ᵀ = c_i P L⁻ᵀ U⁻ᵀ` for each `A = P L U` given by square packed factors
 /// `lu: (*, n, n)` and contiguous interchanges `piv: (*, n)`, with one scale per matrix
 /// (`c`, contiguous). (`A⁻¹` when the factors are those of `Aᵀ` and `c = 1`.) Row-major
-/// result for `n <=` [`SMALL_BACKWARD`], column-major above.
+/// result for `n <=` [`SMALL_BACKWARD`] if `row_major`, else column-major.
 pub(crate) fn lu_inv_t<T: LinalgElem>(
     lu: &[T],
     lul: &Layout,
     piv: &[i64],
     c: &[T],
+    row_major: bool,
 ) -> (Vec<T>, Layout) {
-    lu_middle(lu, lul, piv, Middle::Scale(c))
+    lu_middle(lu, lul, piv, Middle::Scale(c), row_major)
 }
 
-/// `P L⁻ᵀ X U⁻ᵀ` for each matrix: see [`Middle`].
+/// `P L⁻ᵀ X U⁻ᵀ` for each matrix: see [`Middle`]. Row-major result for small `n` if
+/// `row_major`, else column-major.
 fn lu_middle<T: LinalgElem>(
     lu: &[T],
     lul: &Layout,
     piv: &[i64],
     mid: Middle<'_, T>,
+    row_major: bool,
 ) -> (Vec<T>, Layout) {
     let ba = Batch::of(lul);
     let n = ba.n;
     debug_assert_eq!(ba.m, n);
     let size = n * n;
     let small = n <= SMALL_BACKWARD;
-    let layout = if small {
+    let row_major = row_major && small;
+    let layout = if row_major {
         let mut dims = ba.dims.clone();
         dims.extend([n, n]);
         Layout::contiguous(crate::shape::Shape::new(dims))
@@ -522,18 +526,40 @@ fn lu_middle<T: LinalgElem>(
                 }
             }
             Middle::Scale(c) => {
-                dst.fill(T::ZERO);
-                for j in 0..n {
-                    dst[j * n + j] = c[i];
+                if small {
+                    dst.fill(T::ZERO);
+                    for j in 0..n {
+                        dst[j * n + j] = c[i];
+                    }
                 }
             }
         }
+        let diag = matches!(mid, Middle::Scale(_));
         if small {
-            outer_small(a, dst, gw, ipiv, n);
+            outer_small(a, dst, gw, ipiv, n, diag, row_major);
         } else {
-            // W = X U⁻ᵀ ⇔ U Wᵀ = Xᵀ; then Z = L⁻ᵀ W
             let lu = MatRef::from_column_major_slice(a, n, n);
-            ts::solve_upper_triangular_in_place(lu, colmajor_mut(dst, n, n).transpose_mut(), par);
+            if let Middle::Scale(c) = &mid {
+                // W = c U⁻ᵀ: a triangular inverse (a third of the solve's work)
+                dst.fill(T::ZERO);
+                faer::linalg::triangular_inverse::invert_lower_triangular(
+                    colmajor_mut(dst, n, n),
+                    lu.transpose(),
+                    par,
+                );
+                if c[i] != T::ONE {
+                    for (j, col) in dst.chunks_exact_mut(n).enumerate() {
+                        for v in &mut col[j..] {
+                            *v *= c[i];
+                        }
+                    }
+                }
+            } else {
+                // W = X U⁻ᵀ ⇔ U Wᵀ = Xᵀ
+                let xt = colmajor_mut(dst, n, n).transpose_mut();
+                ts::solve_upper_triangular_in_place(lu, xt, par);
+            }
+            // Z = L⁻ᵀ W
             ts::solve_unit_upper_triangular_in_place(lu.transpose(), colmajor_mut(dst, n, n), par);
             swap_rows(dst, n, n, ipiv, false);
         }
@@ -597,14 +623,23 @@ fn middle_small_n<T: LinalgElem, const N: usize>(a: &[T], g: &[T], x: &mut [T], 
 }
 
 /// `P L⁻ᵀ X U⁻ᵀ` in place of `x` for one small matrix (`a` the packed factors), written
-/// back row-major; `tmp` is scratch of `n²`.
-fn outer_small<T: LinalgElem>(a: &[T], x: &mut [T], tmp: &mut [T], ipiv: &[i64], n: usize) {
+/// back row-major if `row_major` (else column-major); `tmp` is scratch of `n²`. `diag`: `X` is diagonal (so `X U⁻ᵀ` is
+/// lower triangular).
+fn outer_small<T: LinalgElem>(
+    a: &[T],
+    x: &mut [T],
+    tmp: &mut [T],
+    ipiv: &[i64],
+    n: usize,
+    diag: bool,
+    row_major: bool,
+) {
     match n {
-        1 => outer_small_n::<T, 1>(a, x, tmp, ipiv, n),
-        2 => outer_small_n::<T, 2>(a, x, tmp, ipiv, n),
-        3 => outer_small_n::<T, 3>(a, x, tmp, ipiv, n),
-        4 => outer_small_n::<T, 4>(a, x, tmp, ipiv, n),
-        _ => outer_small_n::<T, 0>(a, x, tmp, ipiv, n),
+        1 => outer_small_n::<T, 1>(a, x, tmp, ipiv, n, diag, row_major),
+        2 => outer_small_n::<T, 2>(a, x, tmp, ipiv, n, diag, row_major),
+        3 => outer_small_n::<T, 3>(a, x, tmp, ipiv, n, diag, row_major),
+        4 => outer_small_n::<T, 4>(a, x, tmp, ipiv, n, diag, row_major),
+        _ => outer_small_n::<T, 0>(a, x, tmp, ipiv, n, diag, row_major),
     }
 }
 
@@ -616,15 +651,19 @@ fn outer_small_n<T: LinalgElem, const N: usize>(
     tmp: &mut [T],
     ipiv: &[i64],
     n: usize,
+    diag: bool,
+    row_major: bool,
 ) {
     let n = if N > 0 { N } else { n };
     let (a, x, tmp) = (&a[..n * n], &mut x[..n * n], &mut tmp[..n * n]);
-    // W = X U⁻ᵀ (W Uᵀ = X: X[:, j] = Σ_{k>=j} U_jk W[:, k]), from the last column
+    // W = X U⁻ᵀ (W Uᵀ = X: X[:, j] = Σ_{k>=j} U_jk W[:, k]), from the last column; with
+    // a diagonal X, W[:, k] is zero above row k
     for j in (0..n).rev() {
         for k in j + 1..n {
             let u = a[k * n + j];
+            let from = if diag { k } else { 0 };
             let (left, right) = x.split_at_mut(k * n);
-            for (w, &v) in left[j * n..(j + 1) * n].iter_mut().zip(&right[..n]) {
+            for (w, &v) in left[j * n + from..(j + 1) * n].iter_mut().zip(&right[from..n]) {
                 *w -= u * v;
             }
         }
@@ -659,7 +698,15 @@ fn outer_small_n<T: LinalgElem, const N: usize>(
             lo[j * n..(j + 1) * n].swap_with_slice(&mut hi[..n]);
         }
     }
-    x.copy_from_slice(tmp);
+    if row_major {
+        x.copy_from_slice(tmp);
+    } else {
+        for c in 0..n {
+            for r in 0..n {
+                x[c * n + r] = tmp[r * n + c];
+            }
+        }
+    }
 }
 
 /// `X = tril(Lᵀ gL, -1) + triu(gU Uᵀ)` into `x` by faer's triangular products (`a` the
