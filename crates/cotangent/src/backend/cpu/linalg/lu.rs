@@ -293,18 +293,12 @@ fn solve_small_n<T: LinalgElem, const N: usize>(
         if adjoint {
             // Uᵀ y = b (lower; row i of Uᵀ is column i of U), then Lᵀ x = y (unit upper)
             for i in 0..n {
-                let mut s = col[i];
-                for (&u, &y) in lu[i * n..i * n + i].iter().zip(&col[..i]) {
-                    s -= u * y;
-                }
-                col[i] = s / lu[i * n + i];
+                let s = dot(&lu[i * n..i * n + i], &col[..i]);
+                col[i] = (col[i] - s) / lu[i * n + i];
             }
             for i in (0..n).rev() {
-                let mut s = col[i];
-                for (&l, &y) in lu[i * n + i + 1..(i + 1) * n].iter().zip(&col[i + 1..]) {
-                    s -= l * y;
-                }
-                col[i] = s;
+                let s = dot(&lu[i * n + i + 1..(i + 1) * n], &col[i + 1..]);
+                col[i] -= s;
             }
         } else {
             // L y = b (unit lower), then U x = y, column-oriented
@@ -326,6 +320,26 @@ fn solve_small_n<T: LinalgElem, const N: usize>(
     if adjoint {
         swap_rows(x, n, k, ipiv, false);
     }
+}
+
+/// `Σ a_i b_i` over the common length, with four partial sums (no serial chain of
+/// dependent additions).
+#[inline(always)]
+fn dot<T: LinalgElem>(a: &[T], b: &[T]) -> T {
+    let len = a.len().min(b.len());
+    let (a, b) = (&a[..len], &b[..len]);
+    let mut acc = [T::ZERO; 4];
+    for (x, y) in a.chunks_exact(4).zip(b.chunks_exact(4)) {
+        for t in 0..4 {
+            acc[t] += x[t] * y[t];
+        }
+    }
+    let tail = len - len % 4;
+    let mut s = (acc[0] + acc[1]) + (acc[2] + acc[3]);
+    for (&x, &y) in a[tail..].iter().zip(&b[tail..]) {
+        s += x * y;
+    }
+    s
 }
 
 /// Solves `A X = B` (`Aᵀ X = B` if `adjoint`) for each `A = P L U` given by its packed
