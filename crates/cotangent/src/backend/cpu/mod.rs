@@ -256,12 +256,25 @@ fn reduce_generic<T: Copy>(
         return out;
     }
     // the reduced dims form one contiguous run of `len` elements
-    let mut expected = 1usize;
-    let contiguous = rd.iter().zip(&rs).rev().all(|(&d, &s)| {
-        let ok = s == expected;
-        expected *= d;
-        ok
-    });
+    let is_run = |rd: &[usize], rs: &[usize]| {
+        let mut expected = 1usize;
+        rd.iter().zip(rs).rev().all(|(&d, &s)| {
+            let ok = s == expected;
+            expected *= d;
+            ok
+        })
+    };
+    let mut contiguous = is_run(&rd, &rs);
+    if !contiguous && rd.len() > 1 {
+        // a permuted dense block (a transposed or column-major matrix): reduce it in
+        // memory order
+        let mut order: Vec<usize> = (0..rd.len()).collect();
+        order.sort_by(|&x, &y| rs[y].cmp(&rs[x]));
+        let (sd, ss): (Vec<usize>, Vec<usize>) = order.iter().map(|&k| (rd[k], rs[k])).unzip();
+        if is_run(&sd, &ss) {
+            (rd, rs, contiguous) = (sd, ss, true);
+        }
+    }
     let len: usize = rd.iter().product();
     walk(&kd, [&ks], [l.offset()], |[o]| {
         if len == 0 {

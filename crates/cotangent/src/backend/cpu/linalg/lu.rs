@@ -615,23 +615,20 @@ fn middle_small<T: LinalgElem>(a: &[T], g: &[T], x: &mut [T], n: usize) {
 fn middle_small_n<T: LinalgElem, const N: usize>(a: &[T], g: &[T], x: &mut [T], n: usize) {
     let n = if N > 0 { N } else { n };
     let (a, g, x) = (&a[..n * n], &g[..n * n], &mut x[..n * n]);
-    //   i > j: X_ij = G_ij + Σ_{k>i} L_ki G_kj;  i <= j: X_ij = Σ_{k>=j} G_ik U_jk
-    for j in 0..n {
-        for i in 0..n {
-            x[j * n + i] = if i > j {
-                let mut s = g[j * n + i];
-                let lcol = &a[i * n + i + 1..(i + 1) * n];
-                for (&l, &gk) in lcol.iter().zip(&g[j * n + i + 1..(j + 1) * n]) {
-                    s += l * gk;
-                }
-                s
-            } else {
-                let mut s = T::ZERO;
-                for k in j..n {
-                    s += g[k * n + i] * a[k * n + j];
-                }
-                s
-            };
+    //   i <= j: X_ij = Σ_{k>=j} U_jk G_ik (column updates);
+    //   i > j:  X_ij = G_ij + Σ_{k>i} L_ki G_kj (contiguous dot products)
+    for (j, xc) in x.chunks_exact_mut(n).enumerate() {
+        let (up, low) = xc.split_at_mut(j + 1);
+        up.fill(T::ZERO);
+        for k in j..n {
+            let u = a[k * n + j];
+            for (v, &gv) in up.iter_mut().zip(&g[k * n..k * n + j + 1]) {
+                *v += u * gv;
+            }
+        }
+        for (r, v) in low.iter_mut().enumerate() {
+            let i = j + 1 + r;
+            *v = g[j * n + i] + dot(&a[i * n + i + 1..(i + 1) * n], &g[j * n + i + 1..(j + 1) * n]);
         }
     }
 }
