@@ -130,14 +130,6 @@ pub(crate) fn load_colmajor<T: Copy>(
     } else if rs == 0 && cs == 0 {
         // one broadcast value
         dst.fill(data[off]);
-    } else if cs == 1 {
-        // row-major: read each row once
-        for i in 0..m {
-            let row = &data[off + i * rs..off + i * rs + n];
-            for (d, &v) in dst[i..].iter_mut().step_by(m.max(1)).zip(row) {
-                *d = v;
-            }
-        }
     } else {
         for j in 0..n {
             for i in 0..m {
