@@ -265,3 +265,22 @@ fn errors_name_the_op() {
     let e = lu_unpack(&f.lu, &f.pivots.narrow(0, 0, 2).unwrap()).unwrap_err();
     assert!(matches!(e, Error::ShapeMismatch { op: "lu_unpack", .. }), "{e:?}");
 }
+
+#[test]
+fn lu_factor_fused_and_graph_gradients_agree() {
+    // without create_graph square factors take a fused kernel (own loops up to n = 32,
+    // faer above); with it, tensor ops
+    use cotangent::autograd::{grad, GradOptions};
+    for n in [1, 2, 3, 4, 5, 7, 16, 32, 33, 60, 200] {
+        let a = rg(well_conditioned(&[3, n, n], n as u64));
+        // a transposed cotangent: a strided read
+        let g = randn(&[3, n, n], 1).mT().unwrap();
+        let f = lu_factor(&a).unwrap();
+        let fused = grad(&[&f.lu], &[Some(&g)], &[&a], GradOptions::default()).unwrap();
+        let opts = GradOptions { create_graph: true, allow_unused: false };
+        let graph = grad(&[&f.lu], &[Some(&g)], &[&a], opts).unwrap();
+        let (x, y) = (fused[0].as_ref().unwrap(), graph[0].as_ref().unwrap());
+        assert!(!x.requires_grad() && y.requires_grad());
+        assert_close(x, &y.detach(), 1e-9);
+    }
+}

@@ -2211,3 +2211,27 @@ fn integer_and_bool_reductions() {
     assert_eq!(s.dtype(), DType::I64);
     assert_eq!(s.to_vec::<i64>().unwrap(), vec![1, 2]);
 }
+
+#[test]
+fn reductions_over_permuted_dense_blocks() {
+    // a transposed (column-major) batch of matrices is reduced in memory order: the same
+    // values as its contiguous copy
+    let x = Tensor::randn(vec![3, 5, 7], DType::F64, &mut Generator::new(3)).unwrap();
+    let t = x.mT().unwrap();
+    let c = t.contiguous().unwrap();
+    let close = |a: &Tensor, b: &Tensor| {
+        let (a, b) = (a.to_vec::<f64>().unwrap(), b.to_vec::<f64>().unwrap());
+        assert_eq!(a.len(), b.len());
+        for (u, v) in a.iter().zip(&b) {
+            assert!((u - v).abs() <= 1e-12 * (1.0 + v.abs()), "{u} vs {v}");
+        }
+    };
+    close(&t.sum().unwrap(), &c.sum().unwrap());
+    close(&t.sum_dims(&[-2, -1], false).unwrap(), &c.sum_dims(&[-2, -1], false).unwrap());
+    close(&t.amax(&[-2, -1], false).unwrap(), &c.amax(&[-2, -1], false).unwrap());
+    let p = x.permute(&[2, 0, 1]).unwrap();
+    close(
+        &p.sum_dims(&[0, 2], false).unwrap(),
+        &p.contiguous().unwrap().sum_dims(&[0, 2], false).unwrap(),
+    );
+}

@@ -132,6 +132,24 @@ pub(crate) trait BackendStorage: Sized {
         adjoint: bool,
     ) -> Result<(Self, Layout)>;
 
+    /// The VJP of [`BackendStorage::lu_factor`] for square packed factors `self: (*, n, n)`,
+    /// their contiguous `I64` interchanges `piv` (`(*, n)`) and the cotangent `g` of the
+    /// factors (same batch): `gA`, fused (no graph), with its layout.
+    fn lu_factor_backward(
+        &self,
+        l: &Layout,
+        piv: &Self,
+        g: &Self,
+        gl: &Layout,
+    ) -> Result<(Self, Layout)>;
+
+    /// `c_i A_i⁻ᵀ` for each `A = P L U` given by square packed factors `self: (*, n, n)`
+    /// and contiguous `I64` interchanges `piv` (`(*, n)`), with one scale per matrix in
+    /// `c` (contiguous, the batch's shape), with its layout: row-major for small `n` if
+    /// `row_major`, else column-major.
+    fn lu_inv_t(&self, l: &Layout, piv: &Self, c: &Self, row_major: bool)
+        -> Result<(Self, Layout)>;
+
     /// The cofactor matrix of each square `self: (*, n, n)` (the gradient of `det`), by an
     /// SVD, exact at singular matrices; row-major.
     fn cofactor(&self, l: &Layout) -> Result<Self>;

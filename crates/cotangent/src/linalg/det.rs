@@ -1,11 +1,11 @@
 //! Determinants from one LU factorisation: `linalg.det`, `linalg.slogdet`, `logdet`
 //! (explicit composites with hand-written, singular-safe VJPs).
 
-use super::lu::{factor_raw, lu_solve_raw};
+use super::lu::factor_raw;
 use super::solve::inv_ex;
 use super::util::{check_float, check_square, from_kernel};
 use crate::autograd::node::{record, record1, Op, VjpCtx};
-use crate::backend::BackendStorage;
+use crate::backend::{BackendStorage, CpuStorage};
 use crate::dtype::DType;
 use crate::error::{Error, Result};
 use crate::layout::Layout;
@@ -24,56 +24,101 @@ pub struct Slogdet {
     pub logabsdet: Tensor,
 }
 
-/// One LU of each matrix: the factors, the permutation's sign `(*)` and `U`'s diagonal
-/// `(*, n)` as tensors, and per matrix whether it is numerically singular (`strict`: a
-/// pivot at most `n ε max|U_ii|`) or near singular (`loose`: at most `√ε max|U_ii|`).
+/// One LU of each matrix: the factors and, per matrix, `det A`, `sign(det A)` and
+/// `log |det A|` (in f64; 0 unless `want_log`), and whether it is numerically singular (`strict`: a pivot at
+/// most `n ε max|U_ii|`) or near singular (`loose`: at most `√ε max|U_ii|`).
 struct Parts {
     lu: Tensor,
     pivots: Tensor,
-    perm_sign: Tensor,
-    diag: Tensor,
+    det: Vec<f64>,
+    sign: Vec<f64>,
+    logabs: Vec<f64>,
     strict: Vec<bool>,
     loose: Vec<bool>,
 }
 
-fn parts(a: &Tensor) -> Result<Parts> {
+fn parts(a: &Tensor, want_log: bool) -> Result<Parts> {
     let (lu, pivots, _info) = factor_raw(&a.detach())?;
     let r = a.rank();
     let n = a.dims()[r - 1];
-    let batch = a.dims()[..r - 2].to_vec();
-    let count: usize = batch.iter().product();
+    let count: usize = a.dims()[..r - 2].iter().product();
     let piv = pivots.to_vec::<i64>()?;
-    let mut sign = Vec::with_capacity(count);
+    // U's diagonal, read in place: the kernel's factors are column-major matrices one
+    // after another, so U_ii of matrix b is at b n² + i (n + 1) either way
+    let off = lu.layout().offset();
+    let diags: Vec<f64> = {
+        let at = (0..count).flat_map(|b| (0..n).map(move |i| off + b * n * n + i * (n + 1)));
+        match lu.storage().cpu() {
+            CpuStorage::F64(v) => at.map(|k| v[k]).collect(),
+            CpuStorage::F32(v) => at.map(|k| f64::from(v[k])).collect(),
+            _ => return Err(Error::Internal { op: OP_DET, reason: "lu factors' dtype" }),
+        }
+    };
+    let eps = if a.dtype() == DType::F64 { f64::EPSILON } else { f64::from(f32::EPSILON) };
+    let mut p = Parts {
+        lu,
+        pivots,
+        det: Vec::with_capacity(count),
+        sign: Vec::with_capacity(count),
+        logabs: Vec::with_capacity(count),
+        strict: Vec::with_capacity(count),
+        loose: Vec::with_capacity(count),
+    };
     for b in 0..count {
         let swaps = piv[b * n..(b + 1) * n]
             .iter()
             .enumerate()
-            .filter(|&(j, &p)| p as usize != j + 1)
+            .filter(|&(j, &q)| q as usize != j + 1)
             .count();
-        sign.push(if swaps % 2 == 1 { -1.0f64 } else { 1.0 });
-    }
-    let perm_sign = Tensor::from_vec(sign, batch)?.to_dtype(a.dtype())?;
-    let diag = lu.diagonal(0, -2, -1)?;
-    let d = diag.to_vec_f64();
-    let eps = if a.dtype() == DType::F64 { f64::EPSILON } else { f64::from(f32::EPSILON) };
-    let (mut strict, mut loose) = (Vec::with_capacity(count), Vec::with_capacity(count));
-    for b in 0..count {
-        let row = &d[b * n..(b + 1) * n];
-        let max = row.iter().fold(0.0f64, |m, v| m.max(v.abs()));
-        let min = row.iter().fold(f64::INFINITY, |m, v| m.min(v.abs()));
+        let ps = if swaps % 2 == 1 { -1.0f64 } else { 1.0 };
+        let (mut prod, mut sgn, mut logabs) = (ps, ps, 0.0f64);
+        let (mut max, mut min, mut finite) = (0.0f64, f64::INFINITY, true);
+        for i in 0..n {
+            let d = diags[b * n + i];
+            prod *= d;
+            sgn *= if d > 0.0 {
+                1.0
+            } else if d < 0.0 {
+                -1.0
+            } else if d == 0.0 {
+                0.0
+            } else {
+                f64::NAN
+            };
+            if want_log {
+                logabs += d.abs().ln();
+            }
+            max = max.max(d.abs());
+            min = min.min(d.abs());
+            finite &= d.is_finite();
+        }
+        p.det.push(prod);
+        p.sign.push(sgn);
+        p.logabs.push(logabs);
         // non-finite factors (NaN or inf input) never reach the SVD: its gradient is
         // non-finite anyway, and an iterative kernel must not see NaN
-        let finite = row.iter().all(|v| v.is_finite());
-        strict.push(finite && n > 0 && min <= n as f64 * eps * max);
-        loose.push(finite && n > 0 && min <= eps.sqrt() * max);
+        p.strict.push(finite && n > 0 && min <= n as f64 * eps * max);
+        p.loose.push(finite && n > 0 && min <= eps.sqrt() * max);
     }
-    Ok(Parts { lu, pivots, perm_sign, diag, strict, loose })
+    Ok(p)
+}
+
+/// A tensor of the batch shape of `a` from per-matrix f64 values, in `a`'s dtype.
+fn batch_values(a: &Tensor, v: Vec<f64>) -> Result<Tensor> {
+    let batch = a.dims()[..a.rank() - 2].to_vec();
+    if a.dtype() == DType::F32 {
+        Tensor::from_vec(v.into_iter().map(|x| x as f32).collect::<Vec<f32>>(), batch)
+    } else {
+        Tensor::from_vec(v, batch)?.to_dtype(a.dtype())
+    }
 }
 
 /// `g[..., None, None] * A⁻ᵀ` from saved factors (first order only).
 fn scaled_inv_t(lu: &Tensor, pivots: &Tensor, g: &Tensor) -> Result<Tensor> {
-    let rhs = g.unsqueeze(-1)?.broadcast_to(pivots.shape().clone())?.diag_embed(0, -2, -1)?;
-    lu_solve_raw(lu, pivots, &rhs, true)
+    let piv = pivots.contiguous_storage();
+    let c = g.broadcast_to(pivots.dims()[..pivots.rank() - 1].to_vec())?.contiguous_storage();
+    let (s, l) = lu.storage().cpu().lu_inv_t(lu.layout(), &piv, &c, true)?;
+    Ok(from_kernel(s, l))
 }
 
 /// `g[..., None, None] * A⁻ᵀ` in tensor ops on `a` (recorded: higher order).
@@ -162,8 +207,8 @@ pub fn det(a: &Tensor) -> Result<Tensor> {
     if a.dtype().is_half() {
         return det(&a.to_dtype(DType::F32)?)?.to_dtype(a.dtype());
     }
-    let p = parts(a)?;
-    let d = p.perm_sign.mul(&p.diag.prod_dims(&[-1], false)?)?;
+    let p = parts(a, false)?;
+    let d = batch_values(a, p.det)?;
     let op = DetOp { lu: p.lu, pivots: p.pivots, strict: p.strict, loose: p.loose };
     Ok(record1(op, &[a], d, true))
 }
@@ -229,9 +274,9 @@ fn slogdet_named(op: &'static str, a: &Tensor) -> Result<Slogdet> {
             logabsdet: s.logabsdet.to_dtype(a.dtype())?,
         });
     }
-    let p = parts(a)?;
-    let sign = p.perm_sign.mul(&p.diag.sign()?.prod_dims(&[-1], false)?)?;
-    let logabsdet = p.diag.abs()?.log()?.sum_dims(&[-1], false)?;
+    let p = parts(a, true)?;
+    let sign = batch_values(a, p.sign)?;
+    let logabsdet = batch_values(a, p.logabs)?;
     let outs = record(SlogdetOp { lu: p.lu, pivots: p.pivots }, &[a], vec![sign, logabsdet], true);
     let mut it = outs.into_iter();
     match (it.next(), it.next()) {

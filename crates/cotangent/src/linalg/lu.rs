@@ -184,6 +184,18 @@ impl Op for LuFactorOp {
         let Some(g) = &g[0] else { return Ok(vec![None]) };
         let lu = cx.output(0)?;
         let pivots = cx.output(1)?;
+        let r = lu.rank();
+        if !cx.create_graph() && lu.dims()[r - 2] == lu.dims()[r - 1] {
+            // first order, square: one fused kernel (the tensor ops below give the same)
+            let piv = pivots.contiguous_storage();
+            let (s, l) = lu.storage().cpu().lu_factor_backward(
+                lu.layout(),
+                &piv,
+                g.storage().cpu(),
+                g.layout(),
+            )?;
+            return Ok(vec![Some(from_kernel(s, l))]);
+        }
         let (l, u) = unpack_lu(&lu)?;
         let k = l.dims()[l.rank() - 1];
         let gl = g.narrow(-1, 0, k)?.tril(-1)?;

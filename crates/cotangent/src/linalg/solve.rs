@@ -3,9 +3,10 @@
 //! is a factorisation and a solve, the VJP is written by hand and reuses the factors).
 
 use super::lu::{check_info, factor_raw, lu_solve_raw};
-use super::util::{broadcast_batch, check_float, check_same_dtype, check_square};
+use super::util::{broadcast_batch, check_float, check_same_dtype, check_square, from_kernel};
 use super::Side;
 use crate::autograd::node::{record1, Op, VjpCtx};
+use crate::backend::BackendStorage;
 use crate::dtype::DType;
 use crate::error::{Error, Result};
 use crate::tensor::Tensor;
@@ -213,7 +214,7 @@ impl Op for InvOp {
 
 fn inv_impl(op: &'static str, a: &Tensor, check: bool) -> Result<InvEx> {
     check_float(op, a)?;
-    let n = check_square(op, a)?;
+    check_square(op, a)?;
     if a.dtype().is_half() {
         let r = inv_impl(op, &a.to_dtype(DType::F32)?, check)?;
         return Ok(InvEx { inverse: r.inverse.to_dtype(a.dtype())?, info: r.info });
@@ -222,9 +223,12 @@ fn inv_impl(op: &'static str, a: &Tensor, check: bool) -> Result<InvEx> {
     if check {
         check_info(op, &info)?;
     }
-    let eye = Tensor::eye(n, a.dtype())?.broadcast_to(a.shape().clone())?;
-    // A X = I ⇔ (Aᵀ)ᵀ X = I: a transposed solve with the factors of Aᵀ
-    let x = lu_solve_raw(&lu, &pivots, &eye, true)?;
+    // with Aᵀ = P L U: A⁻¹ = (Aᵀ)⁻ᵀ = P L⁻ᵀ U⁻ᵀ
+    let batch = a.dims()[..a.rank() - 2].to_vec();
+    let ones = Tensor::ones(batch, a.dtype())?.contiguous_storage();
+    let (s, l) =
+        lu.storage().cpu().lu_inv_t(lu.layout(), &pivots.contiguous_storage(), &ones, false)?;
+    let x = from_kernel(s, l);
     let inverse = record1(InvOp, &[a], x, true);
     Ok(InvEx { inverse, info })
 }

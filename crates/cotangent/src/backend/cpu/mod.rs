@@ -282,12 +282,25 @@ fn reduce_generic<T: Copy>(
         return out;
     }
     // the reduced dims form one contiguous run of `len` elements
-    let mut expected = 1usize;
-    let contiguous = rd.iter().zip(&rs).rev().all(|(&d, &s)| {
-        let ok = s == expected;
-        expected *= d;
-        ok
-    });
+    let is_run = |rd: &[usize], rs: &[usize]| {
+        let mut expected = 1usize;
+        rd.iter().zip(rs).rev().all(|(&d, &s)| {
+            let ok = s == expected;
+            expected *= d;
+            ok
+        })
+    };
+    let mut contiguous = is_run(&rd, &rs);
+    if !contiguous && rd.len() > 1 {
+        // a permuted dense block (a transposed or column-major matrix): reduce it in
+        // memory order
+        let mut order: Vec<usize> = (0..rd.len()).collect();
+        order.sort_by(|&x, &y| rs[y].cmp(&rs[x]));
+        let (sd, ss): (Vec<usize>, Vec<usize>) = order.iter().map(|&k| (rd[k], rs[k])).unzip();
+        if is_run(&sd, &ss) {
+            (rd, rs, contiguous) = (sd, ss, true);
+        }
+    }
     let len: usize = rd.iter().product();
     walk(&kd, [&ks], [l.offset()], |[o]| {
         if len == 0 {
@@ -957,6 +970,56 @@ impl BackendStorage for CpuStorage {
             }
             _ if self.dtype() != b.dtype() => {
                 return Err(Error::DTypeMismatch { op: OP, lhs: self.dtype(), rhs: b.dtype() })
+            }
+            _ => return Err(unsupported(OP, self.dtype())),
+        })
+    }
+
+    fn lu_factor_backward(
+        &self,
+        l: &Layout,
+        piv: &CpuStorage,
+        g: &CpuStorage,
+        gl: &Layout,
+    ) -> Result<(CpuStorage, Layout)> {
+        const OP: &str = "linalg.lu_factor";
+        let CpuStorage::I64(p) = piv else { return Err(unsupported(OP, piv.dtype())) };
+        Ok(match (self, g) {
+            (CpuStorage::F32(a), CpuStorage::F32(g)) => {
+                let (x, xl) = linalg::lu::lu_factor_backward(a, l, p, g, gl);
+                (CpuStorage::F32(x), xl)
+            }
+            (CpuStorage::F64(a), CpuStorage::F64(g)) => {
+                let (x, xl) = linalg::lu::lu_factor_backward(a, l, p, g, gl);
+                (CpuStorage::F64(x), xl)
+            }
+            _ if self.dtype() != g.dtype() => {
+                return Err(Error::DTypeMismatch { op: OP, lhs: self.dtype(), rhs: g.dtype() })
+            }
+            _ => return Err(unsupported(OP, self.dtype())),
+        })
+    }
+
+    fn lu_inv_t(
+        &self,
+        l: &Layout,
+        piv: &CpuStorage,
+        c: &CpuStorage,
+        row_major: bool,
+    ) -> Result<(CpuStorage, Layout)> {
+        const OP: &str = "linalg.inv";
+        let CpuStorage::I64(p) = piv else { return Err(unsupported(OP, piv.dtype())) };
+        Ok(match (self, c) {
+            (CpuStorage::F32(a), CpuStorage::F32(c)) => {
+                let (x, xl) = linalg::lu::lu_inv_t(a, l, p, c, row_major);
+                (CpuStorage::F32(x), xl)
+            }
+            (CpuStorage::F64(a), CpuStorage::F64(c)) => {
+                let (x, xl) = linalg::lu::lu_inv_t(a, l, p, c, row_major);
+                (CpuStorage::F64(x), xl)
+            }
+            _ if self.dtype() != c.dtype() => {
+                return Err(Error::DTypeMismatch { op: OP, lhs: self.dtype(), rhs: c.dtype() })
             }
             _ => return Err(unsupported(OP, self.dtype())),
         })

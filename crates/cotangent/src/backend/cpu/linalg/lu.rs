@@ -89,20 +89,20 @@ fn lu_unblocked_n<T: LinalgElem, const N: usize>(
     let mut info = 0;
     for j in 0..k {
         let cj = j * m;
-        let mut p = j;
-        let mut max = a[cj + j].abs();
-        for i in j + 1..m {
-            let v = a[cj + i].abs();
+        // the first row of largest absolute value in column j, from row j
+        let (mut p, mut max) = (j, a[cj + j].abs());
+        for (i, v) in a[cj + j + 1..cj + m].iter().enumerate() {
+            let v = v.abs();
             if v > max {
                 max = v;
-                p = i;
+                p = j + 1 + i;
             }
         }
         ipiv[j] = (p + 1) as i64;
         if a[cj + p] != T::ZERO {
             if p != j {
-                for c in 0..n {
-                    a.swap(c * m + j, c * m + p);
+                for col in a.chunks_exact_mut(m) {
+                    col.swap(j, p);
                 }
             }
             let inv = T::ONE / a[cj + j];
@@ -113,12 +113,13 @@ fn lu_unblocked_n<T: LinalgElem, const N: usize>(
             info = (j + 1) as i64;
         }
         // rank-1 update of the trailing columns (all of them: U's extra block when wide)
-        for c in j + 1..n {
-            let (left, right) = a.split_at_mut(c * m);
-            let f = right[j];
+        let (left, right) = a.split_at_mut(cj + m);
+        let lcol = &left[cj + j + 1..cj + m];
+        for col in right.chunks_exact_mut(m) {
+            let (top, below) = col.split_at_mut(j + 1);
+            let f = top[j];
             if f != T::ZERO {
-                let lcol = &left[cj + j + 1..cj + m];
-                for (x, &l) in right[j + 1..m].iter_mut().zip(lcol) {
+                for (x, &l) in below.iter_mut().zip(lcol) {
                     *x -= l * f;
                 }
             }
@@ -177,7 +178,7 @@ pub(crate) fn lu_factor<T: LinalgElem>(
     let (m, n) = (ba.m, ba.n);
     let k = m.min(n);
     let size = m * n;
-    let mut out = vec![T::ZERO; ba.len() * size];
+    let mut out = super::super::pool::filled(ba.len() * size, T::ZERO);
     let mut piv = vec![0i64; ba.len() * k];
     let mut info = vec![0i64; ba.len()];
     let layout = colmajor_layout(&ba.dims, m, n);
@@ -292,18 +293,12 @@ fn solve_small_n<T: LinalgElem, const N: usize>(
         if adjoint {
             // Uᵀ y = b (lower; row i of Uᵀ is column i of U), then Lᵀ x = y (unit upper)
             for i in 0..n {
-                let mut s = col[i];
-                for (&u, &y) in lu[i * n..i * n + i].iter().zip(&col[..i]) {
-                    s -= u * y;
-                }
-                col[i] = s / lu[i * n + i];
+                let s = dot(&lu[i * n..i * n + i], &col[..i]);
+                col[i] = (col[i] - s) / lu[i * n + i];
             }
             for i in (0..n).rev() {
-                let mut s = col[i];
-                for (&l, &y) in lu[i * n + i + 1..(i + 1) * n].iter().zip(&col[i + 1..]) {
-                    s -= l * y;
-                }
-                col[i] = s;
+                let s = dot(&lu[i * n + i + 1..(i + 1) * n], &col[i + 1..]);
+                col[i] -= s;
             }
         } else {
             // L y = b (unit lower), then U x = y, column-oriented
@@ -327,6 +322,26 @@ fn solve_small_n<T: LinalgElem, const N: usize>(
     }
 }
 
+/// `Σ a_i b_i` over the common length, with four partial sums (no serial chain of
+/// dependent additions).
+#[inline(always)]
+fn dot<T: LinalgElem>(a: &[T], b: &[T]) -> T {
+    let len = a.len().min(b.len());
+    let (a, b) = (&a[..len], &b[..len]);
+    let mut acc = [T::ZERO; 4];
+    for (x, y) in a.chunks_exact(4).zip(b.chunks_exact(4)) {
+        for t in 0..4 {
+            acc[t] += x[t] * y[t];
+        }
+    }
+    let tail = len - len % 4;
+    let mut s = (acc[0] + acc[1]) + (acc[2] + acc[3]);
+    for (&x, &y) in a[tail..].iter().zip(&b[tail..]) {
+        s += x * y;
+    }
+    s
+}
+
 /// Solves `A X = B` (`Aᵀ X = B` if `adjoint`) for each `A = P L U` given by its packed
 /// factors `lu: (*, n, n)` and interchanges `piv` (contiguous `(*, n)`, checked in
 /// `1..=n`), with `b: (*, n, k)` of the same batch dims. The result is column-major.
@@ -345,7 +360,7 @@ pub(crate) fn lu_solve<T: LinalgElem>(
     debug_assert_eq!(rows, n);
     let layout = colmajor_layout(&bb.dims, rows, k);
     let size = rows * k;
-    let mut out = vec![T::ZERO; bb.len() * size];
+    let mut out = super::super::pool::filled(bb.len() * size, T::ZERO);
     let work = n * n * k.max(1);
     for_each_matrix(&mut out, size, work, |i, dst, tmp, par| {
         bb.load(b, i, dst);
@@ -431,4 +446,309 @@ fn det_sign<T: LinalgElem>(q: MatRef<'_, T>) -> T {
     } else {
         T::ONE
     }
+}
+
+/// `n` up to which [`lu_factor_backward`] and [`lu_inv_t`] work with their own loops
+/// (above: faer's triangular products and solves).
+const SMALL_BACKWARD: usize = 32;
+/// `n` from which one matrix's backward may use both threads.
+const PAR_BACKWARD_N: usize = 192;
+
+/// The middle factor `X` of `gA = P L⁻ᵀ X U⁻ᵀ`.
+enum Middle<'a, T> {
+    /// `X = tril(Lᵀ gL, -1) + triu(gU Uᵀ)` from the cotangent `g` of the packed factors.
+    Grad(&'a [T], Batch),
+    /// `X = c_i I`, `c` one scale per matrix.
+    Scale(&'a [T]),
+}
+
+/// The VJP of [`lu_factor`] for square factors `lu: (*, n, n)` (packed, any strides), their
+/// contiguous interchanges `piv: (*, n)` and the cotangent `g` of the packed factors (same
+/// batch), without a graph: `gA = P L⁻ᵀ [tril(Lᵀ gL, -1) + triu(gU Uᵀ)] U⁻ᵀ` with
+/// `gL = tril(g, -1)`, `gU = triu(g)` (PyTorch's `linalg_lu_backward`, square case).
+/// Row-major result for `n <=` [`SMALL_BACKWARD`], column-major above.
+pub(crate) fn lu_factor_backward<T: LinalgElem>(
+    lu: &[T],
+    lul: &Layout,
+    piv: &[i64],
+    g: &[T],
+    gl: &Layout,
+) -> (Vec<T>, Layout) {
+    lu_middle(lu, lul, piv, Middle::Grad(g, Batch::of(gl)), true)
+}
+
+/// `c_i A_i⁻ᵀ = c_i P L⁻ᵀ U⁻ᵀ` for each `A = P L U` given by square packed factors
+/// `lu: (*, n, n)` and contiguous interchanges `piv: (*, n)`, with one scale per matrix
+/// (`c`, contiguous). (`A⁻¹` when the factors are those of `Aᵀ` and `c = 1`.) Row-major
+/// result for `n <=` [`SMALL_BACKWARD`] if `row_major`, else column-major.
+pub(crate) fn lu_inv_t<T: LinalgElem>(
+    lu: &[T],
+    lul: &Layout,
+    piv: &[i64],
+    c: &[T],
+    row_major: bool,
+) -> (Vec<T>, Layout) {
+    lu_middle(lu, lul, piv, Middle::Scale(c), row_major)
+}
+
+/// `P L⁻ᵀ X U⁻ᵀ` for each matrix: see [`Middle`]. Row-major result for small `n` if
+/// `row_major`, else column-major.
+fn lu_middle<T: LinalgElem>(
+    lu: &[T],
+    lul: &Layout,
+    piv: &[i64],
+    mid: Middle<'_, T>,
+    row_major: bool,
+) -> (Vec<T>, Layout) {
+    let ba = Batch::of(lul);
+    let n = ba.n;
+    debug_assert_eq!(ba.m, n);
+    let size = n * n;
+    let small = n <= SMALL_BACKWARD;
+    let row_major = row_major && small;
+    let layout = if row_major {
+        let mut dims = ba.dims.clone();
+        dims.extend([n, n]);
+        Layout::contiguous(crate::shape::Shape::new(dims))
+    } else {
+        colmajor_layout(&ba.dims, n, n)
+    };
+    let mut out = super::super::pool::filled(ba.len() * size, T::ZERO);
+    if size == 0 {
+        return (out, layout);
+    }
+    let one = |i: usize, dst: &mut [T], tmp: &mut Vec<T>, par: Par| {
+        let ipiv = &piv[i * n..(i + 1) * n];
+        tmp.clear();
+        tmp.resize(2 * size, T::ZERO);
+        let (a, gw) = tmp.split_at_mut(size);
+        let off = ba.offsets[i];
+        let a: &[T] = if ba.rs == 1 && ba.cs == n {
+            &lu[off..off + size]
+        } else {
+            ba.load(lu, i, a);
+            a
+        };
+        // X into dst (column-major)
+        match &mid {
+            Middle::Grad(g, bg) => {
+                bg.load(g, i, gw);
+                if small {
+                    middle_small(a, gw, dst, n);
+                } else {
+                    middle_blocked(a, gw, dst, n, par);
+                }
+            }
+            Middle::Scale(c) => {
+                if small {
+                    dst.fill(T::ZERO);
+                    for j in 0..n {
+                        dst[j * n + j] = c[i];
+                    }
+                }
+            }
+        }
+        let diag = matches!(mid, Middle::Scale(_));
+        if small {
+            outer_small(a, dst, gw, ipiv, n, diag, row_major);
+        } else {
+            let lu = MatRef::from_column_major_slice(a, n, n);
+            if let Middle::Scale(c) = &mid {
+                // W = c U⁻ᵀ: a triangular inverse (a third of the solve's work)
+                dst.fill(T::ZERO);
+                faer::linalg::triangular_inverse::invert_lower_triangular(
+                    colmajor_mut(dst, n, n),
+                    lu.transpose(),
+                    par,
+                );
+                if c[i] != T::ONE {
+                    for (j, col) in dst.chunks_exact_mut(n).enumerate() {
+                        for v in &mut col[j..] {
+                            *v *= c[i];
+                        }
+                    }
+                }
+            } else {
+                // W = X U⁻ᵀ ⇔ U Wᵀ = Xᵀ
+                let xt = colmajor_mut(dst, n, n).transpose_mut();
+                ts::solve_upper_triangular_in_place(lu, xt, par);
+            }
+            // Z = L⁻ᵀ W
+            ts::solve_unit_upper_triangular_in_place(lu.transpose(), colmajor_mut(dst, n, n), par);
+            swap_rows(dst, n, n, ipiv, false);
+        }
+    };
+    let len = ba.len();
+    let work = size * n * 4;
+    if len > 1 && n < PAR_BACKWARD_N && len * work >= 2 * TASK_WORK {
+        let per_task = (TASK_WORK / work).max(1);
+        out.par_chunks_mut(size * per_task).enumerate().for_each(|(t, chunk)| {
+            let mut tmp = Vec::new();
+            for (j, dst) in chunk.chunks_exact_mut(size).enumerate() {
+                one(t * per_task + j, dst, &mut tmp, Par::Seq);
+            }
+        });
+    } else {
+        let par = if n >= PAR_BACKWARD_N { Par::rayon(0) } else { Par::Seq };
+        let mut tmp = Vec::new();
+        for (i, dst) in out.chunks_exact_mut(size).enumerate() {
+            one(i, dst, &mut tmp, par);
+        }
+    }
+    (out, layout)
+}
+
+/// `X = tril(Lᵀ gL, -1) + triu(gU Uᵀ)` into `x` for one small matrix (`a` the packed
+/// factors, `g` the cotangent; all column-major).
+fn middle_small<T: LinalgElem>(a: &[T], g: &[T], x: &mut [T], n: usize) {
+    match n {
+        1 => middle_small_n::<T, 1>(a, g, x, n),
+        2 => middle_small_n::<T, 2>(a, g, x, n),
+        3 => middle_small_n::<T, 3>(a, g, x, n),
+        4 => middle_small_n::<T, 4>(a, g, x, n),
+        _ => middle_small_n::<T, 0>(a, g, x, n),
+    }
+}
+
+/// [`middle_small`] with `n = N` known at compile time when `N > 0`.
+#[inline(always)]
+fn middle_small_n<T: LinalgElem, const N: usize>(a: &[T], g: &[T], x: &mut [T], n: usize) {
+    let n = if N > 0 { N } else { n };
+    let (a, g, x) = (&a[..n * n], &g[..n * n], &mut x[..n * n]);
+    //   i <= j: X_ij = Σ_{k>=j} U_jk G_ik (column updates);
+    //   i > j:  X_ij = G_ij + Σ_{k>i} L_ki G_kj (contiguous dot products)
+    for (j, xc) in x.chunks_exact_mut(n).enumerate() {
+        let (up, low) = xc.split_at_mut(j + 1);
+        up.fill(T::ZERO);
+        for k in j..n {
+            let u = a[k * n + j];
+            for (v, &gv) in up.iter_mut().zip(&g[k * n..k * n + j + 1]) {
+                *v += u * gv;
+            }
+        }
+        for (r, v) in low.iter_mut().enumerate() {
+            let i = j + 1 + r;
+            *v = g[j * n + i] + dot(&a[i * n + i + 1..(i + 1) * n], &g[j * n + i + 1..(j + 1) * n]);
+        }
+    }
+}
+
+/// `P L⁻ᵀ X U⁻ᵀ` in place of `x` for one small matrix (`a` the packed factors), written
+/// back row-major if `row_major` (else column-major); `tmp` is scratch of `n²`. `diag`: `X` is diagonal (so `X U⁻ᵀ` is
+/// lower triangular).
+fn outer_small<T: LinalgElem>(
+    a: &[T],
+    x: &mut [T],
+    tmp: &mut [T],
+    ipiv: &[i64],
+    n: usize,
+    diag: bool,
+    row_major: bool,
+) {
+    match n {
+        1 => outer_small_n::<T, 1>(a, x, tmp, ipiv, n, diag, row_major),
+        2 => outer_small_n::<T, 2>(a, x, tmp, ipiv, n, diag, row_major),
+        3 => outer_small_n::<T, 3>(a, x, tmp, ipiv, n, diag, row_major),
+        4 => outer_small_n::<T, 4>(a, x, tmp, ipiv, n, diag, row_major),
+        _ => outer_small_n::<T, 0>(a, x, tmp, ipiv, n, diag, row_major),
+    }
+}
+
+/// [`outer_small`] with `n = N` known at compile time when `N > 0`.
+#[inline(always)]
+fn outer_small_n<T: LinalgElem, const N: usize>(
+    a: &[T],
+    x: &mut [T],
+    tmp: &mut [T],
+    ipiv: &[i64],
+    n: usize,
+    diag: bool,
+    row_major: bool,
+) {
+    let n = if N > 0 { N } else { n };
+    let (a, x, tmp) = (&a[..n * n], &mut x[..n * n], &mut tmp[..n * n]);
+    // W = X U⁻ᵀ (W Uᵀ = X: X[:, j] = Σ_{k>=j} U_jk W[:, k]), from the last column; with
+    // a diagonal X, W[:, k] is zero above row k
+    for j in (0..n).rev() {
+        for k in j + 1..n {
+            let u = a[k * n + j];
+            let from = if diag { k } else { 0 };
+            let (left, right) = x.split_at_mut(k * n);
+            for (w, &v) in left[j * n + from..(j + 1) * n].iter_mut().zip(&right[from..n]) {
+                *w -= u * v;
+            }
+        }
+        let inv = T::ONE / a[j * n + j];
+        for w in &mut x[j * n..(j + 1) * n] {
+            *w *= inv;
+        }
+    }
+    // Z = L⁻ᵀ W row by row (Lᵀ unit upper: Z[i, :] = W[i, :] − Σ_{k>i} L_ki Z[k, :]), on
+    // a row-major copy so that every update runs along a row
+    for r in 0..n {
+        for c in 0..n {
+            tmp[r * n + c] = x[c * n + r];
+        }
+    }
+    for i in (0..n).rev() {
+        let (head, tail) = tmp.split_at_mut((i + 1) * n);
+        let zi = &mut head[i * n..];
+        for (&l, zk) in a[i * n + i + 1..(i + 1) * n].iter().zip(tail.chunks_exact(n)) {
+            if l != T::ZERO {
+                for (z, &v) in zi.iter_mut().zip(zk) {
+                    *z -= l * v;
+                }
+            }
+        }
+    }
+    // P Z (rows swapped in reverse order), row-major
+    for j in (0..n).rev() {
+        let p = (ipiv[j] - 1) as usize;
+        if p != j {
+            let (lo, hi) = tmp.split_at_mut(p * n);
+            lo[j * n..(j + 1) * n].swap_with_slice(&mut hi[..n]);
+        }
+    }
+    if row_major {
+        x.copy_from_slice(tmp);
+    } else {
+        for c in 0..n {
+            for r in 0..n {
+                x[c * n + r] = tmp[r * n + c];
+            }
+        }
+    }
+}
+
+/// `X = tril(Lᵀ gL, -1) + triu(gU Uᵀ)` into `x` by faer's triangular products (`a` the
+/// packed factors, `g` the cotangent; all column-major).
+fn middle_blocked<T: LinalgElem>(a: &[T], g: &[T], x: &mut [T], n: usize, par: Par) {
+    use faer::linalg::matmul::triangular::{matmul, BlockStructure as B};
+    use faer::Accum;
+    let lu = MatRef::from_column_major_slice(a, n, n);
+    let gm = MatRef::from_column_major_slice(g, n, n);
+    // strict lower part: Lᵀ gL (Lᵀ unit upper, read from the strictly lower triangle)
+    matmul(
+        colmajor_mut(x, n, n),
+        B::StrictTriangularLower,
+        Accum::Replace,
+        lu.transpose(),
+        B::UnitTriangularUpper,
+        gm,
+        B::StrictTriangularLower,
+        T::ONE,
+        par,
+    );
+    // upper part with the diagonal: gU Uᵀ
+    matmul(
+        colmajor_mut(x, n, n),
+        B::TriangularUpper,
+        Accum::Replace,
+        gm,
+        B::TriangularUpper,
+        lu.transpose(),
+        B::TriangularLower,
+        T::ONE,
+        par,
+    );
 }

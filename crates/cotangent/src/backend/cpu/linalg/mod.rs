@@ -119,11 +119,17 @@ pub(crate) fn load_colmajor<T: Copy>(
     dst: &mut [T],
 ) {
     debug_assert_eq!(dst.len(), m * n);
+    if m == 0 || n == 0 {
+        return;
+    }
     if rs == 1 {
         for (j, col) in dst.chunks_exact_mut(m.max(1)).enumerate().take(n) {
             let start = off + j * cs;
             col.copy_from_slice(&data[start..start + m]);
         }
+    } else if rs == 0 && cs == 0 {
+        // one broadcast value
+        dst.fill(data[off]);
     } else {
         for j in 0..n {
             for i in 0..m {
