@@ -20,7 +20,6 @@ pub(crate) fn check_float(op: &'static str, t: &Tensor) -> Result<()> {
 }
 
 /// `DTypeMismatch` unless both have one dtype (PyTorch's linalg does not promote).
-#[allow(dead_code)] // for the factorisations' solvers, which do not promote
 pub(crate) fn check_same_dtype(op: &'static str, a: &Tensor, b: &Tensor) -> Result<()> {
     if a.dtype() == b.dtype() {
         Ok(())
@@ -43,7 +42,6 @@ pub(crate) fn check_square(op: &'static str, t: &Tensor) -> Result<usize> {
 }
 
 /// `BadShape` unless `t` has at least 2 dims.
-#[allow(dead_code)] // for the rectangular factorisations (LU, QR)
 pub(crate) fn check_matrix(op: &'static str, t: &Tensor) -> Result<()> {
     if t.rank() < 2 {
         return Err(Error::BadShape {
