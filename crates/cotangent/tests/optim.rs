@@ -279,3 +279,18 @@ fn a_loss_independent_of_a_parameter_leaves_it_alone() {
     sgd.step(&mut p, |x| lsq(&x[..2])).unwrap();
     assert_eq!(p[2].tensor().to_vec_f64(), vec![5.0]);
 }
+
+#[test]
+fn update_checks_the_gradients() {
+    // one gradient per parameter, each of its parameter's shape (no broadcasting)
+    let mut p = lsq_params();
+    let g1 = Tensor::ones(1, DType::F64).unwrap();
+    let g0 = Tensor::zeros((), DType::F64).unwrap();
+    let e = Sgd::new(0.1).update(&mut p, &[g1.clone(), g0.clone()]).unwrap_err();
+    assert!(matches!(e, Error::ShapeMismatch { op: "optim.SGD", .. }), "{e:?}");
+    let e = Adam::new(0.1).update(&mut p, &[g1]).unwrap_err();
+    assert!(matches!(e, Error::InvalidArgument { arg: "grads", .. }), "{e:?}");
+    let before = p[0].tensor().to_vec_f64();
+    assert!(Sgd::new(0.1).update(&mut p, &[Tensor::zeros(2, DType::F64).unwrap(), g0]).is_ok());
+    assert_eq!(p[0].tensor().to_vec_f64(), before);
+}

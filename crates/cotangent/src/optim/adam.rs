@@ -1,6 +1,6 @@
 //! Adam (`torch.optim.Adam`).
 
-use super::{check_signature, loss_and_grads, signature, Optimizer, Param, Signature};
+use super::{check_grads, check_signature, loss_and_grads, signature, Optimizer, Param, Signature};
 use crate::autograd::no_grad;
 use crate::error::{Error, Result};
 use crate::tensor::Tensor;
@@ -84,13 +84,7 @@ impl Adam {
     /// the first step; `ShapeMismatch` if a gradient does not match its parameter.
     pub fn update(&mut self, params: &mut [Param], grads: &[Tensor]) -> Result<()> {
         self.check()?;
-        if grads.len() != params.len() {
-            return Err(Error::InvalidArgument {
-                op: OP,
-                arg: "grads",
-                reason: "needs one gradient per parameter",
-            });
-        }
+        check_grads(OP, params, grads)?;
         let _g = no_grad();
         if self.state.is_none() {
             let moments = params

@@ -168,6 +168,28 @@ pub(crate) fn signature(params: &[Param]) -> Signature {
     params.iter().map(|p| (p.value.shape().clone(), p.value.dtype())).collect()
 }
 
+/// `InvalidArgument` unless there is one gradient per parameter; `ShapeMismatch` unless
+/// each has its parameter's shape (a gradient must not broadcast into its parameter).
+pub(crate) fn check_grads(op: &'static str, params: &[Param], grads: &[Tensor]) -> Result<()> {
+    if grads.len() != params.len() {
+        return Err(Error::InvalidArgument {
+            op,
+            arg: "grads",
+            reason: "needs one gradient per parameter",
+        });
+    }
+    for (p, g) in params.iter().zip(grads) {
+        if g.shape() != p.value.shape() {
+            return Err(Error::ShapeMismatch {
+                op,
+                lhs: p.value.shape().clone(),
+                rhs: g.shape().clone(),
+            });
+        }
+    }
+    Ok(())
+}
+
 /// `InvalidArgument` if `params` no longer match the optimiser's state.
 pub(crate) fn check_signature(op: &'static str, have: &Signature, params: &[Param]) -> Result<()> {
     if have.len() != params.len()

@@ -1,6 +1,6 @@
 //! Stochastic gradient descent with momentum (`torch.optim.SGD`).
 
-use super::{check_signature, loss_and_grads, signature, Optimizer, Param, Signature};
+use super::{check_grads, check_signature, loss_and_grads, signature, Optimizer, Param, Signature};
 use crate::autograd::no_grad;
 use crate::error::{Error, Result};
 use crate::tensor::Tensor;
@@ -86,13 +86,7 @@ impl Sgd {
     /// the first step; `ShapeMismatch` if a gradient does not match its parameter.
     pub fn update(&mut self, params: &mut [Param], grads: &[Tensor]) -> Result<()> {
         self.check()?;
-        if grads.len() != params.len() {
-            return Err(Error::InvalidArgument {
-                op: OP,
-                arg: "grads",
-                reason: "needs one gradient per parameter",
-            });
-        }
+        check_grads(OP, params, grads)?;
         let (sig, bufs) =
             self.state.get_or_insert_with(|| (signature(params), vec![None; params.len()]));
         check_signature(OP, sig, params)?;

@@ -13,7 +13,7 @@ use faer::linalg::triangular_solve as ts;
 use faer::{MatRef, Par, Spec};
 use rayon::prelude::*;
 
-use super::{colmajor_layout, colmajor_mut, Batch, LinalgElem};
+use super::{colmajor_layout, colmajor_mut, for_each_matrix, Batch, LinalgElem, TASK_WORK};
 use crate::layout::Layout;
 
 /// `min(m, n)` up to which the unblocked loop is used.
@@ -22,36 +22,6 @@ const UNBLOCKED: usize = 48;
 const SMALL_SOLVE: usize = 32;
 /// Work per matrix above which faer may use both threads.
 const PAR_WORK: usize = 512 * 512 * 512;
-/// Work per rayon task when a batch is split across threads.
-const TASK_WORK: usize = 1 << 15;
-
-/// Runs `one(i, dst, tmp)` for each matrix `i` of a batch whose results are `size`
-/// elements each in `out`, splitting the batch across rayon tasks when the matrices are
-/// small and many. `one` gets the parallelism it may use inside a matrix.
-fn for_each_matrix<T: Send, F>(out: &mut [T], size: usize, work: usize, one: F)
-where
-    F: Fn(usize, &mut [T], &mut Vec<T>, Par) + Sync,
-{
-    if size == 0 {
-        return;
-    }
-    let len = out.len() / size;
-    if len > 1 && work < PAR_WORK && len * work >= 2 * TASK_WORK {
-        let per_task = (TASK_WORK / work.max(1)).max(1);
-        out.par_chunks_mut(size * per_task).enumerate().for_each(|(t, chunk)| {
-            let mut tmp = Vec::new();
-            for (j, dst) in chunk.chunks_exact_mut(size).enumerate() {
-                one(t * per_task + j, dst, &mut tmp, Par::Seq);
-            }
-        });
-    } else {
-        let par = if work >= PAR_WORK { Par::rayon(0) } else { Par::Seq };
-        let mut tmp = Vec::new();
-        for (i, dst) in out.chunks_exact_mut(size).enumerate() {
-            one(i, dst, &mut tmp, par);
-        }
-    }
-}
 
 /// LAPACK's `getf2` on the column-major `m x n` matrix `a` (leading dimension `m`):
 /// `ipiv` gets the 1-based row interchanges; returns `info` (0, or the 1-based index of
@@ -362,7 +332,7 @@ pub(crate) fn lu_solve<T: LinalgElem>(
     let size = rows * k;
     let mut out = super::super::pool::filled(bb.len() * size, T::ZERO);
     let work = n * n * k.max(1);
-    for_each_matrix(&mut out, size, work, |i, dst, tmp, par| {
+    for_each_matrix(&mut out, size, work, work >= PAR_WORK, |i, dst, tmp, par| {
         bb.load(b, i, dst);
         let ipiv = &piv[i * n..(i + 1) * n];
         if n <= SMALL_SOLVE {
@@ -578,23 +548,8 @@ fn lu_middle<T: LinalgElem>(
             swap_rows(dst, n, n, ipiv, false);
         }
     };
-    let len = ba.len();
     let work = size * n * 4;
-    if len > 1 && n < PAR_BACKWARD_N && len * work >= 2 * TASK_WORK {
-        let per_task = (TASK_WORK / work).max(1);
-        out.par_chunks_mut(size * per_task).enumerate().for_each(|(t, chunk)| {
-            let mut tmp = Vec::new();
-            for (j, dst) in chunk.chunks_exact_mut(size).enumerate() {
-                one(t * per_task + j, dst, &mut tmp, Par::Seq);
-            }
-        });
-    } else {
-        let par = if n >= PAR_BACKWARD_N { Par::rayon(0) } else { Par::Seq };
-        let mut tmp = Vec::new();
-        for (i, dst) in out.chunks_exact_mut(size).enumerate() {
-            one(i, dst, &mut tmp, par);
-        }
-    }
+    for_each_matrix(&mut out, size, work, n >= PAR_BACKWARD_N, one);
     (out, layout)
 }
 

@@ -16,7 +16,7 @@ pub(crate) mod lu;
 pub(crate) mod qr;
 pub(crate) mod triangular;
 
-use faer::{MatMut, MatRef};
+use faer::{MatMut, MatRef, Par};
 
 use crate::dtype::Float;
 use crate::layout::Layout;
@@ -142,6 +142,46 @@ pub(crate) fn load_colmajor<T: Copy>(
 /// A mutable column-major view of an `m x n` block.
 pub(crate) fn colmajor_mut<T>(dst: &mut [T], m: usize, n: usize) -> MatMut<'_, T> {
     MatMut::from_column_major_slice_mut(dst, m, n)
+}
+
+/// Work per rayon task when a batch of small matrices is split across threads.
+pub(crate) const TASK_WORK: usize = 1 << 15;
+
+/// Runs `one(i, dst, tmp, par)` for each matrix `i` of a batch whose results are `size`
+/// elements each in `out`. Matrices that are `big` run one after the other, each allowed
+/// faer's parallelism (`par`); small ones, when there are enough of them (`work` per
+/// matrix), are split across rayon tasks and run sequentially inside. `tmp` is scratch
+/// reused within a task.
+pub(crate) fn for_each_matrix<T: Send, F>(
+    out: &mut [T],
+    size: usize,
+    work: usize,
+    big: bool,
+    one: F,
+) where
+    F: Fn(usize, &mut [T], &mut Vec<T>, Par) + Sync,
+{
+    use rayon::prelude::*;
+    if size == 0 {
+        return;
+    }
+    let len = out.len() / size;
+    let work = work.max(1);
+    if len > 1 && !big && len * work >= 2 * TASK_WORK {
+        let per_task = (TASK_WORK / work).max(1);
+        out.par_chunks_mut(size * per_task).enumerate().for_each(|(t, chunk)| {
+            let mut tmp = Vec::new();
+            for (j, dst) in chunk.chunks_exact_mut(size).enumerate() {
+                one(t * per_task + j, dst, &mut tmp, Par::Seq);
+            }
+        });
+    } else {
+        let par = if big { Par::rayon(0) } else { Par::Seq };
+        let mut tmp = Vec::new();
+        for (i, dst) in out.chunks_exact_mut(size).enumerate() {
+            one(i, dst, &mut tmp, par);
+        }
+    }
 }
 
 /// The layout of a batch of column-major `m x n` matrices stored one after another.

@@ -2,16 +2,13 @@
 
 use faer::linalg::triangular_solve as ts;
 use faer::{MatMut, MatRef, Par};
-use rayon::prelude::*;
 
-use super::{colmajor_layout, colmajor_mut, Batch, LinalgElem};
+use super::{colmajor_layout, colmajor_mut, for_each_matrix, Batch, LinalgElem};
 use crate::backend::TriSolve;
 use crate::layout::Layout;
 
 /// Work (n² k per matrix) above which faer may use both threads on one matrix.
 const PAR_WORK: usize = 512 * 512 * 512;
-/// Work per rayon task when the batch is split across threads.
-const TASK_WORK: usize = 1 << 15;
 
 fn solve_in_place<T: LinalgElem>(
     a: MatRef<'_, T>,
@@ -67,20 +64,6 @@ pub(crate) fn solve_triangular<T: LinalgElem>(
         let (am, upper) = if spec.left { (am, spec.upper) } else { (am.transpose(), !spec.upper) };
         solve_in_place(am, colmajor_mut(dst, xm, xn), upper, spec.unit, par);
     };
-    if ba.len() > 1 && work < PAR_WORK && ba.len() * work >= 2 * TASK_WORK {
-        let per_task = (TASK_WORK / work.max(1)).max(1);
-        out.par_chunks_mut(size * per_task).enumerate().for_each(|(t, chunk)| {
-            let mut tmp = Vec::new();
-            for (j, dst) in chunk.chunks_exact_mut(size).enumerate() {
-                one(t * per_task + j, dst, &mut tmp, Par::Seq);
-            }
-        });
-    } else {
-        let par = if work >= PAR_WORK { Par::rayon(0) } else { Par::Seq };
-        let mut tmp = Vec::new();
-        for (i, dst) in out.chunks_exact_mut(size).enumerate() {
-            one(i, dst, &mut tmp, par);
-        }
-    }
+    for_each_matrix(&mut out, size, work, work >= PAR_WORK, one);
     (out, out_layout)
 }
