@@ -189,3 +189,39 @@ fn errors_name_the_op() {
     // a 0-d input is one element: [[1, x, x²]]
     assert_eq!(Tensor::scalar(2.0f64).vander(Some(3)).unwrap().to_vec_f64(), vec![1.0, 2.0, 4.0]);
 }
+
+/// The CPU backend reuses large freed buffers without clearing them for kernels that
+/// write every element: a product into a recycled buffer full of NaN must still be
+/// exact, with an empty inner dimension (all zeros) and through each small kernel.
+#[test]
+fn products_into_recycled_buffers() {
+    for (m, k, n) in [(8, 0, 8), (8, 5, 8), (4, 4, 4), (2, 7, 3)] {
+        let batch = 4096;
+        // a freed NaN buffer of the result's size (or a little more) goes to the cache
+        drop(Tensor::full(vec![batch, m, n], f64::NAN, DType::F64).unwrap());
+        let a = randn(&[batch, m, k], 1);
+        let b = randn(&[batch, k, n], 2);
+        for (x, y) in [
+            (a.clone(), b.clone()),
+            (a.clone(), b.mT().unwrap().contiguous().unwrap().mT().unwrap()),
+        ] {
+            let c = x.matmul(&y).unwrap();
+            drop(Tensor::full(vec![batch, m, n], f64::NAN, DType::F64).unwrap());
+            let (av, bv, cv) = (
+                a.to_vec::<f64>().unwrap(),
+                b.to_vec::<f64>().unwrap(),
+                c.to_vec::<f64>().unwrap(),
+            );
+            let mut want = vec![0.0; batch * m * n];
+            for t in 0..batch {
+                for i in 0..m {
+                    for j in 0..n {
+                        want[(t * m + i) * n + j] =
+                            (0..k).map(|p| av[(t * m + i) * k + p] * bv[(t * k + p) * n + j]).sum();
+                    }
+                }
+            }
+            close(&cv, &want, 1e-12);
+        }
+    }
+}

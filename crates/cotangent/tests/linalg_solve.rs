@@ -305,3 +305,18 @@ fn fused_inverse_paths_agree_with_solves() {
         assert_close(&gd, &scaled.unwrap(), 1e-9);
     }
 }
+
+/// The LU kernels write into recycled buffers without clearing them first: a batched
+/// solve after a large NaN buffer was freed must still solve exactly.
+#[test]
+fn solve_into_recycled_buffers() {
+    for n in [4, 16] {
+        let batch = 8192 / n;
+        let a = well_conditioned(&[batch, n, n], 3);
+        let b = randn(&[batch, n, 3], 4);
+        drop(Tensor::full(vec![batch, n, n], f64::NAN, DType::F64).unwrap());
+        drop(Tensor::full(vec![batch, n, 3], f64::NAN, DType::F64).unwrap());
+        let x = solve(&a, &b, Side::Left).unwrap();
+        assert_close(&a.matmul(&x).unwrap(), &b, 1e-10);
+    }
+}

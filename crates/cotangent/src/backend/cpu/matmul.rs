@@ -50,7 +50,7 @@ fn view<'a, T: GemmElem>(
     }
 }
 
-/// `out = a · b` for small matrices, into a zeroed row-major `m x n` block, with the loop
+/// `out = a · b` for small matrices, into a row-major `m x n` block, with the loop
 /// order that keeps the innermost loop contiguous (so it vectorises) where the layouts
 /// allow it.
 #[inline]
@@ -67,6 +67,7 @@ fn small<T: GemmElem>(
     if bm.cs == 1 {
         // C[i, :] += A[i, p] · B[p, :]
         for (i, crow) in out.chunks_exact_mut(n).enumerate().take(m) {
+            crow.fill(T::ZERO);
             for p in 0..k {
                 let aip = a[am.off + i * am.rs + p * am.cs];
                 let start = bm.off + p * bm.rs;
@@ -123,7 +124,8 @@ fn fixed<T: GemmElem, const N: usize>(a: &[T], am: Mat, b: &[T], bm: Mat, out: &
     }
 }
 
-/// `out[b] = a[b] · b[b]` for one batch element, into a zeroed row-major `m x n` block.
+/// `out[b] = a[b] · b[b]` for one batch element, into its row-major `m x n` block (every
+/// element written).
 fn one<T: GemmElem>(
     a: &[T],
     am: Mat,
@@ -135,6 +137,10 @@ fn one<T: GemmElem>(
     n: usize,
     par: Par,
 ) {
+    if k == 0 {
+        out.fill(T::ZERO);
+        return;
+    }
     if m == k && k == n && n <= 4 {
         match n {
             1 => fixed::<T, 1>(a, am, b, bm, out),
@@ -177,7 +183,8 @@ pub(crate) fn matmul<T: GemmElem>(a: &[T], al: &Layout, b: &[T], bl: &Layout) ->
     }
     let batch_dims = &al.dims()[..r - 2];
     let batch: usize = batch_dims.iter().product();
-    let mut out = super::pool::filled(batch * m * n, T::ZERO);
+    // every kernel below writes its whole block
+    let mut out = super::pool::overwritten(batch * m * n, T::ZERO);
     if out.is_empty() {
         return out;
     }

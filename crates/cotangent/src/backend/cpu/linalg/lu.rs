@@ -148,7 +148,8 @@ pub(crate) fn lu_factor<T: LinalgElem>(
     let (m, n) = (ba.m, ba.n);
     let k = m.min(n);
     let size = m * n;
-    let mut out = super::super::pool::filled(ba.len() * size, T::ZERO);
+    // every matrix is loaded into its block before it is factorised
+    let mut out = super::super::pool::overwritten(ba.len() * size, T::ZERO);
     let mut piv = vec![0i64; ba.len() * k];
     let mut info = vec![0i64; ba.len()];
     let layout = colmajor_layout(&ba.dims, m, n);
@@ -330,7 +331,8 @@ pub(crate) fn lu_solve<T: LinalgElem>(
     debug_assert_eq!(rows, n);
     let layout = colmajor_layout(&bb.dims, rows, k);
     let size = rows * k;
-    let mut out = super::super::pool::filled(bb.len() * size, T::ZERO);
+    // every right-hand side is loaded into its block before it is solved
+    let mut out = super::super::pool::overwritten(bb.len() * size, T::ZERO);
     let work = n * n * k.max(1);
     for_each_matrix(&mut out, size, work, work >= PAR_WORK, |i, dst, tmp, par| {
         bb.load(b, i, dst);
