@@ -98,6 +98,164 @@ fn lu_unblocked_n<T: LinalgElem, const N: usize>(
     info
 }
 
+/// Matrices factorised together by the lane kernel (independent pivot searches and
+/// divisions overlap, and each update is one vector operation over the lanes).
+const LANES: usize = 8;
+/// Largest order of square matrices the lane kernel takes.
+const LANES_MAX: usize = 16;
+
+/// LU of the square matrices `first..first + LANES` of `ba` (`n <= LANES_MAX`) into
+/// `dst` (`LANES` column-major blocks), `ipiv` and `info`, with the order a constant
+/// where it is small (unrolled loops) and the widest instruction set the CPU has.
+fn factor_lanes<T: LinalgElem>(
+    ba: &Batch,
+    a: &[T],
+    first: usize,
+    dst: &mut [T],
+    ipiv: &mut [i64],
+    info: &mut [i64],
+    buf: &mut [[T; LANES]],
+) {
+    struct Kernel<'a, T, const N: usize> {
+        ba: &'a Batch,
+        a: &'a [T],
+        first: usize,
+        dst: &'a mut [T],
+        ipiv: &'a mut [i64],
+        info: &'a mut [i64],
+        buf: &'a mut [[T; LANES]],
+    }
+    impl<T: LinalgElem, const N: usize> pulp::WithSimd for Kernel<'_, T, N> {
+        type Output = ();
+        #[inline(always)]
+        fn with_simd<S: pulp::Simd>(self, _: S) {
+            let Kernel { ba, a, first, dst, ipiv, info, buf } = self;
+            let n = if N > 0 { N } else { ba.n };
+            factor_lanes_n(ba, a, first, dst, ipiv, info, &mut buf[..n * n], n);
+        }
+    }
+    fn fixed<T: LinalgElem, const N: usize>(
+        ba: &Batch,
+        a: &[T],
+        first: usize,
+        dst: &mut [T],
+        ipiv: &mut [i64],
+        info: &mut [i64],
+        buf: &mut [[T; LANES]],
+    ) {
+        pulp::Arch::new().dispatch(Kernel::<T, N> { ba, a, first, dst, ipiv, info, buf });
+    }
+    match ba.n {
+        1 => fixed::<T, 1>(ba, a, first, dst, ipiv, info, buf),
+        2 => fixed::<T, 2>(ba, a, first, dst, ipiv, info, buf),
+        3 => fixed::<T, 3>(ba, a, first, dst, ipiv, info, buf),
+        4 => fixed::<T, 4>(ba, a, first, dst, ipiv, info, buf),
+        5 => fixed::<T, 5>(ba, a, first, dst, ipiv, info, buf),
+        6 => fixed::<T, 6>(ba, a, first, dst, ipiv, info, buf),
+        8 => fixed::<T, 8>(ba, a, first, dst, ipiv, info, buf),
+        16 => fixed::<T, 16>(ba, a, first, dst, ipiv, info, buf),
+        _ => fixed::<T, 0>(ba, a, first, dst, ipiv, info, buf),
+    }
+}
+
+/// [`lu_unblocked`] on [`LANES`] square `n x n` matrices at once, every operation over
+/// the lanes, in the same order as the one-matrix loop (so the factors are the same). A
+/// matrix that meets an exactly zero pivot or a value that is not finite is redone
+/// alone by [`lu_unblocked`], for LAPACK's partial state and `info`.
+// lanes are indexed on purpose (the loops over them vectorise); Float has no SubAssign
+#[allow(clippy::needless_range_loop, clippy::assign_op_pattern, clippy::too_many_arguments)]
+#[inline(always)]
+fn factor_lanes_n<T: LinalgElem>(
+    ba: &Batch,
+    a: &[T],
+    first: usize,
+    dst: &mut [T],
+    ipiv: &mut [i64],
+    info: &mut [i64],
+    buf: &mut [[T; LANES]],
+    n: usize,
+) {
+    for w in 0..LANES {
+        let off = ba.offsets[first + w];
+        for c in 0..n {
+            for r in 0..n {
+                buf[c * n + r][w] = a[off + r * ba.rs + c * ba.cs];
+            }
+        }
+    }
+    let mut piv = [[0usize; LANES]; LANES_MAX];
+    let mut bad = [false; LANES];
+    for k in 0..n {
+        // the first row of largest absolute value in column k, from row k
+        let mut p = [k; LANES];
+        let mut max = [T::ZERO; LANES];
+        for w in 0..LANES {
+            max[w] = buf[k * n + k][w].abs();
+        }
+        for i in k + 1..n {
+            let col = buf[k * n + i];
+            for w in 0..LANES {
+                let v = col[w].abs();
+                if v > max[w] {
+                    max[w] = v;
+                    p[w] = i;
+                }
+            }
+        }
+        piv[k] = p;
+        for w in 0..LANES {
+            let q = p[w];
+            if q != k {
+                for c in 0..n {
+                    let t = buf[c * n + k][w];
+                    buf[c * n + k][w] = buf[c * n + q][w];
+                    buf[c * n + q][w] = t;
+                }
+            }
+        }
+        let mut r = [T::ZERO; LANES];
+        for w in 0..LANES {
+            let d = buf[k * n + k][w];
+            bad[w] |= d == T::ZERO;
+            r[w] = T::ONE / d;
+        }
+        for i in k + 1..n {
+            let x = &mut buf[k * n + i];
+            for w in 0..LANES {
+                x[w] *= r[w];
+            }
+        }
+        for j in k + 1..n {
+            let f = buf[j * n + k];
+            for i in k + 1..n {
+                let l = buf[k * n + i];
+                let x = &mut buf[j * n + i];
+                for w in 0..LANES {
+                    x[w] = x[w] - l[w] * f[w];
+                }
+            }
+        }
+    }
+    let size = n * n;
+    for (w, ((d, p), inf)) in
+        dst.chunks_exact_mut(size).zip(ipiv.chunks_exact_mut(n)).zip(info.iter_mut()).enumerate()
+    {
+        let finite = buf.iter().all(|x| x[w].is_finite());
+        if bad[w] || !finite {
+            ba.load(a, first + w, d);
+            *inf = lu_unblocked(d, n, n, p);
+        } else {
+            for (o, x) in d.iter_mut().zip(buf.iter()) {
+                *o = x[w];
+            }
+            for (o, q) in p.iter_mut().zip(&piv[..n]) {
+                *o = (q[w] + 1) as i64;
+            }
+            *inf = 0;
+        }
+    }
+}
+
 /// faer's blocked LU of `a` (column-major, `m x n`) with LAPACK's outputs; `None` when a
 /// pivot is exactly zero (the caller then redoes it with [`lu_unblocked`]).
 fn lu_blocked<T: LinalgElem>(
@@ -167,26 +325,44 @@ pub(crate) fn lu_factor<T: LinalgElem>(
         }
         lu_unblocked(dst, m, n, ipiv)
     };
+    // matrices start.. into o, p, f: groups of LANES small square ones together, the rest
+    // one by one
+    let lanes = m == n && n <= LANES_MAX;
+    let range = |start: usize, o: &mut [T], p: &mut [i64], f: &mut [i64], par: Par| {
+        let mut done = 0;
+        if lanes && f.len() >= LANES {
+            let mut buf = vec![[T::ZERO; LANES]; size];
+            for ((oc, pc), fc) in o
+                .chunks_exact_mut(size * LANES)
+                .zip(p.chunks_exact_mut(k * LANES))
+                .zip(f.chunks_exact_mut(LANES))
+            {
+                factor_lanes(&ba, a, start + done, oc, pc, fc, &mut buf);
+                done += LANES;
+            }
+        }
+        for (j, ((dst, ipiv), inf)) in o[done * size..]
+            .chunks_exact_mut(size)
+            .zip(p[done * k..].chunks_exact_mut(k))
+            .zip(&mut f[done..])
+            .enumerate()
+        {
+            *inf = one(start + done + j, dst, ipiv, par);
+        }
+    };
     if ba.len() > 1 && work < PAR_WORK && ba.len() * work >= 2 * TASK_WORK {
-        let per = (TASK_WORK / work.max(1)).max(1);
+        let mut per = (TASK_WORK / work.max(1)).max(1);
+        if lanes {
+            per = per.div_ceil(LANES) * LANES;
+        }
         out.par_chunks_mut(size * per)
             .zip(piv.par_chunks_mut(k * per))
             .zip(info.par_chunks_mut(per))
             .enumerate()
-            .for_each(|(t, ((o, p), f))| {
-                for (j, ((dst, ipiv), inf)) in
-                    o.chunks_exact_mut(size).zip(p.chunks_exact_mut(k)).zip(f).enumerate()
-                {
-                    *inf = one(t * per + j, dst, ipiv, Par::Seq);
-                }
-            });
+            .for_each(|(t, ((o, p), f))| range(t * per, o, p, f, Par::Seq));
     } else {
         let par = if work >= PAR_WORK { Par::rayon(0) } else { Par::Seq };
-        for (i, ((dst, ipiv), inf)) in
-            out.chunks_exact_mut(size).zip(piv.chunks_exact_mut(k)).zip(&mut info).enumerate()
-        {
-            *inf = one(i, dst, ipiv, par);
-        }
+        range(0, &mut out, &mut piv, &mut info, par);
     }
     (out, layout, piv, info)
 }
@@ -334,7 +510,7 @@ pub(crate) fn lu_solve<T: LinalgElem>(
     // every right-hand side is loaded into its block before it is solved
     let mut out = super::super::pool::overwritten(bb.len() * size, T::ZERO);
     let work = n * n * k.max(1);
-    for_each_matrix(&mut out, size, work, work >= PAR_WORK, |i, dst, tmp, par| {
+    let one = |i: usize, dst: &mut [T], tmp: &mut Vec<T>, par: Par| {
         bb.load(b, i, dst);
         let ipiv = &piv[i * n..(i + 1) * n];
         if n <= SMALL_SOLVE {
@@ -351,8 +527,208 @@ pub(crate) fn lu_solve<T: LinalgElem>(
         } else {
             solve_blocked(ba.mat(lu, i, tmp), ipiv, dst, n, k, adjoint, par);
         }
-    });
+    };
+    if n <= LANES_MAX && size > 0 && bb.len() >= LANES {
+        // groups of LANES small systems at once, the rest one by one
+        let range = |start: usize, o: &mut [T]| {
+            let mut bufs = (vec![[T::ZERO; LANES]; n * n], vec![[T::ZERO; LANES]; size]);
+            let mut done = 0;
+            for oc in o.chunks_exact_mut(size * LANES) {
+                let sys = LaneSystems { lu: (&ba, lu), piv, b: (&bb, b), first: start + done };
+                solve_lanes(&sys, oc, &mut bufs.0, &mut bufs.1, k, adjoint);
+                done += LANES;
+            }
+            let mut tmp = Vec::new();
+            for (j, dst) in o[done * size..].chunks_exact_mut(size).enumerate() {
+                one(start + done + j, dst, &mut tmp, Par::Seq);
+            }
+        };
+        if bb.len() * work >= 2 * TASK_WORK {
+            let per = (TASK_WORK / work).max(1).div_ceil(LANES) * LANES;
+            out.par_chunks_mut(size * per).enumerate().for_each(|(t, o)| range(t * per, o));
+        } else {
+            range(0, &mut out);
+        }
+        return (out, layout);
+    }
+    for_each_matrix(&mut out, size, work, work >= PAR_WORK, one);
     (out, layout)
+}
+
+/// [`LANES`] consecutive systems of a batched [`lu_solve`]: the factors, the pivots and
+/// the right-hand sides, from matrix `first`.
+struct LaneSystems<'a, T> {
+    lu: (&'a Batch, &'a [T]),
+    piv: &'a [i64],
+    b: (&'a Batch, &'a [T]),
+    first: usize,
+}
+
+/// [`solve_small`] on [`LANES`] systems at once (`n <= LANES_MAX`), every operation over
+/// the lanes; the order a constant where it is small.
+fn solve_lanes<T: LinalgElem>(
+    sys: &LaneSystems<'_, T>,
+    dst: &mut [T],
+    lub: &mut [[T; LANES]],
+    xb: &mut [[T; LANES]],
+    k: usize,
+    adjoint: bool,
+) {
+    struct Kernel<'a, 'b, T, const N: usize> {
+        sys: &'a LaneSystems<'b, T>,
+        dst: &'a mut [T],
+        lub: &'a mut [[T; LANES]],
+        xb: &'a mut [[T; LANES]],
+        k: usize,
+        adjoint: bool,
+    }
+    impl<T: LinalgElem, const N: usize> pulp::WithSimd for Kernel<'_, '_, T, N> {
+        type Output = ();
+        #[inline(always)]
+        fn with_simd<S: pulp::Simd>(self, _: S) {
+            let Kernel { sys, dst, lub, xb, k, adjoint } = self;
+            let n = if N > 0 { N } else { sys.lu.0.n };
+            solve_lanes_n(sys, dst, lub, xb, n, k, adjoint);
+        }
+    }
+    fn fixed<T: LinalgElem, const N: usize>(
+        sys: &LaneSystems<'_, T>,
+        dst: &mut [T],
+        lub: &mut [[T; LANES]],
+        xb: &mut [[T; LANES]],
+        k: usize,
+        adjoint: bool,
+    ) {
+        pulp::Arch::new().dispatch(Kernel::<T, N> { sys, dst, lub, xb, k, adjoint });
+    }
+    match sys.lu.0.n {
+        2 => fixed::<T, 2>(sys, dst, lub, xb, k, adjoint),
+        3 => fixed::<T, 3>(sys, dst, lub, xb, k, adjoint),
+        4 => fixed::<T, 4>(sys, dst, lub, xb, k, adjoint),
+        8 => fixed::<T, 8>(sys, dst, lub, xb, k, adjoint),
+        16 => fixed::<T, 16>(sys, dst, lub, xb, k, adjoint),
+        _ => fixed::<T, 0>(sys, dst, lub, xb, k, adjoint),
+    }
+}
+
+/// The substitutions of [`solve_small_n`] over [`LANES`] systems (`x` in `xb`, `n x k`
+/// column-major per lane; the factors in `lub`, column-major per lane).
+// lanes are indexed on purpose (the loops over them vectorise); Float has no SubAssign
+#[allow(clippy::needless_range_loop, clippy::assign_op_pattern)]
+#[inline(always)]
+fn solve_lanes_n<T: LinalgElem>(
+    sys: &LaneSystems<'_, T>,
+    dst: &mut [T],
+    lub: &mut [[T; LANES]],
+    xb: &mut [[T; LANES]],
+    n: usize,
+    k: usize,
+    adjoint: bool,
+) {
+    let (ba, lu) = sys.lu;
+    let (bb, b) = sys.b;
+    let lub = &mut lub[..n * n];
+    let xb = &mut xb[..n * k];
+    let mut piv = [[0usize; LANES]; LANES_MAX];
+    for w in 0..LANES {
+        let i = sys.first + w;
+        let (oa, ob) = (ba.offsets[i], bb.offsets[i]);
+        for c in 0..n {
+            for r in 0..n {
+                lub[c * n + r][w] = lu[oa + r * ba.rs + c * ba.cs];
+            }
+        }
+        for c in 0..k {
+            for r in 0..n {
+                xb[c * n + r][w] = b[ob + r * bb.rs + c * bb.cs];
+            }
+        }
+        for (j, p) in piv[..n].iter_mut().enumerate() {
+            p[w] = (sys.piv[i * n + j] - 1) as usize;
+        }
+    }
+    let swap = |xb: &mut [[T; LANES]], j: usize| {
+        for w in 0..LANES {
+            let p = piv[j][w];
+            if p != j {
+                for c in 0..k {
+                    let t = xb[c * n + j][w];
+                    xb[c * n + j][w] = xb[c * n + p][w];
+                    xb[c * n + p][w] = t;
+                }
+            }
+        }
+    };
+    if !adjoint {
+        for j in 0..n {
+            swap(xb, j);
+        }
+    }
+    for col in xb.chunks_exact_mut(n) {
+        if adjoint {
+            // Uᵀ y = b, then Lᵀ x = y
+            for i in 0..n {
+                let mut s = [T::ZERO; LANES];
+                for p in 0..i {
+                    let (u, y) = (lub[i * n + p], col[p]);
+                    for w in 0..LANES {
+                        s[w] = s[w] + u[w] * y[w];
+                    }
+                }
+                let d = lub[i * n + i];
+                for w in 0..LANES {
+                    col[i][w] = (col[i][w] - s[w]) / d[w];
+                }
+            }
+            for i in (0..n).rev() {
+                let mut s = [T::ZERO; LANES];
+                for p in i + 1..n {
+                    let (l, y) = (lub[i * n + p], col[p]);
+                    for w in 0..LANES {
+                        s[w] = s[w] + l[w] * y[w];
+                    }
+                }
+                for w in 0..LANES {
+                    col[i][w] = col[i][w] - s[w];
+                }
+            }
+        } else {
+            // L y = b (unit lower), then U x = y, column-oriented
+            for j in 0..n {
+                let xj = col[j];
+                for i in j + 1..n {
+                    let l = lub[j * n + i];
+                    for w in 0..LANES {
+                        col[i][w] = col[i][w] - l[w] * xj[w];
+                    }
+                }
+            }
+            for j in (0..n).rev() {
+                let d = lub[j * n + j];
+                let mut xj = col[j];
+                for w in 0..LANES {
+                    xj[w] = xj[w] / d[w];
+                }
+                col[j] = xj;
+                for i in 0..j {
+                    let u = lub[j * n + i];
+                    for w in 0..LANES {
+                        col[i][w] = col[i][w] - u[w] * xj[w];
+                    }
+                }
+            }
+        }
+    }
+    if adjoint {
+        for j in (0..n).rev() {
+            swap(xb, j);
+        }
+    }
+    for (w, d) in dst.chunks_exact_mut(n * k).enumerate() {
+        for (o, x) in d.iter_mut().zip(xb.iter()) {
+            *o = x[w];
+        }
+    }
 }
 
 /// The cofactor matrix `C` (`C_ij = (-1)^(i+j) M_ij`, so `d det A = <C, dA>`) of each
