@@ -861,7 +861,9 @@ fn lu_middle<T: LinalgElem>(
     } else {
         colmajor_layout(&ba.dims, n, n)
     };
-    let mut out = super::super::pool::filled(ba.len() * size, T::ZERO);
+    // every path below writes each block whole (the small ones through X, the large
+    // ones fill it first)
+    let mut out = super::super::pool::overwritten(ba.len() * size, T::ZERO);
     if size == 0 {
         return (out, layout);
     }
@@ -927,8 +929,229 @@ fn lu_middle<T: LinalgElem>(
         }
     };
     let work = size * n * 4;
+    if n <= LANES_MAX && ba.len() >= LANES {
+        // groups of LANES small matrices at once, the rest one by one
+        let range = |start: usize, o: &mut [T]| {
+            let mut bufs = MiddleBufs {
+                a: vec![[T::ZERO; LANES]; size],
+                g: vec![[T::ZERO; LANES]; size],
+                x: vec![[T::ZERO; LANES]; size],
+            };
+            let mut done = 0;
+            for oc in o.chunks_exact_mut(size * LANES) {
+                middle_lanes(&ba, lu, piv, &mid, start + done, oc, &mut bufs, row_major);
+                done += LANES;
+            }
+            let mut tmp = Vec::new();
+            for (j, dst) in o[done * size..].chunks_exact_mut(size).enumerate() {
+                one(start + done + j, dst, &mut tmp, Par::Seq);
+            }
+        };
+        if ba.len() * work >= 2 * TASK_WORK {
+            let per = (TASK_WORK / work).max(1).div_ceil(LANES) * LANES;
+            out.par_chunks_mut(size * per).enumerate().for_each(|(t, o)| range(t * per, o));
+        } else {
+            range(0, &mut out);
+        }
+        return (out, layout);
+    }
     for_each_matrix(&mut out, size, work, n >= PAR_BACKWARD_N, one);
     (out, layout)
+}
+
+/// Scratch of [`middle_lanes`]: the factors, the cotangent and the result, per lane.
+struct MiddleBufs<T> {
+    a: Vec<[T; LANES]>,
+    g: Vec<[T; LANES]>,
+    x: Vec<[T; LANES]>,
+}
+
+/// `P L⁻ᵀ X U⁻ᵀ` (see [`lu_middle`]) for the [`LANES`] matrices `first..` at once
+/// (`n <= LANES_MAX`), with the order a constant where it is small.
+#[allow(clippy::too_many_arguments)]
+fn middle_lanes<T: LinalgElem>(
+    ba: &Batch,
+    lu: &[T],
+    piv: &[i64],
+    mid: &Middle<'_, T>,
+    first: usize,
+    dst: &mut [T],
+    bufs: &mut MiddleBufs<T>,
+    row_major: bool,
+) {
+    struct Kernel<'a, 'b, T, const N: usize> {
+        ba: &'a Batch,
+        lu: &'a [T],
+        piv: &'a [i64],
+        mid: &'a Middle<'b, T>,
+        first: usize,
+        dst: &'a mut [T],
+        bufs: &'a mut MiddleBufs<T>,
+        row_major: bool,
+    }
+    impl<T: LinalgElem, const N: usize> pulp::WithSimd for Kernel<'_, '_, T, N> {
+        type Output = ();
+        #[inline(always)]
+        fn with_simd<S: pulp::Simd>(self, _: S) {
+            let Kernel { ba, lu, piv, mid, first, dst, bufs, row_major } = self;
+            let n = if N > 0 { N } else { ba.n };
+            middle_lanes_n(ba, lu, piv, mid, first, dst, bufs, n, row_major);
+        }
+    }
+    macro_rules! arms {
+        ($($n:literal)*) => {
+            match ba.n {
+                $($n => pulp::Arch::new().dispatch(Kernel::<T, $n> {
+                    ba, lu, piv, mid, first, dst, bufs, row_major
+                }),)*
+                _ => pulp::Arch::new().dispatch(Kernel::<T, 0> {
+                    ba, lu, piv, mid, first, dst, bufs, row_major
+                }),
+            }
+        };
+    }
+    arms!(2 3 4 8 16);
+}
+
+/// The loops of [`middle_small_n`] and [`outer_small_n`] over [`LANES`] matrices, every
+/// operation over the lanes, in the same order (up to the grouping of the sums in
+/// `X`'s lower triangle).
+// lanes are indexed on purpose (the loops over them vectorise); Float has no SubAssign
+#[allow(
+    clippy::needless_range_loop,
+    clippy::assign_op_pattern,
+    clippy::too_many_arguments,
+    clippy::many_single_char_names
+)]
+#[inline(always)]
+fn middle_lanes_n<T: LinalgElem>(
+    ba: &Batch,
+    lu: &[T],
+    piv: &[i64],
+    mid: &Middle<'_, T>,
+    first: usize,
+    dst: &mut [T],
+    bufs: &mut MiddleBufs<T>,
+    n: usize,
+    row_major: bool,
+) {
+    let size = n * n;
+    let (a, g, x) = (&mut bufs.a[..size], &mut bufs.g[..size], &mut bufs.x[..size]);
+    for w in 0..LANES {
+        let off = ba.offsets[first + w];
+        for c in 0..n {
+            for r in 0..n {
+                a[c * n + r][w] = lu[off + r * ba.rs + c * ba.cs];
+            }
+        }
+        if let Middle::Grad(gv, bg) = mid {
+            let og = bg.offsets[first + w];
+            for c in 0..n {
+                for r in 0..n {
+                    g[c * n + r][w] = gv[og + r * bg.rs + c * bg.cs];
+                }
+            }
+        }
+    }
+    let diag = matches!(mid, Middle::Scale(_));
+    match mid {
+        Middle::Grad(..) => {
+            //   i <= j: X_ij = Σ_{k>=j} U_jk G_ik;  i > j: X_ij = G_ij + Σ_{k>i} L_ki G_kj
+            for j in 0..n {
+                for i in 0..=j {
+                    x[j * n + i] = [T::ZERO; LANES];
+                }
+                for k in j..n {
+                    let u = a[k * n + j];
+                    for i in 0..=j {
+                        let gv = g[k * n + i];
+                        let v = &mut x[j * n + i];
+                        for w in 0..LANES {
+                            v[w] = v[w] + u[w] * gv[w];
+                        }
+                    }
+                }
+                for i in j + 1..n {
+                    let mut s = g[j * n + i];
+                    for k in i + 1..n {
+                        let (l, gv) = (a[i * n + k], g[j * n + k]);
+                        for w in 0..LANES {
+                            s[w] = s[w] + l[w] * gv[w];
+                        }
+                    }
+                    x[j * n + i] = s;
+                }
+            }
+        }
+        Middle::Scale(c) => {
+            for v in x.iter_mut() {
+                *v = [T::ZERO; LANES];
+            }
+            for j in 0..n {
+                x[j * n + j].copy_from_slice(&c[first..first + LANES]);
+            }
+        }
+    }
+    // W = X U⁻ᵀ, from the last column (a diagonal X keeps W zero above row k)
+    for j in (0..n).rev() {
+        for k in j + 1..n {
+            let u = a[k * n + j];
+            let from = if diag { k } else { 0 };
+            for i in from..n {
+                let v = x[k * n + i];
+                let y = &mut x[j * n + i];
+                for w in 0..LANES {
+                    y[w] = y[w] - u[w] * v[w];
+                }
+            }
+        }
+        let d = a[j * n + j];
+        let mut inv = [T::ZERO; LANES];
+        for w in 0..LANES {
+            inv[w] = T::ONE / d[w];
+        }
+        for i in 0..n {
+            let y = &mut x[j * n + i];
+            for w in 0..LANES {
+                y[w] *= inv[w];
+            }
+        }
+    }
+    // Z = L⁻ᵀ W (Z[i, :] = W[i, :] − Σ_{k>i} L_ki Z[k, :]), from the last row
+    for i in (0..n).rev() {
+        for k in i + 1..n {
+            let l = a[i * n + k];
+            for c in 0..n {
+                let v = x[c * n + k];
+                let y = &mut x[c * n + i];
+                for w in 0..LANES {
+                    y[w] = y[w] - l[w] * v[w];
+                }
+            }
+        }
+    }
+    // P Z: rows swapped in reverse order, each lane its own interchanges
+    for w in 0..LANES {
+        let ipiv = &piv[(first + w) * n..(first + w + 1) * n];
+        for j in (0..n).rev() {
+            let p = (ipiv[j] - 1) as usize;
+            if p != j {
+                for c in 0..n {
+                    let t = x[c * n + j][w];
+                    x[c * n + j][w] = x[c * n + p][w];
+                    x[c * n + p][w] = t;
+                }
+            }
+        }
+    }
+    for (w, d) in dst.chunks_exact_mut(size).enumerate() {
+        for c in 0..n {
+            for r in 0..n {
+                let at = if row_major { r * n + c } else { c * n + r };
+                d[at] = x[c * n + r][w];
+            }
+        }
+    }
 }
 
 /// `X = tril(Lᵀ gL, -1) + triu(gU Uᵀ)` into `x` for one small matrix (`a` the packed
