@@ -33,6 +33,7 @@ mod products;
 mod qr;
 mod solve;
 mod structure;
+mod svd;
 mod triangular;
 pub(crate) mod util;
 
@@ -41,6 +42,7 @@ pub use det::{det, logdet, slogdet, Slogdet};
 pub use lu::{lu, lu_factor, lu_factor_ex, lu_solve, lu_unpack, Lu, LuFactor, LuFactorEx};
 pub use qr::{householder_product, qr, Qr, QrMode};
 pub use solve::{inv, inv_ex, solve, solve_ex, tensorinv, tensorsolve, InvEx, SolveEx};
+pub use svd::{svd, svdvals, Svd};
 pub use triangular::solve_triangular;
 
 /// Which triangle of a matrix an op reads or returns (PyTorch's `upper=` / `UPLO=`).
