@@ -27,6 +27,7 @@
 
 mod cholesky;
 mod det;
+mod lstsq;
 mod lu;
 mod matmul;
 mod pinv;
@@ -40,6 +41,7 @@ pub(crate) mod util;
 
 pub use cholesky::{cholesky, cholesky_ex, cholesky_inverse, cholesky_solve, CholeskyEx};
 pub use det::{det, logdet, slogdet, Slogdet};
+pub use lstsq::{lstsq, Lstsq, LstsqDriver};
 pub use lu::{lu, lu_factor, lu_factor_ex, lu_solve, lu_unpack, Lu, LuFactor, LuFactorEx};
 pub use pinv::{matrix_rank, pinv};
 pub use qr::{householder_product, qr, Qr, QrMode};
