@@ -106,13 +106,13 @@ pub(crate) fn svd<T: LinalgElem>(
             return;
         }
         let am = faer::MatRef::from_column_major_slice(tmp.as_slice(), m, n);
-        let req = fsvd::svd_scratch::<T>(m, n, compute, compute, par, Default::default());
+        let req = fsvd::svd_scratch::<T>(m, n, compute, compute, par, faer::Spec::default());
         let mut mem = MemBuffer::new(req);
         let stack = MemStack::new(&mut mem);
         let um = want_uv.then(|| MatMut::from_column_major_slice_mut(&mut *u, m, ku));
         let vm = want_uv.then(|| MatMut::from_column_major_slice_mut(&mut *v, n, kv));
         let sd = DiagMut::from_slice_mut(s);
-        if fsvd::svd(am, sd, um, vm, par, stack, Default::default()).is_err() {
+        if fsvd::svd(am, sd, um, vm, par, stack, faer::Spec::default()).is_err() {
             failed.fetch_min(i, Ordering::Relaxed);
             return;
         }
