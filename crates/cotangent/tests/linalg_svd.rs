@@ -326,3 +326,52 @@ fn full_matrices_completion_gets_no_gradient() {
         assert_close(g1.get(&a).unwrap(), g2.get(&a).unwrap(), 1e-12);
     }
 }
+
+#[test]
+fn small_kernel_edge_cases() {
+    // matrices up to 16 x 16 take the one-sided Jacobi kernel: known singular values,
+    // extreme scales, repeated and zero singular values (the latter fall back to faer
+    // for the singular vectors), f32
+    for (m, n) in [(4, 4), (16, 16), (16, 5), (3, 16), (2, 2)] {
+        let k = m.min(n);
+        let sv: Vec<f64> = (0..k).map(|i| 10f64.powi(-(i as i32) / 2)).collect();
+        for scale in [1.0, 1e150, 1e-150] {
+            let sv: Vec<f64> = sv.iter().map(|x| x * scale).collect();
+            let a = with_singular_values(m, n, &sv, (m * n) as u64);
+            let f = svd(&a, false).unwrap();
+            let what = format!("{m}x{n} scale {scale:e}");
+            common::close(
+                &f.s.to_vec_f64().iter().map(|x| x / scale).collect::<Vec<_>>(),
+                &sv.iter().map(|x| x / scale).collect::<Vec<_>>(),
+                1e-13,
+            );
+            check_factors(
+                &a.div_scalar(scale).unwrap(),
+                &f.u,
+                &f.s.div_scalar(scale).unwrap(),
+                &f.vh,
+                &what,
+            );
+        }
+        // repeated, and rank-deficient (zero singular values)
+        let rep: Vec<f64> = (0..k).map(|i| if i < k / 2 { 2.0 } else { 1.0 }).collect();
+        let zero: Vec<f64> = (0..k).map(|i| if i + 1 < k { 1.0 + i as f64 } else { 0.0 }).collect();
+        for s in [rep, zero] {
+            let a = with_singular_values(m, n, &s, 5);
+            for full in [false, true] {
+                let f = svd(&a, full).unwrap();
+                check_factors(&a, &f.u, &f.s, &f.vh, &format!("{m}x{n} {s:?} full={full}"));
+            }
+        }
+        let a32 = randn(&[3, m, n], 9);
+        let f = svd(&a32.to_dtype(DType::F32).unwrap(), false).unwrap();
+        assert_close(&f.s.to_dtype(DType::F64).unwrap(), &svdvals(&a32).unwrap(), 1e-5);
+    }
+    // a zero matrix
+    let f = svd(&Tensor::zeros((3, 3), DType::F64).unwrap(), false).unwrap();
+    assert_eq!(f.s.to_vec_f64(), vec![0.0; 3]);
+    assert_eq!(
+        svdvals(&Tensor::zeros((2, 3), DType::F64).unwrap()).unwrap().to_vec_f64(),
+        vec![0.0; 2]
+    );
+}

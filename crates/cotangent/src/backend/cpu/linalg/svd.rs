@@ -23,6 +23,149 @@ pub(crate) struct SvdOut<T> {
     pub(crate) vh: Option<(Vec<T>, Layout)>,
 }
 
+/// Largest `max(m, n)` for the one-sided Jacobi kernel (stack arrays, no allocation).
+const JACOBI_MAX: usize = 16;
+/// Sweeps after which the Jacobi kernel gives up (faer then factorises the matrix).
+const JACOBI_SWEEPS: usize = 40;
+
+/// One-sided (Hestenes) Jacobi SVD of a small column-major `m x n` matrix `a`
+/// (`max(m, n) <= JACOBI_MAX`, finite): rotations of the columns of `W = A` (of `Aᵀ` when
+/// wide) until they are orthogonal to `rows · eps`, accumulated in `Q`; then
+/// `S` = the column norms, sorted descending, `U = W S⁻¹` and `V = Q` (swapped when wide).
+/// Writes `s` (`k`) and, when given, `u` (`m x k`) and `v` (`n x k`), column-major.
+/// Returns `false` (and nothing usable) when singular vectors are asked and a singular
+/// value is numerically zero (no orthonormal completion here), or on no convergence: the
+/// caller then uses faer.
+fn jacobi_small<T: LinalgElem>(
+    a: &[T],
+    m: usize,
+    n: usize,
+    s: &mut [T],
+    uv: Option<(&mut [T], &mut [T])>,
+) -> bool {
+    let wide = m < n;
+    let (rows, cols) = if wide { (n, m) } else { (m, n) };
+    let mut w = [T::ZERO; JACOBI_MAX * JACOBI_MAX];
+    let mut q = [T::ZERO; JACOBI_MAX * JACOBI_MAX];
+    // scale by a power of two so that squared norms neither overflow nor underflow
+    let amax = a.iter().fold(T::ZERO, |acc, x| if x.abs() > acc { x.abs() } else { acc });
+    if amax == T::ZERO {
+        if uv.is_some() {
+            return false;
+        }
+        s.fill(T::ZERO);
+        return true;
+    }
+    let e = amax.to_f64().log2().floor() as i32;
+    let scale = T::of(2f64.powi(-e));
+    let unscale = T::of(2f64.powi(e));
+    for c in 0..cols {
+        for r in 0..rows {
+            w[c * rows + r] = scale * if wide { a[r * m + c] } else { a[c * m + r] };
+        }
+    }
+    let want = uv.is_some();
+    if want {
+        for c in 0..cols {
+            q[c * cols + c] = T::ONE;
+        }
+    }
+    let tol = T::of(rows as f64) * T::EPSILON;
+    let big = T::ONE / T::EPSILON.sqrt();
+    let two = T::of(2.0);
+    let mut converged = false;
+    for _ in 0..JACOBI_SWEEPS {
+        let mut rotated = false;
+        for p in 0..cols {
+            for qq in p + 1..cols {
+                let (wp, wq) = (&w[p * rows..(p + 1) * rows], &w[qq * rows..(qq + 1) * rows]);
+                let mut alpha = T::ZERO;
+                let mut beta = T::ZERO;
+                let mut gamma = T::ZERO;
+                for i in 0..rows {
+                    alpha += wp[i] * wp[i];
+                    beta += wq[i] * wq[i];
+                    gamma += wp[i] * wq[i];
+                }
+                if gamma == T::ZERO || gamma.abs() <= tol * (alpha * beta).sqrt() {
+                    continue;
+                }
+                rotated = true;
+                let zeta = (beta - alpha) / (two * gamma);
+                let t = if zeta.abs() > big {
+                    T::ONE / (two * zeta)
+                } else {
+                    let sg = if zeta < T::ZERO { -T::ONE } else { T::ONE };
+                    sg / (zeta.abs() + (T::ONE + zeta * zeta).sqrt())
+                };
+                let c = T::ONE / (T::ONE + t * t).sqrt();
+                let sn = c * t;
+                rotate(&mut w, rows, p, qq, c, sn);
+                if want {
+                    rotate(&mut q, cols, p, qq, c, sn);
+                }
+            }
+        }
+        if !rotated {
+            converged = true;
+            break;
+        }
+    }
+    if !converged {
+        return false;
+    }
+    // norms, and the order of the columns by decreasing norm
+    let mut norms = [T::ZERO; JACOBI_MAX];
+    let mut order = [0usize; JACOBI_MAX];
+    for c in 0..cols {
+        let col = &w[c * rows..(c + 1) * rows];
+        norms[c] = col.iter().fold(T::ZERO, |acc, &x| acc + x * x).sqrt();
+        order[c] = c;
+    }
+    for i in 0..cols {
+        let mut best = i;
+        for j in i + 1..cols {
+            if norms[order[j]] > norms[order[best]] {
+                best = j;
+            }
+        }
+        order.swap(i, best);
+    }
+    for (j, x) in s.iter_mut().enumerate().take(cols) {
+        *x = norms[order[j]] * unscale;
+    }
+    let Some((u, v)) = uv else { return true };
+    let smax = norms[order[0]];
+    let thresh = T::of(rows as f64) * T::EPSILON * smax;
+    if norms[order[cols - 1]] <= thresh {
+        return false;
+    }
+    // the normalised columns of W and the columns of Q, in the sorted order
+    let (wd, qd) = if wide { (v, u) } else { (u, v) };
+    for (j, &c) in order.iter().enumerate().take(cols) {
+        let inv = T::ONE / norms[c];
+        for r in 0..rows {
+            wd[j * rows + r] = w[c * rows + r] * inv;
+        }
+        qd[j * cols..(j + 1) * cols].copy_from_slice(&q[c * cols..(c + 1) * cols]);
+    }
+    true
+}
+
+/// Rotates columns `p` and `q` (`rows` long) of a column-major array in place:
+/// `(x_p, x_q) <- (c x_p − s x_q, s x_p + c x_q)`.
+#[inline]
+fn rotate<T: LinalgElem>(x: &mut [T], rows: usize, p: usize, q: usize, c: T, s: T) {
+    let (lo, hi) = x.split_at_mut(q * rows);
+    let xp = &mut lo[p * rows..(p + 1) * rows];
+    let xq = &mut hi[..rows];
+    for (a, b) in xp.iter_mut().zip(xq.iter_mut()) {
+        let (ap, bq) = (*a, *b);
+        *a = c * ap - s * bq;
+        *b = s * ap + c * bq;
+    }
+}
+
 /// Flips the sign of column `j` of `u` (`m` rows) and of column `j` of `v` (`n` rows,
 /// the row `j` of `Vh`) when the entry of largest magnitude of `u`'s column (the first on
 /// ties) is negative.
@@ -104,6 +247,15 @@ pub(crate) fn svd<T: LinalgElem>(
         if tmp.iter().any(|x| !x.is_finite()) {
             failed.fetch_min(i, Ordering::Relaxed);
             return;
+        }
+        if m.max(n) <= JACOBI_MAX && (!want_uv || ku == k && kv == k) {
+            let uv = want_uv.then_some((&mut *u, &mut *v));
+            if jacobi_small(tmp, m, n, s, uv) {
+                if want_uv {
+                    fix_gauge(u, m, v, n, k);
+                }
+                return;
+            }
         }
         let am = faer::MatRef::from_column_major_slice(tmp.as_slice(), m, n);
         let req = fsvd::svd_scratch::<T>(m, n, compute, compute, par, faer::Spec::default());
