@@ -198,3 +198,15 @@ fn errors_name_the_op() {
     let e = lstsq(&nan, &randn(&[2, 1], 3), None, None).unwrap_err();
     assert!(matches!(e, Error::NoConvergence { op: "linalg.svd", .. }), "{e:?}");
 }
+
+#[test]
+fn non_contiguous_inputs() {
+    let a = randn(&[2, 3, 5], 61).mT().unwrap(); // (2, 5, 3), transposed view
+    let b = randn(&[2, 5, 4], 62).narrow(-1, 1, 2).unwrap(); // sliced
+    for d in DRIVERS {
+        let r = lstsq(&a, &b, None, d).unwrap();
+        let c = lstsq(&a.contiguous().unwrap(), &b.contiguous().unwrap(), None, d).unwrap();
+        assert_close(&r.solution, &c.solution, 1e-12);
+        assert_eq!(r.residuals.dims(), c.residuals.dims());
+    }
+}

@@ -169,3 +169,20 @@ fn errors_name_the_op() {
         assert!(matches!(e, Error::NoConvergence { op: "linalg.svd", .. }), "{e:?}");
     }
 }
+
+#[test]
+fn non_contiguous_inputs() {
+    // a transposed view and a sliced view give the same results as contiguous copies
+    let a = randn(&[2, 6, 4], 51);
+    let at = a.mT().unwrap(); // (2, 4, 6), not contiguous
+    let p = pinv(&at, None, None, false).unwrap();
+    assert_close(&p, &pinv(&at.contiguous().unwrap(), None, None, false).unwrap(), 1e-12);
+    assert_close(&p, &pinv(&a, None, None, false).unwrap().mT().unwrap(), 1e-12);
+    let sl = randn(&[5, 7], 52).narrow(-1, 1, 4).unwrap();
+    assert_close(
+        &pinv(&sl, None, None, false).unwrap(),
+        &pinv(&sl.contiguous().unwrap(), None, None, false).unwrap(),
+        1e-12,
+    );
+    assert_eq!(matrix_rank(&at, None, None, false).unwrap().to_vec::<i64>().unwrap(), vec![4, 4]);
+}

@@ -273,8 +273,11 @@ fn svdvals_grad(u: &Tensor, gs: &Tensor, vh: &Tensor) -> Result<Tensor> {
 ///
 /// Math: for `a: (*, m, n)` and `k = min(m, n)`, `U` and `V = Vhᵀ` have orthonormal
 /// columns and `S` holds the singular values, non-negative and in descending order.
-/// Computed by faer's SVD (bidiagonalisation, then divide and conquer), per matrix,
-/// batched over the leading dims with rayon.
+/// Computed per matrix, batched over the leading dims with rayon: up to 8 x 8 by an
+/// allocation-free one-sided Jacobi loop (rotations of the columns until they are
+/// orthogonal to working precision), above by faer's SVD (bidiagonalisation, then divide
+/// and conquer), which also serves small matrices with a zero singular value or a
+/// `full_matrices` completion.
 ///
 /// `full_matrices` (PyTorch's default is `true`): `u: (*, m, m)`, `vh: (*, n, n)`, where
 /// the columns of `U` (rows of `Vh`) beyond `k` are an orthonormal completion; `false`:
