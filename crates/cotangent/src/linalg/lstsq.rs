@@ -49,7 +49,12 @@ pub struct Lstsq {
 }
 
 #[derive(Debug)]
-struct LstsqOp;
+struct LstsqOp {
+    /// `pinv(A)` from the forward's SVD, broadcast to the solve's batch, when it is the one
+    /// the gradient needs (an SVD driver with the default `rcond`, which is pinv's default
+    /// tolerance): reused by a first-order backward instead of a second SVD.
+    pinv: Option<Tensor>,
+}
 
 impl Op for LstsqOp {
     fn name(&self) -> &'static str {
@@ -64,7 +69,10 @@ impl Op for LstsqOp {
     fn vjp(&self, cx: &VjpCtx<'_>, g: &[Option<Tensor>]) -> Result<Vec<Option<Tensor>>> {
         let Some(g) = &g[0] else { return Ok(vec![None, None]) };
         let (a, b) = (cx.input(0), cx.input(1));
-        let p = pinv(a, None, None, false)?;
+        let p = match &self.pinv {
+            Some(p) if !cx.create_graph() => p.clone(),
+            _ => pinv(a, None, None, false)?,
+        };
         let ga = if cx.needs_input_grad(0) {
             Some(pinv_backward(&g.matmul(&b.mT()?)?, &p, a)?)
         } else {
@@ -192,7 +200,7 @@ pub fn lstsq(
     let (ab, bb) = broadcast_batch(OP, a, 2, &bm, 2)?;
     let k = m.min(n);
     let eps = if dt == DType::F64 { f64::EPSILON } else { f64::from(f32::EPSILON) };
-    let (x, rank, sv, full_rank) = {
+    let (x, rank, sv, full_rank, p_fwd) = {
         let _guard = no_grad();
         let (ad, bd) = (ab.detach(), bb.detach());
         if driver == LstsqDriver::Gels {
@@ -205,7 +213,7 @@ pub fn lstsq(
                 let y = solve_triangular(&f.r.mT()?, &bd, Uplo::Lower, Side::Left, Diag::NonUnit)?;
                 f.q.matmul(&y)?
             };
-            (zero_for_zero_a(&ad, &x)?, None, None, true)
+            (zero_for_zero_a(&ad, &x)?, None, None, true, None)
         } else {
             // the factorisation of A itself (rank and singular values keep A's batch)
             let f = svd(&a.detach(), false)?;
@@ -238,7 +246,9 @@ pub fn lstsq(
             let p = f.vh.mT()?.mul(&sinv_t.unsqueeze(-2)?)?.matmul(&f.u.mT()?)?;
             let (pb, bd) = broadcast_batch(OP, &p, 2, &bd, 2)?;
             let x = pb.matmul(&bd)?;
-            (x, Some(Tensor::from_vec(ranks, batch)?), Some(f.s), full_rank)
+            // pinv's default cutoff is max(m, n) eps σ_max, strict: the default rcond's
+            let p_fwd = rcond.is_none().then_some(pb);
+            (x, Some(Tensor::from_vec(ranks, batch)?), Some(f.s), full_rank, p_fwd)
         }
     };
     let residuals = if m > n && driver != LstsqDriver::Gelsy && full_rank {
@@ -248,7 +258,7 @@ pub fn lstsq(
     } else {
         empty(dt)?
     };
-    let solution = record1(LstsqOp, &[&ab, &bb], x, false);
+    let solution = record1(LstsqOp { pinv: p_fwd }, &[&ab, &bb], x, false);
     let solution = if vector { solution.squeeze_dim(-1)? } else { solution };
     let rank = match (driver, rank) {
         (LstsqDriver::Gels, _) | (_, None) => Tensor::zeros(vec![0], DType::I64)?,
