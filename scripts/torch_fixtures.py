@@ -154,6 +154,10 @@ class F:
             k = self.shape[-1]
             x = rng.standard_normal(self.shape)
             v = (x @ np.swapaxes(x, -1, -2) / k + np.eye(k)).reshape(-1)
+        elif self.kind == "sym":
+            # symmetric, indefinite: (X + Xᵀ) / 2 (batch)
+            x = rng.standard_normal(self.shape)
+            v = ((x + np.swapaxes(x, -1, -2)) / 2).reshape(-1)
         elif self.kind == "lowerpd":
             # lower triangular with a diagonal in [1, 2] (a Cholesky factor; batch)
             k = self.shape[-1]
@@ -1011,7 +1015,7 @@ cases("cholesky_inverse", [
 CYCLE3 = [1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0, 10.0]
 SING2 = [1.0, 2.0, 2.0, 4.0]
 # float outputs PyTorch does not differentiate: they get a null cotangent
-NO_GRAD_OUTPUTS = {"linalg.lu": (0,), "lu_unpack": (0,), "linalg.slogdet": (0,)}
+NO_GRAD_OUTPUTS = {"linalg.lu": (0,), "lu_unpack": (0,), "linalg.slogdet": (0,), "linalg.lstsq": (1, 3)}
 
 
 def piv(values, shape=None):
@@ -1195,6 +1199,117 @@ cases("linalg.householder_product", [
     Case("tau-rank", [F((2, 4, 3)), F((2,))], dtypes=F64, error="ShapeMismatch"),
     Case("vector", [F((4,)), F((1,))], dtypes=F64, error="ShapeMismatch"),
     Case("dtype-mismatch", [F((4, 3)), T("f32", np.ones(2))], dtypes=F64, error="DtypeMismatch"),
+])
+
+
+# --------------------------------------------------------------------------------------
+# svd, pinv, lstsq (crates/cotangent/src/linalg/{svd,pinv,lstsq}.rs). SVD's singular
+# pairs are unique up to a sign: the test aligns them (align_svd in
+# crates/cotangent-parity/tests/fixtures.rs), and with full_matrices checks that the
+# completion spans PyTorch's. Random matrices have well separated singular values, so
+# random cotangents of U and Vh have a well-defined gradient. pinv with hermitian=True
+# gets symmetric input when differentiated (PyTorch's gradient there is the general one).
+NAN33 = [1.0, 2.0, 0.5, 0.3, "nan", 1.0, 0.2, 0.1, 2.0]
+RANK1_23 = [1.0, 2.0, 3.0, 2.0, 4.0, 6.0]
+DIAG_TOL = [1.0, 0.0, 0.0, 0.0, 1e-3, 0.0, 0.0, 0.0, 1e-9]
+
+
+def SY(shape, **kw):
+    return F(shape, "sym", **kw)
+
+
+cases("linalg.svd", [
+    Case("tall", [F((5, 3))]),
+    Case("tall-reduced", [F((5, 3))], {"full_matrices": False}),
+    Case("wide", [F((3, 5))]),
+    Case("wide-reduced", [F((3, 5))], {"full_matrices": False}),
+    Case("square", [F((4, 4))]),
+    Case("batched", [F((2, 4, 3))], {"full_matrices": False}),
+    Case("batched-full-wide", [F((2, 2, 4))], dtypes=F64),
+    Case("tall-by-one", [F((4, 3))], dtypes=F64),
+    Case("1x1", [F((1, 1))], dtypes=F64),
+    Case("column", [F((4, 1))], {"full_matrices": False}, dtypes=F64),
+    Case("empty-rows", [F((0, 3))], dtypes=F64, grad=False),
+    Case("empty-cols-full", [F((3, 0))], dtypes=F64, grad=False),
+    Case("empty-batch", [F((0, 3, 2))], {"full_matrices": False}, dtypes=F64),
+    Case("vector", [F((3,))], dtypes=F64, error="ShapeMismatch"),
+    Case("integer", [T("i64", np.ones((3, 3), dtype=np.int64))], dtypes=F64, error="Unsupported"),
+    Case("nan", [F((3, 3), values=NAN33)], dtypes=F64, error="NoConvergence"),
+])
+
+cases("linalg.svdvals", [
+    Case("tall", [F((5, 3))]),
+    Case("wide", [F((3, 5))]),
+    Case("square", [F((4, 4))]),
+    Case("batched", [W((2, 3, 3))]),
+    # a zero singular value: S is not differentiable there (the gradient depends on the
+    # choice of the null space's singular vectors), forward only
+    Case("rank1", [F((2, 3), values=RANK1_23)], dtypes=F64, grad=False),
+    Case("1x1", [F((1, 1))], dtypes=F64),
+    Case("empty", [F((0, 3))], dtypes=F64),
+    Case("empty-batch", [F((0, 2, 2))], dtypes=F64),
+    Case("vector", [F((3,))], dtypes=F64, error="ShapeMismatch"),
+    Case("nan", [F((3, 3), values=NAN33)], dtypes=F64, error="NoConvergence"),
+])
+
+cases("linalg.pinv", [
+    Case("tall", [W((5, 3))]),
+    Case("wide", [W((3, 5))]),
+    Case("square", [W((4, 4))]),
+    Case("batched", [W((2, 4, 3))]),
+    Case("rank1", [F((2, 3), values=RANK1_23)], dtypes=F64),
+    Case("tol-default", [F((3, 3), values=DIAG_TOL)], dtypes=F64),
+    Case("atol", [F((3, 3), values=DIAG_TOL)], {"atol": 1e-2}, dtypes=F64),
+    Case("atol-zero", [F((3, 3), values=DIAG_TOL)], {"atol": 0.0}, dtypes=F64),
+    Case("rtol", [F((3, 3), values=DIAG_TOL)], {"rtol": 1e-2}, dtypes=F64),
+    Case("atol-rtol", [F((3, 3), values=DIAG_TOL)], {"atol": 1e-4, "rtol": 1e-2}, dtypes=F64),
+    Case("hermitian", [SY((4, 4))], {"hermitian": True}),
+    Case("hermitian-spd-batched", [S((2, 3, 3))], {"hermitian": True}),
+    Case("hermitian-reads-lower", [F((3, 3))], {"hermitian": True}, dtypes=F64, grad=False),
+    Case("empty", [F((0, 3))], dtypes=F64),
+    Case("hermitian-not-square", [F((3, 4))], {"hermitian": True}, dtypes=F64, error="NotSquare"),
+    Case("vector", [F((3,))], dtypes=F64, error="ShapeMismatch"),
+    Case("nan", [F((3, 3), values=NAN33)], dtypes=F64, error="NoConvergence"),
+])
+
+cases("linalg.matrix_rank", [
+    Case("square", [F((4, 4))], grad=False),
+    Case("batched-tall", [F((2, 5, 3))], grad=False),
+    Case("rank1", [F((2, 3), values=RANK1_23)], dtypes=F64, grad=False),
+    Case("tol-default", [F((3, 3), values=DIAG_TOL)], dtypes=F64, grad=False),
+    Case("atol", [F((3, 3), values=DIAG_TOL)], {"atol": 1e-2}, dtypes=F64, grad=False),
+    Case("rtol", [F((3, 3), values=DIAG_TOL)], {"rtol": 1e-6}, dtypes=F64, grad=False),
+    Case("hermitian", [SY((4, 4))], {"hermitian": True, "atol": 0.5}, dtypes=F64, grad=False),
+    Case("empty", [F((3, 0))], dtypes=F64, grad=False),
+    Case("hermitian-not-square", [F((3, 4))], {"hermitian": True}, dtypes=F64, error="NotSquare"),
+    Case("nan", [F((3, 3), values=NAN33)], dtypes=F64, error="NoConvergence"),
+])
+
+# lstsq: (solution, residuals, rank, singular_values); residuals and singular values get
+# no cotangent (PyTorch does not differentiate them)
+RANKDEF_53 = [1.0, 2.0, 3.0, 0.5, 1.0, 1.5, -1.0, 0.0, 1.0, 2.0, 1.0, 0.0, 0.0, 3.0, 6.0]
+cases("linalg.lstsq", [
+    Case("tall", [W((5, 3)), F((5, 2))]),
+    Case("tall-gels", [W((5, 3)), F((5, 2))], {"driver": "gels"}),
+    Case("tall-gelsd", [W((5, 3)), F((5, 2))], {"driver": "gelsd"}),
+    Case("tall-gelss", [W((5, 3)), F((5, 2))], {"driver": "gelss"}),
+    Case("wide", [W((3, 5)), F((3, 2))]),
+    Case("wide-gels", [W((3, 5)), F((3, 2))], {"driver": "gels"}),
+    Case("wide-gelsd", [W((3, 5)), F((3, 2))], {"driver": "gelsd"}, dtypes=F64),
+    Case("square-gelsy", [W((3, 3)), F((3, 1))], {"driver": "gelsy"}, dtypes=F64),
+    Case("vector-b", [W((4, 3)), F((4,))], {"driver": "gelsd"}),
+    Case("batched-vector-b", [W((2, 4, 3)), F((2, 4))], dtypes=F64),
+    Case("batched", [W((2, 5, 3)), F((2, 5, 3))], {"driver": "gelsd"}),
+    Case("broadcast", [W((1, 5, 3)), F((2, 5, 2))], {"driver": "gelss"}, dtypes=F64),
+    Case("rank-deficient-gelsd", [F((5, 3), values=RANKDEF_53), F((5, 2))], {"driver": "gelsd"}, dtypes=F64),
+    Case("rank-deficient-gelsy", [F((5, 3), values=RANKDEF_53), F((5, 2))], dtypes=F64),
+    Case("rcond", [F((3, 3), values=DIAG_TOL), F((3, 1))], {"rcond": 1e-6, "driver": "gelsd"}, dtypes=F64, grad=False),
+    Case("rcond-gelsy", [F((3, 3), values=DIAG_TOL), F((3, 1))], {"rcond": 1e-2}, dtypes=F64, grad=False),
+    Case("empty-rows", [F((0, 3)), F((0, 2))], dtypes=F64, grad=False),
+    Case("rows-mismatch", [W((5, 3)), F((4, 2))], dtypes=F64, error="ShapeMismatch"),
+    Case("dtype-mismatch", [W((5, 3)), T("f32", np.ones((5, 2)))], dtypes=F64, error="DtypeMismatch"),
+    Case("bad-driver", [W((5, 3)), F((5, 2))], {"driver": "x"}, dtypes=F64, error="InvalidArgument"),
+    Case("vector-a", [F((5,)), F((5, 2))], dtypes=F64, error="ShapeMismatch"),
 ])
 
 

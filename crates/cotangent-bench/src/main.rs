@@ -17,8 +17,22 @@ use cotangent::autograd::{self, GradOptions};
 use cotangent::linalg::{self, QrMode, Side, Uplo};
 use cotangent::{DType, Generator, Result, Tensor};
 
-const OPS: &[&str] =
-    &["mm", "bmm", "matmul", "solve", "inv", "det", "slogdet", "cholesky", "qr", "lu_factor"];
+const OPS: &[&str] = &[
+    "mm",
+    "bmm",
+    "matmul",
+    "solve",
+    "inv",
+    "det",
+    "slogdet",
+    "cholesky",
+    "qr",
+    "lu_factor",
+    "svd",
+    "svdvals",
+    "pinv",
+    "lstsq",
+];
 const SQUARE: &[usize] = &[4, 16, 64, 256, 1024];
 const BATCHED: &[(usize, usize)] = &[(4096, 4), (1024, 16)];
 
@@ -121,13 +135,14 @@ fn inputs(
             let g = Tensor::randn(shape, dt, gen)?;
             Ok(vec![g.matmul(&g.mT()?)?.div_scalar(n as f64)?.add(&eye)?.contiguous()?])
         }
-        "solve" | "inv" | "det" | "slogdet" | "qr" | "lu_factor" => {
+        "solve" | "inv" | "det" | "slogdet" | "qr" | "lu_factor" | "svd" | "svdvals" | "pinv"
+        | "lstsq" => {
             // I + 0.5 N(0, 1) / √n: well conditioned
             let a = Tensor::randn(shape, dt, gen)?
                 .mul_scalar(0.5 / (n as f64).sqrt())?
                 .add(&eye)?
                 .contiguous()?;
-            if op == "solve" {
+            if op == "solve" || op == "lstsq" {
                 let vshape: Vec<usize> = match batch {
                     None => vec![n, 1],
                     Some(b) => vec![b, n, 1],
@@ -163,6 +178,13 @@ fn forward(op: &str, xs: &[Tensor]) -> Result<Vec<Tensor>> {
             let r = linalg::lu_factor(&xs[0])?;
             vec![r.lu, r.pivots]
         }
+        "svd" => {
+            let r = linalg::svd(&xs[0], false)?;
+            vec![r.u, r.s, r.vh]
+        }
+        "svdvals" => vec![linalg::svdvals(&xs[0])?],
+        "pinv" => vec![linalg::pinv(&xs[0], None, None, false)?],
+        "lstsq" => vec![linalg::lstsq(&xs[0], &xs[1], None, None)?.solution],
         _ => {
             return Err(cotangent::Error::Unsupported {
                 op: "cotangent-bench",
@@ -177,6 +199,8 @@ fn loss(op: &str, ys: &[Tensor]) -> Result<Tensor> {
     match op {
         "slogdet" => ys[1].sum(),
         "qr" => ys[0].square()?.sum()?.add(&ys[1].square()?.sum()?),
+        // S.sum() + U.square().sum() + Vh.square().sum()
+        "svd" => ys[1].sum()?.add(&ys[0].square()?.sum()?)?.add(&ys[2].square()?.sum()?),
         _ => ys[0].sum(),
     }
 }

@@ -187,6 +187,11 @@ pub const OPS: &[OpSpec] = &[
     op("linalg.tensorsolve", &["dims"], sv::tensorsolve),
     op("linalg.qr", &["mode"], sv::qr),
     op("linalg.householder_product", &[], sv::householder_product),
+    op("linalg.svd", &["full_matrices"], sv::svd),
+    op("linalg.svdvals", &[], sv::svdvals),
+    op("linalg.pinv", &["atol", "rtol", "hermitian"], sv::pinv),
+    op("linalg.matrix_rank", &["atol", "rtol", "hermitian"], sv::matrix_rank),
+    op("linalg.lstsq", &["rcond", "driver"], sv::lstsq),
 ];
 
 /// The names of every op of the runner, in table order.

@@ -172,4 +172,10 @@ pub const LIBRARY_METHODS: &[(&str, Coverage)] = &[
     // src/linalg/qr.rs
     ("qr", Coverage::Op("linalg.qr")),
     ("householder_product", Coverage::Op("linalg.householder_product")),
+    // src/linalg/svd.rs, pinv.rs, lstsq.rs
+    ("svd", Coverage::Op("linalg.svd")),
+    ("svdvals", Coverage::Op("linalg.svdvals")),
+    ("pinv", Coverage::Op("linalg.pinv")),
+    ("matrix_rank", Coverage::Op("linalg.matrix_rank")),
+    ("lstsq", Coverage::Op("linalg.lstsq")),
 ];

@@ -144,6 +144,11 @@ enum Gauge {
     /// together with the same column (or row) of the others. qr: Q's columns and R's rows;
     /// svd: U's columns and Vh's rows; eigh: the eigenvectors' columns.
     Signs(&'static [SignPart]),
+    /// `linalg.svd`: a sign per singular pair `j < k` (column `j` of U, row `j` of Vh);
+    /// with `full_matrices`, the completion (U's columns and Vh's rows from `k` on) is any
+    /// orthonormal basis of one subspace: it is checked to span PyTorch's (equal
+    /// projectors) and then replaced by PyTorch's for the comparison (it gets no gradient).
+    Svd,
 }
 
 /// One output under a [`Gauge::Signs`] gauge, and which of its axes carries the sign.
@@ -159,6 +164,7 @@ fn gauge_of(op: &str) -> Gauge {
         &[SignPart { output: 0, rows: false }, SignPart { output: 1, rows: true }];
     match op {
         "linalg.qr" => Gauge::Signs(QR),
+        "linalg.svd" => Gauge::Svd,
         _ => Gauge::None,
     }
 }
@@ -242,6 +248,7 @@ fn apply_signs(t: &mut Value, signs: &[f64], rows: bool) {
 fn align_gauge(op: &str, case: &Value, expected: &Value, got: &mut Value) -> Option<Value> {
     match gauge_of(op) {
         Gauge::None => None,
+        Gauge::Svd => align_svd(case, expected, got),
         Gauge::Signs(parts) => {
             let first = parts[0].output;
             let signs = column_signs(&expected["outputs"][first], &got["outputs"][first])?;
@@ -262,6 +269,126 @@ fn align_gauge(op: &str, case: &Value, expected: &Value, got: &mut Value) -> Opt
             }
         }
     }
+}
+
+/// The float values of a matrix output as `(batch, rows, cols, values)`.
+fn matrix_of(t: &Value) -> Option<(usize, usize, usize, Vec<f64>)> {
+    let (b, m, n) = matrix_dims(t)?;
+    Some((b, m, n, values(t)?))
+}
+
+/// `true` if columns `k..` of each `(m x c)` matrix of `e` and `g` (column-major view of
+/// row-major data: entry `(i, j)` at `i * c + j`) span one subspace: equal projectors.
+fn same_completion(e: &[f64], g: &[f64], b: usize, m: usize, c: usize, k: usize, tol: f64) -> bool {
+    (0..b).all(|bi| {
+        let at = |v: &[f64], i: usize, j: usize| v[bi * m * c + i * c + j];
+        (0..m).all(|r| {
+            (0..m).all(|s| {
+                let pe: f64 = (k..c).map(|j| at(e, r, j) * at(e, s, j)).sum();
+                let pg: f64 = (k..c).map(|j| at(g, r, j) * at(g, s, j)).sum();
+                (pe - pg).abs() <= tol
+            })
+        })
+    })
+}
+
+/// Copies columns `k..` of each matrix of `from` into `to` (same shape, row-major).
+fn copy_completion(from: &Value, to: &mut Value, k: usize) {
+    let (Some((b, m, c)), Some(src)) = (matrix_dims(from), from["data"].as_array().cloned()) else {
+        return;
+    };
+    let Some(dst) = to["data"].as_array_mut() else { return };
+    if dst.len() != src.len() {
+        return;
+    }
+    for bi in 0..b {
+        for i in 0..m {
+            for j in k..c {
+                dst[bi * m * c + i * c + j] = src[bi * m * c + i * c + j].clone();
+            }
+        }
+    }
+}
+
+/// The transpose of each matrix of a tensor value (shape and data).
+fn transposed(t: &Value) -> Option<Value> {
+    let (b, m, n, v) = matrix_of(t)?;
+    let mut shape: Vec<Value> = t["shape"].as_array()?.clone();
+    let r = shape.len();
+    shape.swap(r - 2, r - 1);
+    let data = t["data"].as_array()?;
+    let mut out = Vec::with_capacity(v.len());
+    for bi in 0..b {
+        for j in 0..n {
+            for i in 0..m {
+                out.push(data[bi * m * n + i * n + j].clone());
+            }
+        }
+    }
+    let mut t2 = t.clone();
+    t2["shape"] = Value::Array(shape);
+    t2["data"] = Value::Array(out);
+    Some(t2)
+}
+
+/// [`Gauge::Svd`]: signs of the singular pairs, then the full_matrices completion.
+fn align_svd(case: &Value, expected: &Value, got: &mut Value) -> Option<Value> {
+    let (eu, ev) = (&expected["outputs"][0], &expected["outputs"][2]);
+    let (b, m, ku, ue) = matrix_of(eu)?;
+    let (_, _, _, ug) = matrix_of(&got["outputs"][0])?;
+    if matrix_dims(&got["outputs"][0])? != (b, m, ku) || ue.len() != ug.len() {
+        return None;
+    }
+    let k = got["outputs"][1]["shape"].as_array()?.last()?.as_u64()? as usize;
+    let tol = 10.0 * eps(eu["dtype"].as_str()?)?.sqrt();
+    // signs of the pairs j < k, from U's columns
+    let mut signs = vec![1.0; b * ku];
+    for bi in 0..b {
+        for j in 0..k.min(ku) {
+            let dot: f64 =
+                (0..m).map(|i| ue[bi * m * ku + i * ku + j] * ug[bi * m * ku + i * ku + j]).sum();
+            if dot < 0.0 {
+                signs[bi * ku + j] = -1.0;
+            }
+        }
+    }
+    let kv = matrix_dims(ev)?.1;
+    let vsigns: Vec<f64> = (0..b * kv)
+        .map(|x| {
+            let (bi, j) = (x / kv.max(1), x % kv.max(1));
+            if j < k {
+                signs[bi * ku + j]
+            } else {
+                1.0
+            }
+        })
+        .collect();
+    apply_signs(&mut got["outputs"][0], &signs, false);
+    apply_signs(&mut got["outputs"][2], &vsigns, true);
+    // the completion: U's columns k.., Vh's rows k.. (V's columns)
+    if ku > k {
+        let (_, _, _, ug) = matrix_of(&got["outputs"][0])?;
+        if same_completion(&ue, &ug, b, m, ku, k, tol) {
+            copy_completion(eu, &mut got["outputs"][0], k);
+        }
+    }
+    if kv > k {
+        let (evt, gvt) = (transposed(ev)?, transposed(&got["outputs"][2])?);
+        let (_, n, _, ve) = matrix_of(&evt)?;
+        let (_, _, _, vg) = matrix_of(&gvt)?;
+        if same_completion(&ve, &vg, b, n, kv, k, tol) {
+            let mut gvt = gvt;
+            copy_completion(&evt, &mut gvt, k);
+            got["outputs"][2] = transposed(&gvt)?;
+        }
+    }
+    if signs.iter().all(|&s| s > 0.0) || !case["cotangents"].is_array() {
+        return None;
+    }
+    let mut moved = case.clone();
+    apply_signs(&mut moved["cotangents"][0], &signs, false);
+    apply_signs(&mut moved["cotangents"][2], &vsigns, true);
+    Some(moved)
 }
 
 /// Runs one fixture; `Err` says what differs.

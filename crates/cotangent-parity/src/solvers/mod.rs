@@ -4,6 +4,7 @@
 mod cholesky;
 mod lu;
 mod qr;
+mod svd;
 mod triangular;
 
 pub(crate) use cholesky::{cholesky, cholesky_ex, cholesky_inverse, cholesky_solve};
@@ -12,4 +13,5 @@ pub(crate) use lu::{
     solve_ex, tensorinv, tensorsolve,
 };
 pub(crate) use qr::{householder_product, qr};
+pub(crate) use svd::{lstsq, matrix_rank, pinv, svd, svdvals};
 pub(crate) use triangular::solve_triangular;

@@ -168,6 +168,18 @@ pub(crate) trait BackendStorage: Sized {
         gq: Option<(&Self, &Layout)>,
         gr: Option<(&Self, &Layout)>,
     ) -> Result<(Self, Layout)>;
+
+    /// The SVD of each matrix of `self: (*, m, n)`: `(U, S, Vh)` with their layouts, `U`
+    /// and `Vh` only if `want_uv` (`full`: `(*, m, m)` and `(*, n, n)`, else `(*, m, k)`
+    /// and `(*, k, n)`); singular values descending, the sign gauge of
+    /// `crate::linalg::svd`. `NoConvergence` for a non-finite matrix.
+    #[allow(clippy::type_complexity)]
+    fn svd(
+        &self,
+        l: &Layout,
+        want_uv: bool,
+        full: bool,
+    ) -> Result<(Option<(Self, Layout)>, (Self, Layout), Option<(Self, Layout)>)>;
 }
 
 /// Which factors a QR returns.

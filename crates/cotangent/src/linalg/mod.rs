@@ -21,26 +21,36 @@
 //! | [`tensorinv`], [`tensorsolve`] | implicit composites of `inv` / `solve` and reshapes | inherited |
 //! | [`qr()`] (`Reduced`, `Complete`, `R`) | primitive (Householder: own loops for small matrices, faer blocked above) | `gA = (gQ + Q Φ*(gR Rᵀ − Qᵀ gQ)) R⁻ᵀ` (wide: `A = [X \| Y]`); none for `R` mode and complete tall |
 //! | [`householder_product`] | implicit composite (compact WY form, `T` by a unit triangular solve) | inherited; zero on and above the diagonal of `v` |
+//! | [`svd()`] (`full_matrices`), [`svdvals`] | primitive (one-sided Jacobi up to 8 x 8, faer's SVD above; sign gauge: largest entry of each column of `U` positive) | PyTorch's `svd_backward` (tall, wide, square); `U diag(gS) Vh` for `S` only (no gaps); `NotDifferentiable` at a zero gap where the loss depends on the basis |
+//! | [`pinv`] (`atol`, `rtol`, `hermitian`) | explicit composite (SVD under no-grad) | PyTorch's `pinv_backward` in tensor ops |
+//! | [`matrix_rank`] | singular values above the tolerance | none (`I64`) |
+//! | [`lstsq`] (`rcond`, `driver`) | explicit composite (QR/LQ for `Gels`, the SVD for `Gelsy`, `Gelsd`, `Gelss`) | of the solution: `pinv(A) B`'s (PyTorch's) |
 //!
 //! bf16 and f16 inputs are computed in f32 and rounded back (results and gradients in the
 //! input dtype).
 
 mod cholesky;
 mod det;
+mod lstsq;
 mod lu;
 mod matmul;
+mod pinv;
 mod products;
 mod qr;
 mod solve;
 mod structure;
+mod svd;
 mod triangular;
 pub(crate) mod util;
 
 pub use cholesky::{cholesky, cholesky_ex, cholesky_inverse, cholesky_solve, CholeskyEx};
 pub use det::{det, logdet, slogdet, Slogdet};
+pub use lstsq::{lstsq, Lstsq, LstsqDriver};
 pub use lu::{lu, lu_factor, lu_factor_ex, lu_solve, lu_unpack, Lu, LuFactor, LuFactorEx};
+pub use pinv::{matrix_rank, pinv};
 pub use qr::{householder_product, qr, Qr, QrMode};
 pub use solve::{inv, inv_ex, solve, solve_ex, tensorinv, tensorsolve, InvEx, SolveEx};
+pub use svd::{svd, svdvals, Svd};
 pub use triangular::solve_triangular;
 
 /// Which triangle of a matrix an op reads or returns (PyTorch's `upper=` / `UPLO=`).

@@ -1089,4 +1089,29 @@ impl BackendStorage for CpuStorage {
             _ => return Err(unsupported("linalg.qr", self.dtype())),
         })
     }
+
+    fn svd(
+        &self,
+        l: &Layout,
+        want_uv: bool,
+        full: bool,
+    ) -> Result<(Option<(CpuStorage, Layout)>, (CpuStorage, Layout), Option<(CpuStorage, Layout)>)>
+    {
+        let fail = |batch| Error::NoConvergence { op: "linalg.svd", batch };
+        macro_rules! go {
+            ($v:ident, $a:expr) => {{
+                let r = linalg::svd::svd($a, l, want_uv, full).map_err(fail)?;
+                (
+                    r.u.map(|(d, dl)| (CpuStorage::$v(d), dl)),
+                    (CpuStorage::$v(r.s.0), r.s.1),
+                    r.vh.map(|(d, dl)| (CpuStorage::$v(d), dl)),
+                )
+            }};
+        }
+        Ok(match self {
+            CpuStorage::F32(a) => go!(F32, a),
+            CpuStorage::F64(a) => go!(F64, a),
+            _ => return Err(unsupported("linalg.svd", self.dtype())),
+        })
+    }
 }

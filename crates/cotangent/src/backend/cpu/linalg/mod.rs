@@ -14,6 +14,7 @@
 pub(crate) mod cholesky;
 pub(crate) mod lu;
 pub(crate) mod qr;
+pub(crate) mod svd;
 pub(crate) mod triangular;
 
 use faer::{MatMut, MatRef, Par};

@@ -1,0 +1,272 @@
+//! `linalg.lstsq` (an explicit composite: forward by QR or the SVD, per driver; the
+//! solution's VJP is PyTorch's, through the pseudo-inverse).
+
+use super::pinv::{pinv, pinv_backward};
+use super::svd::svd;
+use super::util::{broadcast_batch, check_float, check_same_dtype};
+use super::{qr, solve_triangular, Diag, QrMode, Side, Uplo};
+use crate::autograd::mode::no_grad;
+use crate::autograd::node::{record1, Op, VjpCtx};
+use crate::dtype::DType;
+use crate::error::{Error, Result};
+use crate::tensor::Tensor;
+
+const OP: &str = "linalg.lstsq";
+
+/// Which LAPACK driver [`lstsq`] follows (PyTorch's `driver=`; `None` is `Gelsy`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum LstsqDriver {
+    /// QR (`m >= n`) or LQ (`m < n`) without pivoting; assumes full rank. Fills
+    /// `residuals` when `m > n`; no `rank`, no `singular_values`.
+    Gels,
+    /// Rank-revealing (the default): fills `rank`.
+    Gelsy,
+    /// SVD based: fills `rank`, `singular_values`, and `residuals` as `Gels` when every
+    /// matrix has full rank.
+    Gelsd,
+    /// SVD based, as `Gelsd`.
+    Gelss,
+}
+
+/// The result of [`lstsq`] (PyTorch's named tuple `(solution, residuals, rank,
+/// singular_values)`); outputs a driver does not compute are empty tensors of shape
+/// `(0,)`, as PyTorch's.
+#[derive(Debug, Clone)]
+pub struct Lstsq {
+    /// The least-squares (minimum-norm for rank-deficient or wide `A`) solution: `(*, n, k)`
+    /// (`(*, n)` for a vector `b`), `*` the broadcast batch dims. Differentiable.
+    pub solution: Tensor,
+    /// `‖A x − b‖²` per column, `(*, k)` (`(*, 1)` for a vector `b`), when `m > n`, the
+    /// driver is not `Gelsy`, and (except for `Gels`) every matrix has full rank `n`;
+    /// else empty. Not differentiable (as PyTorch).
+    pub residuals: Tensor,
+    /// The numerical rank, `I64` of `A`'s own batch shape (`Gelsy`, `Gelsd`, `Gelss`);
+    /// empty for `Gels`.
+    pub rank: Tensor,
+    /// The singular values of `A`, `(*A, min(m, n))` (`Gelsd`, `Gelss`); else empty. Not
+    /// differentiable.
+    pub singular_values: Tensor,
+}
+
+#[derive(Debug)]
+struct LstsqOp {
+    /// `pinv(A)` from the forward's SVD, broadcast to the solve's batch, when it is the one
+    /// the gradient needs (an SVD driver with the default `rcond`, which is pinv's default
+    /// tolerance): reused by a first-order backward instead of a second SVD.
+    pinv: Option<Tensor>,
+}
+
+impl Op for LstsqOp {
+    fn name(&self) -> &'static str {
+        OP
+    }
+
+    // X = A⁺ B for the rank the driver found; PyTorch's linalg_lstsq_backward
+    // (FunctionsManual.cpp) differentiates X = pinv(A) B with pinv's default tolerance,
+    // whatever the driver and rcond:
+    //   gB = pinv(A)ᵀ gX,  gA = pinv_backward(gX Bᵀ, pinv(A), A).
+    // pinv in tensor ops (recorded when the backward is): any order.
+    fn vjp(&self, cx: &VjpCtx<'_>, g: &[Option<Tensor>]) -> Result<Vec<Option<Tensor>>> {
+        let Some(g) = &g[0] else { return Ok(vec![None, None]) };
+        let (a, b) = (cx.input(0), cx.input(1));
+        let p = match &self.pinv {
+            Some(p) if !cx.create_graph() => p.clone(),
+            _ => pinv(a, None, None, false)?,
+        };
+        let ga = if cx.needs_input_grad(0) {
+            Some(pinv_backward(&g.matmul(&b.mT()?)?, &p, a)?)
+        } else {
+            None
+        };
+        let gb = if cx.needs_input_grad(1) { Some(p.mT()?.matmul(g)?) } else { None };
+        Ok(vec![ga, gb])
+    }
+}
+
+/// An empty `(0,)` tensor of `dt`.
+fn empty(dt: DType) -> Result<Tensor> {
+    Tensor::zeros(vec![0], dt)
+}
+
+/// Zeroes the solution of each matrix of `x` whose `A` (same batch) is exactly zero
+/// (LAPACK's drivers return a zero solution for a zero matrix).
+fn zero_for_zero_a(a: &Tensor, x: &Tensor) -> Result<Tensor> {
+    let r = a.rank();
+    let asz = a.dims()[r - 2] * a.dims()[r - 1];
+    let xsz = x.dims()[r - 2] * x.dims()[r - 1];
+    if asz == 0 || xsz == 0 {
+        return Ok(x.clone());
+    }
+    let av = a.to_vec_f64();
+    let zero: Vec<bool> = av.chunks_exact(asz).map(|c| c.iter().all(|&v| v == 0.0)).collect();
+    if !zero.iter().any(|&z| z) {
+        return Ok(x.clone());
+    }
+    let mut xv = x.to_vec_f64();
+    for (c, &z) in xv.chunks_exact_mut(xsz).zip(&zero) {
+        if z {
+            c.fill(0.0);
+        }
+    }
+    Tensor::from_vec(xv, x.dims().to_vec())?.to_dtype(x.dtype())
+}
+
+/// Least squares `min ‖A X − B‖` (`torch.linalg.lstsq`; an explicit composite).
+///
+/// Math: for `a: (*, m, n)` and `b: (*, m, k)` (or a vector `b: (*, m)`, when `b` has one
+/// dim less than `a`), the solution `X = A⁺ B` of minimum norm. The drivers follow
+/// PyTorch's CPU ones (LAPACK):
+/// - `Gels` (QR for `m >= n`, LQ through the QR of `Aᵀ` for `m < n`): assumes full rank;
+///   a rank-deficient `A` gives inf/NaN or huge values (LAPACK: huge values, a zero
+///   solution for a zero matrix, as here);
+/// - `Gelsy` (the default), `Gelsd`, `Gelss`: through the SVD, singular values
+///   `σ_i <= rcond · σ_max` treated as zero (`rcond`: `None` is `max(m, n) · eps` of the
+///   dtype; a negative value is `eps`, LAPACK's rule). `rcond` is ignored by `Gels`.
+///
+/// Shapes: the batch dims of `a` and `b` broadcast (both must have the same number of
+/// dims, or one less for a vector `b`, as PyTorch); `solution: (*, n, k)`; `residuals`,
+/// `rank`, `singular_values` as [`Lstsq`] describes, per driver (empty when not
+/// computed). Empty matrices: zero solutions, rank 0.
+///
+/// Dtypes: f32, f64 (one for both); bf16 and f16 are computed in f32 and rounded back
+/// (PyTorch refuses them).
+///
+/// Gradient: of `solution` only, PyTorch's: that of `pinv(A) B` with pinv's default
+/// tolerance, for every driver; differentiable to any order. `residuals`, `rank` and
+/// `singular_values` carry no gradient.
+///
+/// Divergences: `Gelsy`'s rank comes from singular values rather than LAPACK's
+/// column-pivoted QR with incremental condition estimation (they agree unless a singular
+/// value is within the estimate's slack of the cutoff), and its solution is the SVD's
+/// minimum-norm one (LAPACK's complete orthogonal factorisation gives the same solution
+/// up to rounding when the ranks agree).
+///
+/// Errors: `BadShape` if `a` has fewer than 2 dims; `ShapeMismatch` if `b`'s number of
+/// dims is not `a`'s or one less, if the rows differ, or the batches do not broadcast;
+/// `DTypeMismatch`; `UnsupportedDType` for non-float input; `NoConvergence` (named
+/// `linalg.svd`) for NaN or infinite entries with an SVD driver (PyTorch fails with an
+/// internal assertion on NaN).
+///
+/// ```
+/// # use cotangent::Tensor;
+/// use cotangent::linalg::{lstsq, LstsqDriver};
+/// // fit y = c0 + c1 t through (0, 1), (1, 3), (2, 5)
+/// let a = Tensor::from_vec(vec![1.0f64, 0.0, 1.0, 1.0, 1.0, 2.0], (3, 2))?;
+/// let y = Tensor::from_vec(vec![1.0f64, 3.0, 5.0], 3)?;
+/// let r = lstsq(&a, &y, None, Some(LstsqDriver::Gelsd))?;
+/// let c = r.solution.to_vec::<f64>()?;
+/// assert!((c[0] - 1.0).abs() < 1e-12 && (c[1] - 2.0).abs() < 1e-12);
+/// assert_eq!(r.rank.to_vec::<i64>()?, vec![2]);
+/// # Ok::<(), cotangent::Error>(())
+/// ```
+pub fn lstsq(
+    a: &Tensor,
+    b: &Tensor,
+    rcond: Option<f64>,
+    driver: Option<LstsqDriver>,
+) -> Result<Lstsq> {
+    if a.rank() < 2 {
+        return Err(Error::BadShape {
+            op: OP,
+            expected: "input of at least 2 dims (*, m, n)",
+            got: a.shape().clone(),
+        });
+    }
+    let mismatch =
+        || Error::ShapeMismatch { op: OP, lhs: a.shape().clone(), rhs: b.shape().clone() };
+    let vector = b.rank() + 1 == a.rank();
+    if !vector && b.rank() != a.rank() {
+        return Err(mismatch());
+    }
+    let (m, n) = (a.dims()[a.rank() - 2], a.dims()[a.rank() - 1]);
+    let bm = if vector { b.unsqueeze(-1)? } else { b.clone() };
+    if bm.dims()[bm.rank() - 2] != m {
+        return Err(mismatch());
+    }
+    check_float(OP, a)?;
+    check_float(OP, b)?;
+    check_same_dtype(OP, a, b)?;
+    let dt = a.dtype();
+    if dt.is_half() {
+        let r = lstsq(&a.to_dtype(DType::F32)?, &b.to_dtype(DType::F32)?, rcond, driver)?;
+        return Ok(Lstsq {
+            solution: r.solution.to_dtype(dt)?,
+            residuals: r.residuals.to_dtype(dt)?,
+            rank: r.rank,
+            singular_values: r.singular_values.to_dtype(dt)?,
+        });
+    }
+    let driver = driver.unwrap_or(LstsqDriver::Gelsy);
+    let (ab, bb) = broadcast_batch(OP, a, 2, &bm, 2)?;
+    let k = m.min(n);
+    let eps = if dt == DType::F64 { f64::EPSILON } else { f64::from(f32::EPSILON) };
+    let (x, rank, sv, full_rank, p_fwd) = {
+        let _guard = no_grad();
+        let (ad, bd) = (ab.detach(), bb.detach());
+        if driver == LstsqDriver::Gels {
+            let x = if m >= n {
+                let f = qr(&ad, QrMode::Reduced)?;
+                let y = f.q.mT()?.matmul(&bd)?;
+                solve_triangular(&f.r, &y, Uplo::Upper, Side::Left, Diag::NonUnit)?
+            } else {
+                let f = qr(&ad.mT()?, QrMode::Reduced)?;
+                let y = solve_triangular(&f.r.mT()?, &bd, Uplo::Lower, Side::Left, Diag::NonUnit)?;
+                f.q.matmul(&y)?
+            };
+            (zero_for_zero_a(&ad, &x)?, None, None, true, None)
+        } else {
+            // the factorisation of A itself (rank and singular values keep A's batch)
+            let f = svd(&a.detach(), false)?;
+            let s = f.s.to_vec_f64();
+            let rc = match rcond {
+                None => m.max(n) as f64 * eps,
+                Some(r) if r < 0.0 => eps,
+                Some(r) => r,
+            };
+            let nb: usize = a.dims()[..a.rank() - 2].iter().product();
+            let mut ranks = Vec::with_capacity(nb);
+            let mut sinv = vec![0.0; s.len()];
+            for bi in 0..nb {
+                let c = &s[bi * k..(bi + 1) * k];
+                let cut = rc * c.first().copied().unwrap_or(0.0);
+                let mut r = 0i64;
+                for (j, &x) in c.iter().enumerate() {
+                    if x > cut {
+                        sinv[bi * k + j] = 1.0 / x;
+                        r += 1;
+                    }
+                }
+                ranks.push(r);
+            }
+            let full_rank = ranks.iter().all(|&r| r == n as i64);
+            let batch = a.dims()[..a.rank() - 2].to_vec();
+            let mut sdims = batch.clone();
+            sdims.push(k);
+            let sinv_t = Tensor::from_vec(sinv, sdims)?.to_dtype(dt)?;
+            let p = f.vh.mT()?.mul(&sinv_t.unsqueeze(-2)?)?.matmul(&f.u.mT()?)?;
+            let (pb, bd) = broadcast_batch(OP, &p, 2, &bd, 2)?;
+            let x = pb.matmul(&bd)?;
+            // pinv's default cutoff is max(m, n) eps σ_max, strict: the default rcond's
+            let p_fwd = rcond.is_none().then_some(pb);
+            (x, Some(Tensor::from_vec(ranks, batch)?), Some(f.s), full_rank, p_fwd)
+        }
+    };
+    let residuals = if m > n && driver != LstsqDriver::Gelsy && full_rank {
+        let _guard = no_grad();
+        let r = ab.detach().matmul(&x)?.sub(&bb.detach())?;
+        r.mul(&r)?.sum_dims(&[-2], false)?
+    } else {
+        empty(dt)?
+    };
+    let solution = record1(LstsqOp { pinv: p_fwd }, &[&ab, &bb], x, false);
+    let solution = if vector { solution.squeeze_dim(-1)? } else { solution };
+    let rank = match (driver, rank) {
+        (LstsqDriver::Gels, _) | (_, None) => Tensor::zeros(vec![0], DType::I64)?,
+        (_, Some(r)) => r,
+    };
+    let singular_values = match (driver, sv) {
+        (LstsqDriver::Gelsd | LstsqDriver::Gelss, Some(s)) => s,
+        _ => empty(dt)?,
+    };
+    Ok(Lstsq { solution, residuals, rank, singular_values })
+}

@@ -1,0 +1,221 @@
+//! `linalg.pinv` (an explicit composite: forward from the SVD, hand-written VJP) and
+//! `linalg.matrix_rank` (from the singular values, not differentiable).
+
+use super::svd::{svd, svdvals};
+use super::util::{check_float, check_matrix, check_square};
+use crate::autograd::mode::no_grad;
+use crate::autograd::node::{record1, Op, VjpCtx};
+use crate::dtype::DType;
+use crate::error::{Error, Result};
+use crate::tensor::Tensor;
+
+const OP_PINV: &str = "linalg.pinv";
+const OP_RANK: &str = "linalg.matrix_rank";
+
+/// The symmetric matrix whose lower triangle is `a`'s (what `hermitian=True` reads).
+pub(crate) fn sym_lower(a: &Tensor) -> Result<Tensor> {
+    a.tril(0)?.add(&a.tril(-1)?.mT()?)
+}
+
+/// The cutoff of each matrix of a batch, PyTorch's rule: `max(atol, rtol · σ_max)` with
+/// `rtol = max(m, n) · eps` when it is not given, unless `atol > 0` is (then `rtol = 0`).
+fn cutoffs(
+    s: &[f64],
+    k: usize,
+    nb: usize,
+    m: usize,
+    n: usize,
+    dt: DType,
+    atol: Option<f64>,
+    rtol: Option<f64>,
+) -> Vec<f64> {
+    let eps = if dt == DType::F64 { f64::EPSILON } else { f64::from(f32::EPSILON) };
+    let rtol = match (atol, rtol) {
+        (_, Some(r)) => r,
+        (Some(a), None) if a > 0.0 => 0.0,
+        _ => m.max(n) as f64 * eps,
+    };
+    let atol = atol.unwrap_or(0.0);
+    (0..nb)
+        .map(|b| {
+            let smax = if k == 0 { 0.0 } else { s[b * k] };
+            atol.max(rtol * smax)
+        })
+        .collect()
+}
+
+#[derive(Debug)]
+struct PinvOp {
+    hermitian: bool,
+}
+
+impl Op for PinvOp {
+    fn name(&self) -> &'static str {
+        OP_PINV
+    }
+
+    // P = A⁺. With the projectors A A⁺ and A⁺ A (Golub & Pereyra 1973):
+    //   dP = −P dA P + P Pᵀ dAᵀ (I − A P) + (I − P A) dAᵀ Pᵀ P,
+    // so gA = −Pᵀ G Pᵀ + (I − A P) Gᵀ P Pᵀ + Pᵀ P Gᵀ (I − P A), evaluated as PyTorch's
+    // pinv_backward (FunctionsManual.cpp), grouping the products so that the intermediate
+    // matrices have the smaller of m and n as their dims:
+    //   m <= n: K = Gᵀ P, gA = −(P K)ᵀ + K Pᵀ − A P K Pᵀ + Pᵀ P (Gᵀ − K A);
+    //   m > n:  K = P Gᵀ, gA = −(K P)ᵀ + (Gᵀ − A K) P Pᵀ + Pᵀ K − Pᵀ K P A.
+    // hermitian: A is the symmetric matrix of the lower triangle and the gradient is the
+    // general one at it (PyTorch's through eigh, for symmetric input). Tensor ops on the
+    // re-linked output and input: any order.
+    fn vjp(&self, cx: &VjpCtx<'_>, g: &[Option<Tensor>]) -> Result<Vec<Option<Tensor>>> {
+        let Some(g) = &g[0] else { return Ok(vec![None]) };
+        let a = if self.hermitian { sym_lower(cx.input(0))? } else { cx.input(0).clone() };
+        let p = cx.output(0)?;
+        Ok(vec![Some(pinv_backward(g, &p, &a)?)])
+    }
+}
+
+/// PyTorch's `pinv_backward(grad, pinvA, A)`, in tensor ops.
+pub(crate) fn pinv_backward(g: &Tensor, p: &Tensor, a: &Tensor) -> Result<Tensor> {
+    let (m, n) = (a.dims()[a.rank() - 2], a.dims()[a.rank() - 1]);
+    let pt = p.mT()?;
+    let gt = g.mT()?;
+    if m <= n {
+        let k = gt.matmul(p)?;
+        let kpt = k.matmul(&pt)?;
+        p.matmul(&k)?
+            .mT()?
+            .neg()?
+            .add(&kpt)?
+            .sub(&a.matmul(p)?.matmul(&kpt)?)?
+            .add(&pt.matmul(p)?.matmul(&gt.sub(&k.matmul(a)?)?)?)
+    } else {
+        let k = p.matmul(&gt)?;
+        let ptk = pt.matmul(&k)?;
+        k.matmul(p)?
+            .mT()?
+            .neg()?
+            .add(&gt.sub(&a.matmul(&k)?)?.matmul(p)?.matmul(&pt)?)?
+            .add(&ptk)?
+            .sub(&ptk.matmul(p)?.matmul(a)?)
+    }
+}
+
+/// `(m, n)`, the batch dims and the number of matrices of `a: (*, m, n)`.
+fn dims_of(a: &Tensor) -> (usize, usize, Vec<usize>, usize) {
+    let r = a.rank();
+    let batch = a.dims()[..r - 2].to_vec();
+    let nb = batch.iter().product();
+    (a.dims()[r - 2], a.dims()[r - 1], batch, nb)
+}
+
+/// The Moore–Penrose pseudo-inverse (`torch.linalg.pinv`; an explicit composite).
+///
+/// Math: `A⁺ = V diag(1/σ_i) Uᵀ` over the singular values `σ_i > cutoff`, with
+/// `cutoff = max(atol, rtol · σ_max)` per matrix (PyTorch's rule: when both tolerances
+/// are `None`, `rtol = max(m, n) · eps` of the dtype and `atol = 0`; when only `atol` is
+/// given and it is `> 0`, `rtol = 0`; a missing `atol` is 0). `hermitian`: `A` is taken
+/// as the symmetric matrix of its lower triangle (the upper one is not read), as PyTorch
+/// (which goes through `eigh`; here its SVD, whose singular values are the eigenvalues'
+/// magnitudes).
+///
+/// Shapes: `a: (*, m, n)` → `(*, n, m)`; batched; empty matrices give an empty or zero
+/// result.
+///
+/// Dtypes: f32, f64; bf16 and f16 are computed in f32 and rounded back.
+///
+/// Gradient: PyTorch's `pinv_backward` (the derivative of `A⁺` for a constant rank), in
+/// tensor ops on the result: differentiable to any order. Not continuous where a
+/// singular value crosses the cutoff. With `hermitian`, the general pinv gradient at the
+/// symmetric matrix read (PyTorch's, for symmetric input; for non-symmetric input PyTorch
+/// gives another matrix, through `eigh`).
+///
+/// Errors: `BadShape` for fewer than 2 dims, or non-square matrices with `hermitian`;
+/// `UnsupportedDType` for non-float input; `NoConvergence` (named `linalg.svd`, as
+/// PyTorch's error) for NaN or infinite entries.
+///
+/// ```
+/// # use cotangent::Tensor;
+/// use cotangent::linalg::pinv;
+/// // a rank-1 matrix: A⁺ = Aᵀ / ‖A‖²
+/// let a = Tensor::from_vec(vec![1.0f64, 2.0, 2.0, 4.0], (2, 2))?;
+/// let p = pinv(&a, None, None, false)?.to_vec::<f64>()?;
+/// assert!(p.iter().zip([0.04, 0.08, 0.08, 0.16]).all(|(x, y)| (x - y).abs() < 1e-15));
+/// # Ok::<(), cotangent::Error>(())
+/// ```
+pub fn pinv(a: &Tensor, atol: Option<f64>, rtol: Option<f64>, hermitian: bool) -> Result<Tensor> {
+    check_matrix(OP_PINV, a)?;
+    check_float(OP_PINV, a)?;
+    if hermitian {
+        check_square(OP_PINV, a)?;
+    }
+    if a.dtype().is_half() {
+        return pinv(&a.to_dtype(DType::F32)?, atol, rtol, hermitian)?.to_dtype(a.dtype());
+    }
+    let (m, n, batch, nb) = dims_of(a);
+    let k = m.min(n);
+    let p = {
+        let _guard = no_grad();
+        let a_read = if hermitian { sym_lower(a)? } else { a.clone() };
+        let f = svd(&a_read, false)?;
+        let sv = f.s.to_vec_f64();
+        let cut = cutoffs(&sv, k, nb, m, n, a.dtype(), atol, rtol);
+        let sinv: Vec<f64> = sv
+            .iter()
+            .enumerate()
+            .map(|(i, &x)| if x > cut[i / k.max(1)] { 1.0 / x } else { 0.0 })
+            .collect();
+        let mut sdims = batch;
+        sdims.push(k);
+        let sinv = Tensor::from_vec(sinv, sdims)?.to_dtype(a.dtype())?;
+        f.vh.mT()?.mul(&sinv.unsqueeze(-2)?)?.matmul(&f.u.mT()?)?
+    };
+    Ok(record1(PinvOp { hermitian }, &[a], p, true))
+}
+
+/// The numerical rank of matrices (`torch.linalg.matrix_rank`).
+///
+/// Math: the number of singular values `σ_i > max(atol, rtol · σ_max)`, with
+/// [`pinv`]'s tolerance rules; with `hermitian`, of the symmetric matrix of the lower
+/// triangle (its eigenvalues' magnitudes, as PyTorch's `eigvalsh` path).
+///
+/// Shapes: `a: (*, m, n)` → `(*)`, `I64`. Empty matrices have rank 0.
+///
+/// Dtypes: f32, f64 (the tolerance uses the dtype's epsilon); bf16 and f16 are computed
+/// in f32.
+///
+/// Gradient: none (an integer output).
+///
+/// Errors: `BadShape` for fewer than 2 dims, or non-square matrices with `hermitian`;
+/// `UnsupportedDType` for non-float input; `NoConvergence` (named `linalg.svd`) for NaN
+/// or infinite entries (PyTorch raises for NaN and returns 0 for infinite entries).
+///
+/// ```
+/// # use cotangent::Tensor;
+/// use cotangent::linalg::matrix_rank;
+/// let a = Tensor::from_vec(vec![1.0f64, 2.0, 2.0, 4.0, 0.0, 1.0], (3, 2))?;
+/// assert_eq!(matrix_rank(&a, None, None, false)?.to_vec::<i64>()?, vec![2]);
+/// let b = Tensor::from_vec(vec![1.0f64, 2.0, 2.0, 4.0], (2, 2))?;
+/// assert_eq!(matrix_rank(&b, None, None, false)?.to_vec::<i64>()?, vec![1]);
+/// # Ok::<(), cotangent::Error>(())
+/// ```
+pub fn matrix_rank(
+    a: &Tensor,
+    atol: Option<f64>,
+    rtol: Option<f64>,
+    hermitian: bool,
+) -> Result<Tensor> {
+    check_matrix(OP_RANK, a)?;
+    check_float(OP_RANK, a)?;
+    if hermitian {
+        check_square(OP_RANK, a)?;
+    }
+    let _guard = no_grad();
+    let a = if a.dtype().is_half() { a.to_dtype(DType::F32)? } else { a.detach() };
+    let (m, n, batch, nb) = dims_of(&a);
+    let k = m.min(n);
+    let a_read = if hermitian { sym_lower(&a)? } else { a.clone() };
+    let sv = svdvals(&a_read)?.to_vec_f64();
+    let cut = cutoffs(&sv, k, nb, m, n, a.dtype(), atol, rtol);
+    let ranks: Vec<i64> = (0..nb)
+        .map(|b| sv[b * k..(b + 1) * k].iter().filter(|&&x| x > cut[b]).count() as i64)
+        .collect();
+    Tensor::from_vec(ranks, batch).map_err(|_| Error::Internal { op: OP_RANK, reason: "rank" })
+}

@@ -1,0 +1,378 @@
+//! `linalg.svd` (a primitive with a hand-written VJP) and `linalg.svdvals` (its singular
+//! values; the VJP `U diag(gS) Vᵀ` needs no gap).
+
+use super::util::{check_float, check_matrix, from_kernel};
+use crate::autograd::mode::is_grad_enabled;
+use crate::autograd::node::{record, Op, VjpCtx};
+use crate::backend::BackendStorage;
+use crate::dtype::DType;
+use crate::error::{Error, Result};
+use crate::tensor::Tensor;
+
+const OP: &str = "linalg.svd";
+const OP_VALS: &str = "linalg.svdvals";
+
+/// The factors of [`svd()`]: `A = U diag(S) Vh` (PyTorch's named tuple `(U, S, Vh)`).
+#[derive(Debug, Clone)]
+pub struct Svd {
+    /// The left singular vectors, as columns: `(*, m, k)`, or `(*, m, m)` with
+    /// `full_matrices`.
+    pub u: Tensor,
+    /// The singular values, `(*, k)`, non-negative and in descending order.
+    pub s: Tensor,
+    /// The right singular vectors, as rows (`Vᵀ`): `(*, k, n)`, or `(*, n, n)` with
+    /// `full_matrices`.
+    pub vh: Tensor,
+}
+
+#[derive(Debug)]
+struct SvdOp {
+    full: bool,
+    m: usize,
+    n: usize,
+}
+
+/// Machine epsilon of the dtype a gradient is computed in.
+fn eps_of(dt: DType) -> f64 {
+    if dt == DType::F64 {
+        f64::EPSILON
+    } else {
+        f64::from(f32::EPSILON)
+    }
+}
+
+/// The largest magnitude of each `(r, c)` matrix of a batch (flattened values).
+fn max_abs_per(v: &[f64], size: usize, batch: usize) -> Vec<f64> {
+    if size == 0 {
+        return vec![0.0; batch];
+    }
+    v.chunks_exact(size).map(|c| c.iter().fold(0.0f64, |a, x| a.max(x.abs()))).collect()
+}
+
+const NOT_DIFF_GAP: &str = "the singular vectors' cotangents depend on the basis chosen \
+    within a repeated singular value's subspace (a zero gap s_i² − s_j²), where U and V are \
+    not unique: the gradient is undefined there. Use a loss invariant to rotations within \
+    that subspace (for example through U diag(S) Vh, U Uᵀ, or S only)";
+const NOT_DIFF_ZERO: &str = "the cotangent of U (or V) has a component outside the span \
+    of the singular vectors that divides by a zero singular value: the gradient is \
+    undefined at this rank-deficient matrix";
+
+/// The gradient of a tall or square reduced SVD `A = U diag(S) Vᵀ` (`u: (*, m, k)`,
+/// `v: (*, n, k)`, `m >= n = k`) in tensor ops, with masks for degenerate gaps computed
+/// from the values. See [`SvdOp::vjp`].
+fn svd_grad_tall(
+    u: &Tensor,
+    s: &Tensor,
+    v: &Tensor,
+    gu: Option<&Tensor>,
+    gs: Option<&Tensor>,
+    gv: Option<&Tensor>,
+) -> Result<Tensor> {
+    let dt = s.dtype();
+    let eps = eps_of(dt);
+    let (mm, k) = (u.dims()[u.rank() - 2], s.dims()[s.rank() - 1]);
+    let batch: Vec<usize> = s.dims()[..s.rank() - 1].to_vec();
+    let nb: usize = batch.iter().product();
+    // X - Xᵀ of Uᵀ gU and Vᵀ gV (k x k)
+    let utgu = gu.map(|gu| u.mT()?.matmul(gu)).transpose()?;
+    let vtgv = gv.map(|gv| v.mT()?.matmul(gv)).transpose()?;
+    let sku = utgu.as_ref().map(|x| x.sub(&x.mT()?)).transpose()?;
+    let skv = vtgv.as_ref().map(|x| x.sub(&x.mT()?)).transpose()?;
+    let s_row = s.unsqueeze(-2)?; // s_j along columns
+    let s_col = s.unsqueeze(-1)?; // s_i along rows
+                                  // N_ij = skU_ij s_j + s_i skV_ij; D = skU − skV
+    let num = match (&sku, &skv) {
+        (Some(a), Some(b)) => a.mul(&s_row)?.add(&s_col.mul(b)?)?,
+        (Some(a), None) => a.mul(&s_row)?,
+        (None, Some(b)) => s_col.mul(b)?,
+        (None, None) => return Err(Error::Internal { op: OP, reason: "no vector cotangent" }),
+    };
+    let dif = match (&sku, &skv) {
+        (Some(a), Some(b)) => a.sub(b)?,
+        (Some(a), None) => a.clone(),
+        (None, Some(b)) => b.neg()?,
+        (None, None) => unreachable!("checked above"),
+    };
+    // host-side classification of the pairs (i, j)
+    let sv = s.to_vec_f64();
+    let kk = k * k;
+    let sku_v = sku.as_ref().map(Tensor::to_vec_f64);
+    let skv_v = skv.as_ref().map(Tensor::to_vec_f64);
+    let gs_v = gs.map(Tensor::to_vec_f64);
+    let scale_u = utgu.as_ref().map(|x| max_abs_per(&x.to_vec_f64(), kk, nb));
+    let scale_v = vtgv.as_ref().map(|x| max_abs_per(&x.to_vec_f64(), kk, nb));
+    let scale_s = gs_v.as_ref().map(|x| max_abs_per(x, k, nb));
+    let mut nondeg = vec![0.0f64; nb * kk]; // off-diagonal pairs with a gap
+    let mut deg = vec![0.0f64; nb * kk]; // degenerate pairs with s > 0
+    let mut zero_col = vec![0.0f64; nb * k]; // 1 where s_j is numerically zero
+    let tiny = f64::MIN_POSITIVE;
+    for b in 0..nb {
+        let s = &sv[b * k..(b + 1) * k];
+        let smax = s.first().copied().unwrap_or(0.0);
+        let gap_tol = 16.0 * (k as f64) * eps * smax * smax;
+        let zero_tol = (k as f64) * eps * smax;
+        let sc = scale_u.as_ref().map_or(0.0, |x| x[b]) + scale_v.as_ref().map_or(0.0, |x| x[b]);
+        let thr = eps.sqrt() * sc.max(tiny);
+        let thr_s = eps.sqrt() * scale_s.as_ref().map_or(0.0, |x| x[b]).max(tiny);
+        let at = |x: &Option<Vec<f64>>, i: usize, j: usize| {
+            x.as_ref().map_or(0.0, |x| x[b * kk + i * k + j])
+        };
+        for i in 0..k {
+            if s[i] <= zero_tol {
+                zero_col[b * k + i] = 1.0;
+            }
+            for j in 0..k {
+                if i == j {
+                    continue;
+                }
+                let idx = b * kk + i * k + j;
+                if (s[j] * s[j] - s[i] * s[i]).abs() > gap_tol {
+                    nondeg[idx] = 1.0;
+                    continue;
+                }
+                let (a, c) = (at(&sku_v, i, j), at(&skv_v, i, j));
+                if s[i] <= zero_tol && s[j] <= zero_tol {
+                    // U and V rotate independently within a zero block
+                    if a.abs() > thr || c.abs() > thr {
+                        return Err(Error::NotDifferentiable { op: OP, reason: NOT_DIFF_GAP });
+                    }
+                    continue;
+                }
+                let dgs = gs_v.as_ref().map_or(0.0, |g| g[b * k + i] - g[b * k + j]);
+                if (a + c).abs() > thr || dgs.abs() > thr_s {
+                    return Err(Error::NotDifferentiable { op: OP, reason: NOT_DIFF_GAP });
+                }
+                deg[idx] = 1.0;
+            }
+        }
+    }
+    let mut mdims = batch.clone();
+    mdims.extend([k, k]);
+    let mask = |v: Vec<f64>, dims: Vec<usize>| -> Result<Tensor> {
+        Tensor::from_vec(v, dims)?.to_dtype(dt)
+    };
+    let nondeg_t = mask(nondeg.clone(), mdims.clone())?;
+    let deg_t = mask(deg.clone(), mdims.clone())?;
+    let off: Vec<f64> = nondeg.iter().map(|x| 1.0 - x).collect();
+    let off_t = mask(off, mdims.clone())?;
+    let not_deg: Vec<f64> = deg.iter().map(|x| 1.0 - x).collect();
+    let not_deg_t = mask(not_deg, mdims)?;
+    // E_ij = s_j² − s_i² (1 where masked, to keep the division finite)
+    let s2 = s.mul(s)?;
+    let e = s2.unsqueeze(-2)?.sub(&s2.unsqueeze(-1)?)?.add(&off_t)?;
+    let mut inner = num.div(&e)?.mul(&nondeg_t)?;
+    if deg.iter().any(|&x| x != 0.0) {
+        // degenerate pair with s > 0: the rotation part only, (skU − skV) / (2 (s_i + s_j))
+        let den = s_row.add(&s_col)?.mul_scalar(2.0)?.add(&not_deg_t)?;
+        inner = inner.add(&dif.div(&den)?.mul(&deg_t)?)?;
+    }
+    if let Some(gs) = gs {
+        inner = inner.add(&gs.diag_embed(0, -2, -1)?)?;
+    }
+    let mut ga = u.matmul(&inner)?;
+    if let (Some(gu), true) = (gu, mm > k) {
+        // (I − U Uᵀ) gU S⁻¹, zero columns where s_j is 0 and the projection is negligible
+        let proj = gu.sub(&u.matmul(&u.mT()?.matmul(gu)?)?)?;
+        if zero_col.iter().any(|&x| x != 0.0) {
+            let pv = proj.to_vec_f64();
+            let gmax = max_abs_per(&gu.to_vec_f64(), mm * k, nb);
+            for b in 0..nb {
+                let thr = eps.sqrt() * gmax[b].max(tiny);
+                for j in 0..k {
+                    if zero_col[b * k + j] == 0.0 {
+                        continue;
+                    }
+                    let big = (0..mm).any(|r| pv[b * mm * k + r * k + j].abs() > thr);
+                    if big {
+                        return Err(Error::NotDifferentiable { op: OP, reason: NOT_DIFF_ZERO });
+                    }
+                }
+            }
+        }
+        let mut zdims = batch.clone();
+        zdims.push(k);
+        let z = mask(zero_col.clone(), zdims.clone())?;
+        let nz = mask(zero_col.iter().map(|x| 1.0 - x).collect(), zdims)?;
+        let sinv = recip(&s.add(&z)?)?.mul(&nz)?;
+        ga = ga.add(&proj.mul(&sinv.unsqueeze(-2)?)?)?;
+    }
+    ga.matmul(&v.mT()?)
+}
+
+/// `1 / x` for a tensor with no zero entries, as a differentiable composite.
+fn recip(x: &Tensor) -> Result<Tensor> {
+    Tensor::ones_like(x)?.div(x)
+}
+
+impl Op for SvdOp {
+    fn name(&self) -> &'static str {
+        OP
+    }
+
+    // Tall or square A = U S Vᵀ (m >= n = k), reduced. Differentiating,
+    //   C = Uᵀ dA V = Ω_U S + dS − S Ω_V (Ω = Uᵀ dU, Vᵀ dV skew),
+    // so dS = diag(C) and, for s_i ≠ s_j, (Ω_U)_ij, (Ω_V)_ij solve a 2 x 2 system with
+    // determinant s_j² − s_i²; dU also has (I − U Uᵀ) dA V S⁻¹. Transposing,
+    //   gA = U [ (skU S + S skV) / E + diag(gS) ] Vᵀ + (I − U Uᵀ) gU S⁻¹ Vᵀ,
+    // with skU = UᵀgU − gUᵀU, skV = VᵀgV − gVᵀV, E_ij = s_j² − s_i² (off the diagonal).
+    // Wide A: the same for Aᵀ = V S Uᵀ, transposed. Only gS: gA = U diag(gS) Vᵀ (no gap).
+    // Full matrices: the completion columns get no cotangent (PyTorch narrows them).
+    // (PyTorch svd_backward, FunctionsManual.cpp; Townsend 2016, "Differentiating the
+    // singular value decomposition".)
+    // Degenerate pairs (a numerically zero gap): a loss invariant to a common rotation of
+    // the pair's U and V columns has skU_ij + skV_ij = 0, and C's skew part fixes the
+    // relative rotation Ω_U − Ω_V = (C − Cᵀ) / (2s), so the pair contributes
+    // (skU − skV)_ij / (4s); this assumes the loss treats the repeated values alike
+    // (gS_i = gS_j). Otherwise the gradient depends on the basis: NotDifferentiable.
+    // Tensor ops only (masks are constants): differentiable again.
+    fn vjp(&self, cx: &VjpCtx<'_>, g: &[Option<Tensor>]) -> Result<Vec<Option<Tensor>>> {
+        let (gu, gs, gvh) = (g[0].as_ref(), g[1].as_ref(), g[2].as_ref());
+        if gu.is_none() && gs.is_none() && gvh.is_none() {
+            return Ok(vec![None]);
+        }
+        let (m, n) = (self.m, self.n);
+        let k = m.min(n);
+        let (mut u, s, mut vh) = (cx.output(0)?, cx.output(1)?, cx.output(2)?);
+        let (mut gu, mut gvh) = (gu.cloned(), gvh.cloned());
+        if self.full {
+            u = u.narrow(-1, 0, k)?;
+            vh = vh.narrow(-2, 0, k)?;
+            gu = gu.map(|g| g.narrow(-1, 0, k)).transpose()?;
+            gvh = gvh.map(|g| g.narrow(-2, 0, k)).transpose()?;
+        }
+        if k == 0 {
+            let mut dims = s.dims()[..s.rank() - 1].to_vec();
+            dims.extend([m, n]);
+            return Ok(vec![Some(Tensor::zeros(dims, s.dtype())?)]);
+        }
+        if gu.is_none() && gvh.is_none() {
+            let gs = gs.ok_or(Error::Internal { op: OP, reason: "no cotangent" })?;
+            return Ok(vec![Some(svdvals_grad(&u, gs, &vh)?)]);
+        }
+        let gv = gvh.map(|g| g.mT()).transpose()?;
+        let ga = if m >= n {
+            svd_grad_tall(&u, &s, &vh.mT()?, gu.as_ref(), gs, gv.as_ref())?
+        } else {
+            svd_grad_tall(&vh.mT()?, &s, &u, gv.as_ref(), gs, gu.as_ref())?.mT()?
+        };
+        Ok(vec![Some(ga)])
+    }
+}
+
+/// `U diag(gS) Vh` for reduced factors.
+fn svdvals_grad(u: &Tensor, gs: &Tensor, vh: &Tensor) -> Result<Tensor> {
+    let (m, n) = (u.dims()[u.rank() - 2], vh.dims()[vh.rank() - 1]);
+    if m >= n {
+        u.matmul(&gs.unsqueeze(-1)?.mul(vh)?)
+    } else {
+        u.mul(&gs.unsqueeze(-2)?)?.matmul(vh)
+    }
+}
+
+/// Singular value decomposition `A = U diag(S) Vh` (`torch.linalg.svd`; a primitive).
+///
+/// Math: for `a: (*, m, n)` and `k = min(m, n)`, `U` and `V = Vhᵀ` have orthonormal
+/// columns and `S` holds the singular values, non-negative and in descending order.
+/// Computed per matrix, batched over the leading dims with rayon: up to 8 x 8 by an
+/// allocation-free one-sided Jacobi loop (rotations of the columns until they are
+/// orthogonal to working precision), above by faer's SVD (bidiagonalisation, then divide
+/// and conquer), which also serves small matrices with a zero singular value or a
+/// `full_matrices` completion.
+///
+/// `full_matrices` (PyTorch's default is `true`): `u: (*, m, m)`, `vh: (*, n, n)`, where
+/// the columns of `U` (rows of `Vh`) beyond `k` are an orthonormal completion; `false`:
+/// `u: (*, m, k)`, `vh: (*, k, n)`. Always `s: (*, k)`. Empty matrices give empty
+/// factors, and with `full_matrices` identities for the non-empty side (as PyTorch).
+///
+/// Sign gauge: each singular pair is unique only up to a sign (and a rotation within
+/// repeated singular values). Here, deterministically, the entry of largest magnitude of
+/// each column of `U` is positive (the first such entry, from the top, on ties), and the
+/// matching row of `Vh` is flipped with it; the completion columns of `full_matrices`
+/// follow the same rule, each on its own. PyTorch (LAPACK `gesdd`) picks other signs.
+///
+/// Dtypes: f32, f64; bf16 and f16 are computed in f32 and rounded back.
+///
+/// Gradient: `U`, `S` and `Vh` may be used in any combination; differentiable to any
+/// order at matrices with distinct non-zero singular values. A loss through `S` only
+/// gets `U diag(gS) Vh`, finite at repeated singular values (as [`svdvals`]). When two
+/// singular values coincide (a zero gap `s_i² − s_j²`), the gradient of a loss through
+/// `U` or `Vh` is defined only if the loss is invariant to rotating the pair's columns of
+/// `U` and `V` together and treats the two values alike; then it is computed from the
+/// limit (for example `U diag(f(S)) Vh` or `U Uᵀ` losses); otherwise backward fails with
+/// `NotDifferentiable` (PyTorch returns inf or NaN there). Likewise a tall (wide) `A`
+/// with a zero singular value and a cotangent of `U` (`V`) outside the singular vectors'
+/// span fails with `NotDifferentiable`. The completion columns of `full_matrices` get no
+/// gradient (as PyTorch).
+///
+/// Errors: `BadShape` if `a` has fewer than 2 dims; `UnsupportedDType` for non-float
+/// input; `NoConvergence` if a matrix has a NaN or infinite entry (PyTorch raises
+/// "the input matrix contained non-finite values" for NaN).
+///
+/// ```
+/// # use cotangent::Tensor;
+/// use cotangent::linalg::svd;
+/// let a = Tensor::from_vec(vec![3.0f64, 0.0, 0.0, -4.0], (2, 2))?;
+/// let f = svd(&a, false)?;
+/// assert_eq!(f.s.to_vec::<f64>()?, vec![4.0, 3.0]);
+/// // the largest entry of each column of U is positive
+/// assert_eq!(f.u.to_vec::<f64>()?, vec![0.0, 1.0, 1.0, 0.0]);
+/// assert_eq!(f.vh.to_vec::<f64>()?, vec![0.0, -1.0, 1.0, 0.0]);
+/// # Ok::<(), cotangent::Error>(())
+/// ```
+pub fn svd(a: &Tensor, full_matrices: bool) -> Result<Svd> {
+    check_matrix(OP, a)?;
+    check_float(OP, a)?;
+    if a.dtype().is_half() {
+        let f = svd(&a.to_dtype(DType::F32)?, full_matrices)?;
+        let dt = a.dtype();
+        return Ok(Svd { u: f.u.to_dtype(dt)?, s: f.s.to_dtype(dt)?, vh: f.vh.to_dtype(dt)? });
+    }
+    let (u, (s, sl), vh) = a.storage().cpu().svd(a.layout(), true, full_matrices)?;
+    let (Some((u, ul)), Some((vh, vl))) = (u, vh) else {
+        return Err(Error::Internal { op: OP, reason: "singular vectors expected" });
+    };
+    let (u, s, vh) = (from_kernel(u, ul), from_kernel(s, sl), from_kernel(vh, vl));
+    let d = a.dims();
+    let op = SvdOp { full: full_matrices, m: d[d.len() - 2], n: d[d.len() - 1] };
+    let mut out = record(op, &[a], vec![u, s, vh], true).into_iter();
+    match (out.next(), out.next(), out.next()) {
+        (Some(u), Some(s), Some(vh)) => Ok(Svd { u, s, vh }),
+        _ => Err(Error::Internal { op: OP, reason: "three outputs expected" }),
+    }
+}
+
+/// The singular values of matrices (`torch.linalg.svdvals`).
+///
+/// Math: `S` of [`svd()`], `(*, k)` for `a: (*, m, n)`, `k = min(m, n)`, non-negative and
+/// in descending order. Without gradient recording only the values are computed (no
+/// singular vectors); when `a` requires grad it is `svd(a, false).s`.
+///
+/// Dtypes: f32, f64; bf16 and f16 are computed in f32 and rounded back.
+///
+/// Gradient: `gA = U diag(gS) Vh`, with no division by gaps: finite and correct at
+/// repeated singular values (a subgradient where the loss is not differentiable, such as
+/// the largest of two equal values). Differentiable again at distinct singular values.
+///
+/// Errors: `BadShape` if `a` has fewer than 2 dims; `UnsupportedDType` for non-float
+/// input; `NoConvergence` for a NaN or infinite entry (PyTorch raises for NaN and returns
+/// NaN for infinite entries).
+///
+/// ```
+/// # use cotangent::Tensor;
+/// use cotangent::linalg::svdvals;
+/// let a = Tensor::from_vec(vec![0.0f64, 2.0, 1.0, 0.0, 0.0, 0.0], (3, 2))?;
+/// assert_eq!(svdvals(&a)?.to_vec::<f64>()?, vec![2.0, 1.0]);
+/// # Ok::<(), cotangent::Error>(())
+/// ```
+pub fn svdvals(a: &Tensor) -> Result<Tensor> {
+    check_matrix(OP_VALS, a)?;
+    check_float(OP_VALS, a)?;
+    if a.requires_grad() && is_grad_enabled() {
+        return Ok(svd(a, false)?.s);
+    }
+    if a.dtype().is_half() {
+        return svdvals(&a.to_dtype(DType::F32)?)?.to_dtype(a.dtype());
+    }
+    let (_, (s, sl), _) = a.storage().cpu().svd(a.layout(), false, false)?;
+    Ok(from_kernel(s, sl))
+}

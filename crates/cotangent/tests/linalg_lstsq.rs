@@ -1,0 +1,212 @@
+//! `linalg.lstsq`: which outputs each driver fills (PyTorch 2.15's CPU table), solutions
+//! (normal equations, minimum norm, rank-deficient, rcond), shapes with vector and
+//! broadcast right-hand sides, gradients (first and second order), and errors.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, missing_docs)]
+
+mod common;
+
+use common::{assert_close, check2, max_abs, randn, rg};
+use cotangent::linalg::{lstsq, pinv, LstsqDriver};
+use cotangent::{DType, Error, Tensor};
+
+const DRIVERS: [Option<LstsqDriver>; 5] = [
+    None,
+    Some(LstsqDriver::Gels),
+    Some(LstsqDriver::Gelsy),
+    Some(LstsqDriver::Gelsd),
+    Some(LstsqDriver::Gelss),
+];
+
+/// `(residuals, rank, singular_values)` shapes for `a: (5, 3)`, `b: (5, 2)`, full rank,
+/// as PyTorch 2.15 fills them.
+#[test]
+fn outputs_per_driver_as_pytorch() {
+    let (a, b) = (randn(&[5, 3], 1), randn(&[5, 2], 2));
+    let expect: [(&[usize], &[usize], &[usize]); 5] = [
+        (&[0], &[], &[0]),
+        (&[2], &[0], &[0]),
+        (&[0], &[], &[0]),
+        (&[2], &[], &[3]),
+        (&[2], &[], &[3]),
+    ];
+    let x_ref = pinv(&a, None, None, false).unwrap().matmul(&b).unwrap();
+    for (d, (res, rank, sv)) in DRIVERS.iter().zip(expect) {
+        let r = lstsq(&a, &b, None, *d).unwrap();
+        assert_eq!(r.solution.dims(), &[3, 2]);
+        assert_close(&r.solution, &x_ref, 1e-12);
+        assert_eq!((r.residuals.dims(), r.rank.dims(), r.singular_values.dims()), (res, rank, sv));
+        assert_eq!(r.rank.dtype(), DType::I64);
+        if rank != [0] {
+            assert_eq!(r.rank.to_vec::<i64>().unwrap(), vec![3], "{d:?}");
+        }
+        if res == [2] {
+            let e = a.matmul(&r.solution).unwrap().sub(&b).unwrap();
+            let want = e.mul(&e).unwrap().sum_dims(&[-2], false).unwrap();
+            assert_close(&r.residuals, &want, 1e-12);
+        }
+    }
+    // wide and square: no residuals for any driver
+    for (m, n) in [(3, 5), (3, 3)] {
+        let (a, b) = (randn(&[m, n], 3), randn(&[m, 2], 4));
+        let x_ref = pinv(&a, None, None, false).unwrap().matmul(&b).unwrap();
+        for d in DRIVERS {
+            let r = lstsq(&a, &b, None, d).unwrap();
+            assert_eq!(r.residuals.dims(), &[0]);
+            // the minimum-norm solution (gels' LQ too)
+            assert_close(&r.solution, &x_ref, 1e-11);
+        }
+    }
+}
+
+#[test]
+fn rank_deficient_and_rcond() {
+    // a rank-2 tall matrix: minimum-norm solution, rank 2, no residuals (not full rank),
+    // except gels (which assumes full rank and still reports them)
+    let a = randn(&[5, 2], 5).matmul(&randn(&[2, 3], 6)).unwrap();
+    let b = randn(&[5, 2], 7);
+    let x_ref = pinv(&a, None, None, false).unwrap().matmul(&b).unwrap();
+    for d in [None, Some(LstsqDriver::Gelsd), Some(LstsqDriver::Gelss)] {
+        let r = lstsq(&a, &b, None, d).unwrap();
+        assert_close(&r.solution, &x_ref, 1e-10);
+        assert_eq!(r.rank.to_vec::<i64>().unwrap(), vec![2]);
+        assert_eq!(r.residuals.dims(), &[0]);
+    }
+    assert_eq!(lstsq(&a, &b, None, Some(LstsqDriver::Gels)).unwrap().residuals.dims(), &[2]);
+    // PyTorch 2.15 on diag(1, 1e-3, 1e-9), b = 1: rank and solution per rcond
+    let d = Tensor::from_vec(vec![1.0f64, 1e-3, 1e-9], 3).unwrap().diag_embed(0, -2, -1).unwrap();
+    let ones = Tensor::ones((3, 1), DType::F64).unwrap();
+    for drv in [LstsqDriver::Gelsy, LstsqDriver::Gelsd, LstsqDriver::Gelss] {
+        for (rc, rank, x) in [
+            (None, 3, [1.0, 1000.0, 1e9]),
+            (Some(1e-6), 2, [1.0, 1000.0, 0.0]),
+            (Some(1e-2), 1, [1.0, 0.0, 0.0]),
+            (Some(-1.0), 3, [1.0, 1000.0, 1e9]),
+        ] {
+            let r = lstsq(&d, &ones, rc, Some(drv)).unwrap();
+            assert_eq!(r.rank.to_vec::<i64>().unwrap(), vec![rank], "{drv:?} {rc:?}");
+            common::close(&r.solution.to_vec_f64(), &x, 1e-9);
+        }
+    }
+    // f32: the default rcond is max(m, n) · eps(f32)
+    let d32 = Tensor::from_vec(vec![1.0f32, 1e-3, 1e-7], 3).unwrap().diag_embed(0, -2, -1).unwrap();
+    let r = lstsq(&d32, &ones.to_dtype(DType::F32).unwrap(), None, Some(LstsqDriver::Gelsd));
+    assert_eq!(r.unwrap().rank.to_vec::<i64>().unwrap(), vec![2]);
+    // a zero matrix: a zero solution (LAPACK), every driver
+    let z = Tensor::zeros((3, 3), DType::F64).unwrap();
+    for d in DRIVERS {
+        let r = lstsq(&z, &Tensor::ones((3, 2), DType::F64).unwrap(), None, d).unwrap();
+        assert_eq!(max_abs(&r.solution), 0.0, "{d:?}");
+    }
+}
+
+#[test]
+fn shapes_vector_broadcast_and_empty() {
+    // PyTorch: rank and singular values keep A's batch, solution and residuals broadcast
+    let a = randn(&[1, 5, 3], 8);
+    let b = randn(&[4, 5, 2], 9);
+    let r = lstsq(&a, &b, None, Some(LstsqDriver::Gelsd)).unwrap();
+    assert_eq!(r.solution.dims(), &[4, 3, 2]);
+    assert_eq!(r.residuals.dims(), &[4, 2]);
+    assert_eq!(r.rank.dims(), &[1]);
+    assert_eq!(r.singular_values.dims(), &[1, 3]);
+    let r = lstsq(&randn(&[2, 1, 5, 3], 1), &randn(&[1, 4, 5, 2], 2), None, None).unwrap();
+    assert_eq!((r.solution.dims(), r.rank.dims()), (&[2, 4, 3, 2][..], &[2, 1][..]));
+    // vector b: (m,) with a (m, n); (*, m) with a (*, m, n); residuals keep a 1
+    let a = randn(&[5, 3], 10);
+    let v = randn(&[5], 11);
+    let r = lstsq(&a, &v, None, Some(LstsqDriver::Gelsd)).unwrap();
+    assert_eq!(
+        (r.solution.dims(), r.residuals.dims(), r.rank.dims()),
+        (&[3][..], &[1][..], &[][..])
+    );
+    let want = lstsq(&a, &v.unsqueeze(-1).unwrap(), None, None).unwrap().solution;
+    assert_close(&r.solution, &want.squeeze_dim(-1).unwrap(), 1e-12);
+    let r = lstsq(&randn(&[2, 5, 3], 12), &randn(&[2, 5], 13), None, Some(LstsqDriver::Gels));
+    let r = r.unwrap();
+    assert_eq!((r.solution.dims(), r.residuals.dims()), (&[2, 3][..], &[2, 1][..]));
+    // empty
+    for (am, bm, sol) in
+        [([0, 3], [0, 2], [3, 2]), ([3, 0], [3, 2], [0, 2]), ([3, 3], [3, 0], [3, 0])]
+    {
+        let r = lstsq(
+            &Tensor::zeros(am.to_vec(), DType::F64).unwrap(),
+            &Tensor::zeros(bm.to_vec(), DType::F64).unwrap(),
+            None,
+            None,
+        )
+        .unwrap();
+        assert_eq!(r.solution.dims(), &sol);
+        assert_eq!(r.rank.to_vec::<i64>().unwrap(), vec![0]);
+    }
+    // (3, 0) with gelsd: m > n and rank 0 == n: residuals are ‖b‖²
+    let b = randn(&[3, 2], 14);
+    let r = lstsq(&Tensor::zeros((3, 0), DType::F64).unwrap(), &b, None, Some(LstsqDriver::Gelsd));
+    let want = b.mul(&b).unwrap().sum_dims(&[-2], false).unwrap();
+    assert_close(&r.unwrap().residuals, &want, 1e-12);
+    // dtypes
+    let (a, b) = (randn(&[2, 5, 3], 15), randn(&[2, 5, 2], 16));
+    let x64 = lstsq(&a, &b, None, None).unwrap().solution;
+    for (dt, tol) in [(DType::F32, 1e-4), (DType::Bf16, 1e-1)] {
+        let r = lstsq(&a.to_dtype(dt).unwrap(), &b.to_dtype(dt).unwrap(), None, None).unwrap();
+        assert_eq!(r.solution.dtype(), dt);
+        assert_close(&r.solution.to_dtype(DType::F64).unwrap(), &x64, tol);
+    }
+}
+
+#[test]
+fn gradients_first_and_second_order() {
+    for (ad, bd) in [
+        (vec![5, 3], vec![5, 2]),
+        (vec![3, 5], vec![3, 2]),
+        (vec![3, 3], vec![3, 1]),
+        (vec![2, 4, 3], vec![2, 4, 2]),
+        (vec![1, 4, 3], vec![2, 4, 2]),
+        (vec![4, 3], vec![4]),
+    ] {
+        for d in [Some(LstsqDriver::Gels), None, Some(LstsqDriver::Gelsd)] {
+            let a = rg(randn(&ad, 41));
+            let b = rg(randn(&bd, 42));
+            check2(&format!("lstsq {ad:?} {bd:?} {d:?}"), &[a, b], move |x| {
+                Ok(vec![lstsq(&x[0], &x[1], None, d)?.solution])
+            });
+        }
+    }
+    // outputs other than the solution carry no history
+    let a = rg(randn(&[5, 3], 1));
+    let r = lstsq(&a, &randn(&[5, 2], 2), None, Some(LstsqDriver::Gelsd)).unwrap();
+    assert!(r.solution.requires_grad());
+    assert!(!r.residuals.requires_grad() && !r.singular_values.requires_grad());
+}
+
+#[test]
+fn errors_name_the_op() {
+    let a = randn(&[5, 3], 1);
+    let e = lstsq(&randn(&[5], 1), &randn(&[5, 2], 1), None, None).unwrap_err();
+    assert!(matches!(e, Error::BadShape { op: "linalg.lstsq", .. }), "{e:?}");
+    for b in [randn(&[4, 2], 2), randn(&[2, 5, 2], 2), randn(&[4], 2)] {
+        let e = lstsq(&a, &b, None, None).unwrap_err();
+        assert!(matches!(e, Error::ShapeMismatch { op: "linalg.lstsq", .. }), "{e:?}");
+    }
+    let e = lstsq(&randn(&[2, 5, 3], 1), &randn(&[3, 5, 2], 2), None, None).unwrap_err();
+    assert!(matches!(e, Error::ShapeMismatch { op: "linalg.lstsq", .. }), "{e:?}");
+    let e = lstsq(&a, &randn(&[5, 2], 2).to_dtype(DType::F32).unwrap(), None, None).unwrap_err();
+    assert!(matches!(e, Error::DTypeMismatch { op: "linalg.lstsq", .. }), "{e:?}");
+    let i = a.to_dtype(DType::I64).unwrap();
+    let e = lstsq(&i, &i, None, None).unwrap_err();
+    assert!(matches!(e, Error::UnsupportedDType { op: "linalg.lstsq", .. }), "{e:?}");
+    let nan = Tensor::from_vec(vec![f64::NAN, 1.0, 0.0, 1.0], (2, 2)).unwrap();
+    let e = lstsq(&nan, &randn(&[2, 1], 3), None, None).unwrap_err();
+    assert!(matches!(e, Error::NoConvergence { op: "linalg.svd", .. }), "{e:?}");
+}
+
+#[test]
+fn non_contiguous_inputs() {
+    let a = randn(&[2, 3, 5], 61).mT().unwrap(); // (2, 5, 3), transposed view
+    let b = randn(&[2, 5, 4], 62).narrow(-1, 1, 2).unwrap(); // sliced
+    for d in DRIVERS {
+        let r = lstsq(&a, &b, None, d).unwrap();
+        let c = lstsq(&a.contiguous().unwrap(), &b.contiguous().unwrap(), None, d).unwrap();
+        assert_close(&r.solution, &c.solution, 1e-12);
+        assert_eq!(r.residuals.dims(), c.residuals.dims());
+    }
+}

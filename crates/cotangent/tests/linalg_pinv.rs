@@ -1,0 +1,188 @@
+//! `linalg.pinv` and `linalg.matrix_rank`: the Moore–Penrose conditions over a size
+//! sweep, PyTorch's tolerance rules, `hermitian` (reads the lower triangle), gradients
+//! (first and second order), and errors.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, missing_docs)]
+
+mod common;
+
+use common::{assert_close, check2, max_abs, randn, rg};
+use cotangent::linalg::{matrix_rank, pinv};
+use cotangent::{DType, Error, Tensor};
+
+const SIZES: [usize; 7] = [0, 1, 2, 3, 5, 17, 64];
+
+fn diag3(d: [f64; 3]) -> Tensor {
+    Tensor::from_vec(d.to_vec(), 3).unwrap().diag_embed(0, -2, -1).unwrap()
+}
+
+#[test]
+fn moore_penrose_conditions_over_a_size_sweep() {
+    for &s in &SIZES {
+        for (m, n) in [(s, s), (s + s / 2 + 1, s), (s, s + s / 2 + 1)] {
+            for batch in [vec![], vec![2]] {
+                let mut shape = batch.clone();
+                shape.extend([m, n]);
+                let a = randn(&shape, (7 * m + n) as u64);
+                let p = pinv(&a, None, None, false).unwrap();
+                let mut pd = batch.clone();
+                pd.extend([n, m]);
+                assert_eq!(p.dims(), &pd[..]);
+                let tol = 1e-10 * (1.0 + max_abs(&p)).powi(2);
+                let what = format!("{shape:?}");
+                let apa = a.matmul(&p).unwrap().matmul(&a).unwrap();
+                assert!(max_abs(&apa.sub(&a).unwrap()) < tol, "{what}: A P A = A");
+                let pap = p.matmul(&a).unwrap().matmul(&p).unwrap();
+                assert!(max_abs(&pap.sub(&p).unwrap()) < tol, "{what}: P A P = P");
+                for x in [a.matmul(&p).unwrap(), p.matmul(&a).unwrap()] {
+                    assert!(max_abs(&x.sub(&x.mT().unwrap()).unwrap()) < tol, "{what}: sym");
+                }
+                let r = matrix_rank(&a, None, None, false).unwrap();
+                assert_eq!(r.dtype(), DType::I64);
+                assert_eq!(r.dims(), &batch[..]);
+                assert!(r.to_vec::<i64>().unwrap().iter().all(|&x| x == m.min(n) as i64));
+            }
+        }
+    }
+}
+
+#[test]
+fn tolerances_follow_pytorch() {
+    // PyTorch 2.15 on diag(1, 1e-3, 1e-17): the diagonal of pinv and the rank
+    let a = diag3([1.0, 1e-3, 1e-17]);
+    for (atol, rtol, diag, rank) in [
+        (None, None, [1.0, 1000.0, 0.0], 2),
+        (Some(0.0), None, [1.0, 1000.0, 0.0], 2),
+        (Some(1e-2), None, [1.0, 0.0, 0.0], 1),
+        (None, Some(1e-2), [1.0, 0.0, 0.0], 1),
+        (Some(1e-4), Some(1e-2), [1.0, 0.0, 0.0], 1),
+        (Some(-1.0), None, [1.0, 1000.0, 0.0], 2),
+        (Some(1e-4), Some(0.0), [1.0, 1000.0, 0.0], 2),
+    ] {
+        let p = pinv(&a, atol, rtol, false).unwrap();
+        let d = p.diagonal(0, -2, -1).unwrap().to_vec_f64();
+        common::close(&d, &diag, 1e-12);
+        let r = matrix_rank(&a, atol, rtol, false).unwrap().to_vec::<i64>().unwrap();
+        assert_eq!(r, vec![rank], "{atol:?} {rtol:?}");
+        let ph = pinv(&a, atol, rtol, true).unwrap();
+        assert_close(&ph, &p, 1e-12);
+    }
+    // the cutoff is strict (σ > cutoff) and relative to each matrix's σ_max
+    let b = Tensor::stack(&[&diag3([2.0, 1.0, 0.5]), &diag3([4.0, 1.0, 0.5])], 0).unwrap();
+    let r = matrix_rank(&b, None, Some(0.25), false).unwrap().to_vec::<i64>().unwrap();
+    assert_eq!(r, vec![2, 1]); // 0.5 is not above 0.25 · 2
+    let r = matrix_rank(&b, Some(1.0), None, false).unwrap().to_vec::<i64>().unwrap();
+    assert_eq!(r, vec![1, 1]);
+}
+
+#[test]
+fn hermitian_reads_the_lower_triangle() {
+    let x = randn(&[2, 4, 4], 3);
+    let low = x.tril(0).unwrap();
+    let sym = low.add(&x.tril(-1).unwrap().mT().unwrap()).unwrap();
+    let ph = pinv(&x, None, None, true).unwrap();
+    assert_close(&ph, &pinv(&sym, None, None, false).unwrap(), 1e-10);
+    // an indefinite symmetric matrix: the rank counts |eigenvalues|
+    let s = Tensor::from_vec(vec![1.0f64, 2.0, 2.0, -5.0], (2, 2)).unwrap();
+    assert_eq!(matrix_rank(&s, Some(3.0), None, true).unwrap().to_vec::<i64>().unwrap(), vec![1]);
+    // garbage above the diagonal is not read
+    let g = Tensor::from_vec(vec![1.0f64, 99.0, 2.0, -5.0], (2, 2)).unwrap();
+    assert_close(
+        &pinv(&g, None, None, true).unwrap(),
+        &pinv(&s, None, None, false).unwrap(),
+        1e-12,
+    );
+}
+
+#[test]
+fn empty_and_dtypes() {
+    for (m, n) in [(0, 3), (3, 0), (0, 0)] {
+        let a = Tensor::zeros((2, m, n), DType::F64).unwrap();
+        let p = pinv(&a, None, None, false).unwrap();
+        assert_eq!(p.dims(), &[2, n, m]);
+        assert_eq!(matrix_rank(&a, None, None, false).unwrap().to_vec::<i64>().unwrap(), [0, 0]);
+    }
+    let a = randn(&[3, 5, 4], 9);
+    let p64 = pinv(&a, None, None, false).unwrap();
+    for (dt, tol) in [(DType::F32, 1e-4), (DType::Bf16, 1e-1)] {
+        let p = pinv(&a.to_dtype(dt).unwrap(), None, None, false).unwrap();
+        assert_eq!(p.dtype(), dt);
+        assert_close(&p.to_dtype(DType::F64).unwrap(), &p64, tol);
+        let r = matrix_rank(&a.to_dtype(dt).unwrap(), None, None, false).unwrap();
+        assert_eq!(r.to_vec::<i64>().unwrap(), vec![4, 4, 4]);
+    }
+}
+
+#[test]
+fn gradients_first_and_second_order() {
+    for shape in [vec![4, 3], vec![3, 4], vec![3, 3], vec![2, 3, 5], vec![2, 5, 2]] {
+        let a = rg(randn(&shape, 31));
+        check2(&format!("pinv {shape:?}"), &[a], |x| Ok(vec![pinv(&x[0], None, None, false)?]));
+    }
+    // hermitian: the general pinv gradient at the symmetric matrix read (PyTorch's at
+    // symmetric input); checked on symmetric input through a symmetric parametrisation
+    let x = rg(randn(&[2, 3, 3], 32));
+    check2("pinv hermitian", &[x], |x| {
+        let s = x[0].add(&x[0].mT()?)?;
+        Ok(vec![pinv(&s, None, None, true)?])
+    });
+    // rank-deficient of constant rank (A = B Cᵀ with B, C of 2 columns)
+    let b = rg(randn(&[4, 2], 33));
+    let c = rg(randn(&[3, 2], 34));
+    check2("pinv rank 2", &[b, c], |x| {
+        let a = x[0].matmul(&x[1].mT()?)?;
+        Ok(vec![pinv(&a, None, None, false)?])
+    });
+}
+
+#[test]
+fn matrix_rank_is_not_differentiable() {
+    let a = rg(randn(&[3, 3], 1));
+    let r = matrix_rank(&a, None, None, false).unwrap();
+    assert!(!r.requires_grad());
+    assert_eq!(r.dtype(), DType::I64);
+}
+
+#[test]
+fn errors_name_the_op() {
+    let v = randn(&[3], 1);
+    let e = pinv(&v, None, None, false).unwrap_err();
+    assert!(matches!(e, Error::BadShape { op: "linalg.pinv", .. }), "{e:?}");
+    let e = matrix_rank(&v, None, None, false).unwrap_err();
+    assert!(matches!(e, Error::BadShape { op: "linalg.matrix_rank", .. }), "{e:?}");
+    let r = randn(&[3, 4], 1);
+    let e = pinv(&r, None, None, true).unwrap_err();
+    assert!(matches!(e, Error::BadShape { op: "linalg.pinv", .. }), "{e:?}");
+    assert!(e.to_string().contains("square"), "{e}");
+    let e = matrix_rank(&r, None, None, true).unwrap_err();
+    assert!(matches!(e, Error::BadShape { op: "linalg.matrix_rank", .. }), "{e:?}");
+    let i = r.to_dtype(DType::I64).unwrap();
+    let e = pinv(&i, None, None, false).unwrap_err();
+    assert!(matches!(e, Error::UnsupportedDType { op: "linalg.pinv", .. }), "{e:?}");
+    let e = matrix_rank(&i, None, None, false).unwrap_err();
+    assert!(matches!(e, Error::UnsupportedDType { op: "linalg.matrix_rank", .. }), "{e:?}");
+    // NaN: PyTorch raises from its SVD
+    let nan = Tensor::from_vec(vec![1.0f64, f64::NAN, 0.0, 1.0], (2, 2)).unwrap();
+    for e in [
+        pinv(&nan, None, None, false).unwrap_err(),
+        matrix_rank(&nan, None, None, false).unwrap_err(),
+    ] {
+        assert!(matches!(e, Error::NoConvergence { op: "linalg.svd", .. }), "{e:?}");
+    }
+}
+
+#[test]
+fn non_contiguous_inputs() {
+    // a transposed view and a sliced view give the same results as contiguous copies
+    let a = randn(&[2, 6, 4], 51);
+    let at = a.mT().unwrap(); // (2, 4, 6), not contiguous
+    let p = pinv(&at, None, None, false).unwrap();
+    assert_close(&p, &pinv(&at.contiguous().unwrap(), None, None, false).unwrap(), 1e-12);
+    assert_close(&p, &pinv(&a, None, None, false).unwrap().mT().unwrap(), 1e-12);
+    let sl = randn(&[5, 7], 52).narrow(-1, 1, 4).unwrap();
+    assert_close(
+        &pinv(&sl, None, None, false).unwrap(),
+        &pinv(&sl.contiguous().unwrap(), None, None, false).unwrap(),
+        1e-12,
+    );
+    assert_eq!(matrix_rank(&at, None, None, false).unwrap().to_vec::<i64>().unwrap(), vec![4, 4]);
+}

@@ -1,0 +1,377 @@
+//! `linalg.svd` and `linalg.svdvals`: reconstruction and orthogonality over a size sweep,
+//! the sign gauge and its determinism, layouts, empty and non-finite input, gradients
+//! against finite differences (first and second order, gauge-invariant losses), the
+//! degenerate cases (finite where defined, `NotDifferentiable` where not), and errors.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, missing_docs)]
+
+mod common;
+
+use common::{assert_close, check2, max_abs, randn, rg};
+use cotangent::autograd::{gradcheck, GradcheckOptions};
+use cotangent::linalg::{qr, svd, svdvals, QrMode};
+use cotangent::{DType, Error, Tensor};
+
+const SIZES: [usize; 7] = [0, 1, 2, 3, 5, 17, 64];
+
+/// `U diag(S) Vh = A`, `UᵀU = I`, `V Vᵀ = I`, `S` descending and non-negative, and the
+/// gauge: the largest-magnitude entry of each column of `U` is positive.
+fn check_factors(a: &Tensor, u: &Tensor, s: &Tensor, vh: &Tensor, what: &str) {
+    let r = a.rank();
+    let (m, n) = (a.dims()[r - 2], a.dims()[r - 1]);
+    let k = m.min(n);
+    let (ku, kv) = (u.dims()[r - 1], vh.dims()[r - 2]);
+    let tol = 1e-13 * (m.max(n) as f64 + 1.0);
+    let scale = 1.0 + max_abs(a);
+    for (q, c) in [(u.clone(), ku), (vh.mT().unwrap(), kv)] {
+        let qtq = q.mT().unwrap().matmul(&q).unwrap();
+        let eye = Tensor::eye(c, DType::F64).unwrap().broadcast_to(qtq.shape().clone()).unwrap();
+        assert!(max_abs(&qtq.sub(&eye).unwrap()) < tol, "{what}: orthonormal columns");
+    }
+    let back = u
+        .narrow(-1, 0, k)
+        .unwrap()
+        .mul(&s.unsqueeze(-2).unwrap())
+        .unwrap()
+        .matmul(&vh.narrow(-2, 0, k).unwrap())
+        .unwrap();
+    assert_eq!(back.shape(), a.shape(), "{what}");
+    assert!(max_abs(&back.sub(a).unwrap()) < tol * scale, "{what}: U diag(S) Vh = A");
+    let sv = s.to_vec_f64();
+    for c in sv.chunks(k.max(1)) {
+        assert!(c.windows(2).all(|w| w[0] >= w[1]) && c.iter().all(|&x| x >= 0.0), "{what}");
+    }
+    // gauge of every column of U
+    let uv = u.contiguous().unwrap().to_vec_f64();
+    if m > 0 && ku > 0 {
+        for mat in uv.chunks(m * ku) {
+            for j in 0..ku {
+                let col: Vec<f64> = (0..m).map(|i| mat[i * ku + j]).collect();
+                let mut best = 0.0f64;
+                let mut sign = 1.0;
+                for x in col {
+                    if x.abs() > best {
+                        best = x.abs();
+                        sign = x.signum();
+                    }
+                }
+                assert_eq!(sign, 1.0, "{what}: gauge of column {j}");
+            }
+        }
+    }
+}
+
+#[test]
+fn factors_reconstruct_over_a_size_sweep() {
+    for &s in &SIZES {
+        for (m, n) in [(s, s), (s + s / 2 + 1, s), (s, s + s / 2 + 1)] {
+            for batch in [vec![], vec![3], vec![2, 1]] {
+                let mut shape = batch.clone();
+                shape.extend([m, n]);
+                let a = randn(&shape, (m * 131 + n) as u64);
+                let k = m.min(n);
+                let what = format!("{shape:?}");
+                let f = svd(&a, false).unwrap();
+                assert_eq!(f.u.dims()[batch.len()..], [m, k], "{what}");
+                assert_eq!(f.s.dims()[batch.len()..], [k], "{what}");
+                assert_eq!(f.vh.dims()[batch.len()..], [k, n], "{what}");
+                check_factors(&a, &f.u, &f.s, &f.vh, &what);
+                let c = svd(&a, true).unwrap();
+                assert_eq!(c.u.dims()[batch.len()..], [m, m], "{what}");
+                assert_eq!(c.vh.dims()[batch.len()..], [n, n], "{what}");
+                check_factors(&a, &c.u, &c.s, &c.vh, &format!("{what} full"));
+                assert_close(&c.s, &f.s, 1e-13);
+                let vals = svdvals(&a).unwrap();
+                assert_close(&vals, &f.s, 1e-12);
+            }
+        }
+    }
+}
+
+#[test]
+fn deterministic_and_layout_independent() {
+    let a = randn(&[3, 6, 4], 5);
+    let f1 = svd(&a, true).unwrap();
+    let f2 = svd(&a, true).unwrap();
+    assert_eq!(f1.u.to_vec_f64(), f2.u.to_vec_f64());
+    assert_eq!(f1.vh.to_vec_f64(), f2.vh.to_vec_f64());
+    // a transposed view and a sliced view give the same factors
+    let at = a.mT().unwrap().contiguous().unwrap().mT().unwrap();
+    let g = svd(&at, true).unwrap();
+    assert_close(&g.u, &f1.u, 1e-13);
+    assert_close(&g.vh, &f1.vh, 1e-13);
+    let big = randn(&[3, 8, 9], 6);
+    let sl = big.narrow(-2, 1, 6).unwrap().narrow(-1, 2, 4).unwrap();
+    let h = svd(&sl, false).unwrap();
+    let hc = svd(&sl.contiguous().unwrap(), false).unwrap();
+    assert_close(&h.u, &hc.u, 1e-13);
+    assert_close(&h.s, &hc.s, 1e-13);
+    // the example of the docs: the gauge flips U's columns to a positive largest entry
+    let d = Tensor::from_vec(vec![3.0f64, 0.0, 0.0, -4.0], (2, 2)).unwrap();
+    let f = svd(&d, false).unwrap();
+    assert_eq!(f.u.to_vec_f64(), vec![0.0, 1.0, 1.0, 0.0]);
+    assert_eq!(f.vh.to_vec_f64(), vec![0.0, -1.0, 1.0, 0.0]);
+}
+
+#[test]
+fn empty_matrices_as_pytorch() {
+    // PyTorch: (0, 3) full -> U (0, 0), Vh = I3; (3, 0) full -> U = I3, Vh (0, 0)
+    let f = svd(&Tensor::zeros((0, 3), DType::F64).unwrap(), true).unwrap();
+    assert_eq!((f.u.dims(), f.s.dims(), f.vh.dims()), (&[0, 0][..], &[0][..], &[3, 3][..]));
+    assert_eq!(f.vh.to_vec_f64(), Tensor::eye(3, DType::F64).unwrap().to_vec_f64());
+    let f = svd(&Tensor::zeros((3, 0), DType::F64).unwrap(), true).unwrap();
+    assert_eq!(f.u.to_vec_f64(), Tensor::eye(3, DType::F64).unwrap().to_vec_f64());
+    let f = svd(&Tensor::zeros((2, 0, 3), DType::F64).unwrap(), false).unwrap();
+    assert_eq!(
+        (f.u.dims(), f.s.dims(), f.vh.dims()),
+        (&[2, 0, 0][..], &[2, 0][..], &[2, 0, 3][..])
+    );
+    let f = svd(&Tensor::zeros((0, 4, 3), DType::F64).unwrap(), true).unwrap();
+    assert_eq!(
+        (f.u.dims(), f.s.dims(), f.vh.dims()),
+        (&[0, 4, 4][..], &[0, 3][..], &[0, 3, 3][..])
+    );
+    assert_eq!(svdvals(&Tensor::zeros((5, 0), DType::F32).unwrap()).unwrap().dims(), &[0]);
+    // the gradient of an empty factorisation is zero
+    let a = rg(Tensor::zeros((3, 0), DType::F64).unwrap());
+    let f = svd(&a, true).unwrap();
+    let g = f.u.sum().unwrap().backward().unwrap();
+    assert_eq!(g.get(&a).unwrap().dims(), &[3, 0]);
+}
+
+#[test]
+fn non_finite_input_is_an_error_not_a_hang() {
+    for bad in [f64::NAN, f64::INFINITY, f64::NEG_INFINITY] {
+        let mut v = randn(&[2, 4, 3], 1).to_vec_f64();
+        v[15] = bad;
+        let a = Tensor::from_vec(v, (2, 4, 3)).unwrap();
+        for r in [svd(&a, false).map(|f| f.s), svdvals(&a), svd(&a, true).map(|f| f.u)] {
+            let e = r.unwrap_err();
+            assert!(matches!(e, Error::NoConvergence { op: "linalg.svd", batch: 1 }), "{e:?}");
+        }
+    }
+}
+
+#[test]
+fn errors_name_the_op() {
+    for (a, is_shape) in [
+        (randn(&[3], 1), true),
+        (Tensor::scalar(1.0f64), true),
+        (randn(&[3, 3], 1).to_dtype(DType::I64).unwrap(), false),
+    ] {
+        let e = svd(&a, true).unwrap_err();
+        assert!(e.to_string().starts_with("linalg.svd"), "{e}");
+        let e2 = svdvals(&a).unwrap_err();
+        assert!(e2.to_string().starts_with("linalg.svdvals"), "{e2}");
+        if is_shape {
+            assert!(matches!(e, Error::BadShape { .. }), "{e:?}");
+        } else {
+            assert!(matches!(e, Error::UnsupportedDType { .. }), "{e:?}");
+        }
+    }
+}
+
+#[test]
+fn f32_and_bf16() {
+    let a = randn(&[2, 5, 3], 3);
+    let s64 = svdvals(&a).unwrap();
+    for (dt, tol) in [(DType::F32, 1e-5), (DType::Bf16, 3e-2), (DType::F16, 3e-3)] {
+        let f = svd(&a.to_dtype(dt).unwrap(), false).unwrap();
+        assert_eq!((f.u.dtype(), f.s.dtype(), f.vh.dtype()), (dt, dt, dt));
+        assert_close(&f.s.to_dtype(DType::F64).unwrap(), &s64, tol);
+        let v = svdvals(&a.to_dtype(dt).unwrap()).unwrap();
+        assert_close(&v.to_dtype(DType::F64).unwrap(), &s64, tol);
+    }
+    let f = svd(&a.to_dtype(DType::F32).unwrap(), true).unwrap();
+    let back = f.u.narrow(-1, 0, 3).unwrap().mul(&f.s.unsqueeze(-2).unwrap()).unwrap();
+    let back = back.matmul(&f.vh).unwrap().to_dtype(DType::F64).unwrap();
+    assert_close(&back, &a, 1e-5);
+    // gradients flow back to a bf16 leaf
+    let a16 = rg(a.to_dtype(DType::Bf16).unwrap());
+    let g = svdvals(&a16).unwrap().sum().unwrap().backward().unwrap();
+    assert_eq!(g.get(&a16).unwrap().dtype(), DType::Bf16);
+}
+
+/// Gauge-invariant losses of the factors: the reconstruction weighted by `W`, `U f(S) Vh`,
+/// the projectors `U Uᵀ` and `V Vᵀ`, the polar factor `U Vh`, and `S` alone.
+#[test]
+fn gradients_first_and_second_order() {
+    for (shape, full) in [
+        (vec![4, 3], false),
+        (vec![3, 4], false),
+        (vec![3, 3], false),
+        (vec![2, 4, 3], true),
+        (vec![2, 3, 5], true),
+        (vec![1, 1], false),
+    ] {
+        let a = rg(randn(&shape, 11));
+        let r = shape.len();
+        let (m, n) = (shape[r - 2], shape[r - 1]);
+        let w = randn(&shape, 12);
+        let wm = randn(&[m, m], 13);
+        let wn = randn(&[n, n], 14);
+        let (w, wm, wn) = (&w, &wm, &wn);
+        let name = format!("{shape:?} full={full}");
+        check2(&format!("reconstruction {name}"), std::slice::from_ref(&a), move |x| {
+            let f = svd(&x[0], full)?;
+            let k = f.s.dims()[f.s.rank() - 1];
+            let u = f.u.narrow(-1, 0, k)?;
+            let vh = f.vh.narrow(-2, 0, k)?;
+            Ok(vec![u.mul(&f.s.mul(&f.s)?.unsqueeze(-2)?)?.matmul(&vh)?.mul(w)?.sum()?])
+        });
+        check2(&format!("projectors {name}"), std::slice::from_ref(&a), move |x| {
+            let f = svd(&x[0], false)?;
+            let pu = f.u.matmul(&f.u.mT()?)?.mul(wm)?.sum()?;
+            let pv = f.vh.mT()?.matmul(&f.vh)?.mul(wn)?.sum()?;
+            Ok(vec![pu.add(&pv)?])
+        });
+        check2(&format!("polar {name}"), std::slice::from_ref(&a), move |x| {
+            let f = svd(&x[0], false)?;
+            Ok(vec![f.u.matmul(&f.vh)?])
+        });
+        check2(&format!("svdvals {name}"), std::slice::from_ref(&a), |x| Ok(vec![svdvals(&x[0])?]));
+        check2(&format!("S of svd {name}"), std::slice::from_ref(&a), move |x| {
+            Ok(vec![svd(&x[0], full)?.s])
+        });
+    }
+}
+
+/// `Q₁ diag(s) Q₂ᵀ` with orthogonal `Q₁` (`m x k`) and `Q₂` (`n x k`) from QR.
+fn with_singular_values(m: usize, n: usize, s: &[f64], seed: u64) -> Tensor {
+    let k = s.len();
+    let q1 = qr(&randn(&[m, k], seed), QrMode::Reduced).unwrap().q;
+    let q2 = qr(&randn(&[n, k], seed + 1), QrMode::Reduced).unwrap().q;
+    let d = Tensor::from_vec(s.to_vec(), k).unwrap();
+    q1.mul(&d.unsqueeze(0).unwrap()).unwrap().matmul(&q2.mT().unwrap()).unwrap()
+}
+
+fn gradcheck1(name: &str, a: &Tensor, f: impl Fn(&[Tensor]) -> cotangent::Result<Vec<Tensor>>) {
+    let r = gradcheck(f, &[rg(a.clone())], &GradcheckOptions::default()).unwrap();
+    assert!(r.passed, "{name}: {r}");
+}
+
+#[test]
+fn svdvals_gradient_is_finite_at_repeated_singular_values() {
+    // s = (2, 2, 1, 1): the loss depends on S only, symmetrically; the VJP U diag(gS) Vh
+    // divides by no gap
+    for (m, n) in [(4, 4), (6, 4), (4, 6)] {
+        let a = with_singular_values(m, n, &[2.0, 2.0, 1.0, 1.0], 3);
+        gradcheck1("svdvals squares", &a, |x| Ok(vec![svdvals(&x[0])?.pow_scalar(3.0)?.sum()?]));
+        gradcheck1("svd S sum", &a, |x| Ok(vec![svd(&x[0], true)?.s.sum()?]));
+        let g = svdvals(&rg(a.clone())).unwrap().sum().unwrap();
+        assert!(g.backward().is_ok());
+    }
+}
+
+#[test]
+fn rotation_invariant_losses_are_finite_at_repeated_singular_values() {
+    // the polar factor U Vh and the projector U Uᵀ are smooth at s = (3, 3, 1): the
+    // degenerate pair contributes its rotation part only; checked against finite
+    // differences
+    for (m, n) in [(3, 3), (5, 3), (3, 5)] {
+        let a = with_singular_values(m, n, &[3.0, 3.0, 1.0], 7);
+        gradcheck1(&format!("polar {m}x{n}"), &a, |x| {
+            let f = svd(&x[0], false)?;
+            Ok(vec![f.u.matmul(&f.vh)?])
+        });
+        let w = randn(&[m, m], 8);
+        let w = &w;
+        gradcheck1(&format!("projector {m}x{n}"), &a, move |x| {
+            let f = svd(&x[0], false)?;
+            Ok(vec![f.u.matmul(&f.u.mT()?)?.mul(w)?.sum()?, f.s.sum()?])
+        });
+    }
+    // a rank-deficient tall matrix: the projector onto the column space through U
+    // (whose dependence on A is through the non-zero singular values only)
+    let a = with_singular_values(5, 3, &[2.0, 1.0], 9);
+    let w = randn(&[5, 5], 10);
+    let w = &w;
+    gradcheck1("projector rank 2", &a, move |x| {
+        let f = svd(&x[0], false)?;
+        let u = f.u.narrow(-1, 0, 2)?;
+        Ok(vec![u.matmul(&u.mT()?)?.mul(w)?.sum()?])
+    });
+}
+
+#[test]
+fn basis_dependent_losses_at_repeated_singular_values_are_not_differentiable() {
+    // sum(U ∘ W) depends on the basis of the repeated pair's subspace: PyTorch returns
+    // inf/NaN, we refuse
+    let a = rg(with_singular_values(4, 3, &[2.0, 2.0, 1.0], 11));
+    let w = randn(&[4, 3], 12);
+    let f = svd(&a, false).unwrap();
+    let e = f.u.mul(&w).unwrap().sum().unwrap().backward().unwrap_err();
+    assert!(matches!(e, Error::NotDifferentiable { op: "linalg.svd", .. }), "{e:?}");
+    assert!(e.to_string().contains("linalg.svd"), "{e}");
+    // the same loss is fine with distinct singular values
+    let b = rg(with_singular_values(4, 3, &[3.0, 2.0, 1.0], 11));
+    let f = svd(&b, false).unwrap();
+    assert!(f.u.mul(&w).unwrap().sum().unwrap().backward().is_ok());
+    // a tall rank-deficient matrix with a cotangent of U outside its column space
+    let c = rg(with_singular_values(5, 3, &[2.0, 1.0], 13));
+    let f = svd(&c, false).unwrap();
+    let w = randn(&[5, 3], 14);
+    let e = f.u.mul(&w).unwrap().sum().unwrap().backward().unwrap_err();
+    assert!(matches!(e, Error::NotDifferentiable { op: "linalg.svd", .. }), "{e:?}");
+}
+
+#[test]
+fn full_matrices_completion_gets_no_gradient() {
+    // PyTorch narrows U and Vh to k columns / rows in the backward
+    for shape in [[5, 3], [3, 5]] {
+        let a = rg(randn(&shape, 21));
+        let f = svd(&a, true).unwrap();
+        let g1 = f.u.sum().unwrap().add(&f.vh.sum().unwrap()).unwrap().backward().unwrap();
+        let f2 = svd(&a, false).unwrap();
+        let g2 = f2.u.sum().unwrap().add(&f2.vh.sum().unwrap()).unwrap().backward().unwrap();
+        assert_close(g1.get(&a).unwrap(), g2.get(&a).unwrap(), 1e-12);
+    }
+}
+
+#[test]
+fn small_kernel_edge_cases() {
+    // matrices up to 16 x 16 take the one-sided Jacobi kernel: known singular values,
+    // extreme scales, repeated and zero singular values (the latter fall back to faer
+    // for the singular vectors), f32
+    for (m, n) in [(4, 4), (16, 16), (16, 5), (3, 16), (2, 2)] {
+        let k = m.min(n);
+        let sv: Vec<f64> = (0..k).map(|i| 10f64.powi(-(i as i32) / 2)).collect();
+        for scale in [1.0, 1e150, 1e-150] {
+            let sv: Vec<f64> = sv.iter().map(|x| x * scale).collect();
+            let a = with_singular_values(m, n, &sv, (m * n) as u64);
+            let f = svd(&a, false).unwrap();
+            let what = format!("{m}x{n} scale {scale:e}");
+            common::close(
+                &f.s.to_vec_f64().iter().map(|x| x / scale).collect::<Vec<_>>(),
+                &sv.iter().map(|x| x / scale).collect::<Vec<_>>(),
+                1e-13,
+            );
+            check_factors(
+                &a.div_scalar(scale).unwrap(),
+                &f.u,
+                &f.s.div_scalar(scale).unwrap(),
+                &f.vh,
+                &what,
+            );
+        }
+        // repeated, and rank-deficient (zero singular values)
+        let rep: Vec<f64> = (0..k).map(|i| if i < k / 2 { 2.0 } else { 1.0 }).collect();
+        let zero: Vec<f64> = (0..k).map(|i| if i + 1 < k { 1.0 + i as f64 } else { 0.0 }).collect();
+        for s in [rep, zero] {
+            let a = with_singular_values(m, n, &s, 5);
+            for full in [false, true] {
+                let f = svd(&a, full).unwrap();
+                check_factors(&a, &f.u, &f.s, &f.vh, &format!("{m}x{n} {s:?} full={full}"));
+            }
+        }
+        let a32 = randn(&[3, m, n], 9);
+        let f = svd(&a32.to_dtype(DType::F32).unwrap(), false).unwrap();
+        assert_close(&f.s.to_dtype(DType::F64).unwrap(), &svdvals(&a32).unwrap(), 1e-5);
+    }
+    // a zero matrix
+    let f = svd(&Tensor::zeros((3, 3), DType::F64).unwrap(), false).unwrap();
+    assert_eq!(f.s.to_vec_f64(), vec![0.0; 3]);
+    assert_eq!(
+        svdvals(&Tensor::zeros((2, 3), DType::F64).unwrap()).unwrap().to_vec_f64(),
+        vec![0.0; 2]
+    );
+}
