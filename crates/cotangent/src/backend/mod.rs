@@ -67,6 +67,10 @@ pub(crate) trait BackendStorage: Sized {
         dst: &Layout,
         accumulate: bool,
     ) -> Result<Self>;
+    /// The `ord`-norm `(Σ |x|^p)^(1/p)` over `dims` (resolved, distinct; `ord` any order:
+    /// `±inf` the largest/smallest magnitude, 0 the count of non-zeros), contiguous with
+    /// the keepdim shape; an empty reduction gives 0. f32 and f64.
+    fn vector_norm(&self, l: &Layout, dims: &[usize], ord: f64) -> Result<Self>;
     /// Concatenation along `dim` of tensors of one dtype into a contiguous `out` shape.
     fn cat(parts: &[(&Self, &Layout)], dim: usize, out: &Shape) -> Result<Self>;
     /// Reverses the given dims.

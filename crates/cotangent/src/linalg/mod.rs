@@ -21,6 +21,9 @@
 //! | [`tensorinv`], [`tensorsolve`] | implicit composites of `inv` / `solve` and reshapes | inherited |
 //! | [`qr()`] (`Reduced`, `Complete`, `R`) | primitive (Householder: own loops for small matrices, faer blocked above) | `gA = (gQ + Q Φ*(gR Rᵀ − Qᵀ gQ)) R⁻ᵀ` (wide: `A = [X \| Y]`); none for `R` mode and complete tall |
 //! | [`householder_product`] | implicit composite (compact WY form, `T` by a unit triangular solve) | inherited; zero on and above the diagonal of `v` |
+//! | [`vector_norm`] (every `ord`: `2`, `1`, `±inf`, `0`, any `p`) | explicit composite (one reduction kernel: plain multiply-adds, rescaled only on overflow/underflow) | PyTorch's `norm_backward`: 0 at `x = 0`, ties of `±inf` share evenly, none for `0` |
+//! | [`matrix_norm`] (`Fro`, `Nuc`, `±1`, `±2`, `±inf`), [`norm`] | implicit composites of `vector_norm`, `amax`/`amin` and the singular values | inherited (the spectral orders gap-free, through `svdvals`) |
+//! | [`cond`] (every `p`) | implicit composite: `σ_max/σ_min`, or `‖A‖ ‖A⁻¹‖` through `inv_ex` (`inf` when singular) | inherited, for every `p` |
 //!
 //! bf16 and f16 inputs are computed in f32 and rounded back (results and gradients in the
 //! input dtype).
@@ -29,6 +32,7 @@ mod cholesky;
 mod det;
 mod lu;
 mod matmul;
+mod norms;
 mod products;
 mod qr;
 mod solve;
@@ -39,6 +43,7 @@ pub(crate) mod util;
 pub use cholesky::{cholesky, cholesky_ex, cholesky_inverse, cholesky_solve, CholeskyEx};
 pub use det::{det, logdet, slogdet, Slogdet};
 pub use lu::{lu, lu_factor, lu_factor_ex, lu_solve, lu_unpack, Lu, LuFactor, LuFactorEx};
+pub use norms::{cond, matrix_norm, norm, vector_norm, NormOrd};
 pub use qr::{householder_product, qr, Qr, QrMode};
 pub use solve::{inv, inv_ex, solve, solve_ex, tensorinv, tensorsolve, InvEx, SolveEx};
 pub use triangular::solve_triangular;

@@ -2,6 +2,7 @@
 
 pub(crate) mod linalg;
 pub(crate) mod matmul;
+pub(crate) mod norm;
 pub(crate) mod pool;
 pub(crate) mod strided;
 
@@ -852,6 +853,14 @@ impl BackendStorage for CpuStorage {
             Some(index) => Err(Error::IndexOutOfRange { op: "scatter_add", index, size }),
             None => Ok(out),
         }
+    }
+
+    fn vector_norm(&self, l: &Layout, dims: &[usize], ord: f64) -> Result<CpuStorage> {
+        Ok(match self {
+            CpuStorage::F32(v) => CpuStorage::F32(norm::vector_norm(v, l, dims, ord)),
+            CpuStorage::F64(v) => CpuStorage::F64(norm::vector_norm(v, l, dims, ord)),
+            _ => return Err(unsupported("linalg.vector_norm", self.dtype())),
+        })
     }
 
     fn matmul(&self, l: &Layout, rhs: &CpuStorage, rl: &Layout) -> Result<CpuStorage> {
