@@ -79,6 +79,8 @@ pub const LIBRARY_METHODS: &[(&str, Coverage)] = &[
     ("logsumexp", Coverage::Op("logsumexp")),
     ("var", Coverage::Op("var")),
     ("std", Coverage::Op("std")),
+    // (`Tensor::norm`, the 2-norm of all elements, and `linalg::norm` share the name:
+    // torch.norm covers the first, linalg.norm the second, both with fixtures)
     ("norm", Coverage::Op("norm")),
     // src/ops/index.rs
     ("gather", Coverage::Op("gather")),
@@ -172,4 +174,8 @@ pub const LIBRARY_METHODS: &[(&str, Coverage)] = &[
     // src/linalg/qr.rs
     ("qr", Coverage::Op("linalg.qr")),
     ("householder_product", Coverage::Op("linalg.householder_product")),
+    // src/linalg/norms.rs (`norm`: see src/ops/reduce.rs above)
+    ("vector_norm", Coverage::Op("linalg.vector_norm")),
+    ("matrix_norm", Coverage::Op("linalg.matrix_norm")),
+    ("cond", Coverage::Op("linalg.cond")),
 ];

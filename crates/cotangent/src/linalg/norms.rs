@@ -111,7 +111,9 @@ impl Op for VectorNorm {
             let hit = ax.eq(&yd)?.to_dtype(x.dtype())?.add(&ax.ne(&ax)?.to_dtype(x.dtype())?)?;
             let dims: Vec<isize> = self.dims.iter().map(|&d| d as isize).collect();
             let count = hit.sum_dims(&dims, true)?;
-            x.sign()?.mul(&hit)?.mul(&g.div(&count)?)?
+            // sgn(NaN) = 0, as PyTorch's sign: a NaN norm has a zero gradient
+            let sgn = zero_where(&x.ne(x)?, &x.sign()?)?;
+            sgn.mul(&hit)?.mul(&g.div(&count)?)?
         } else if p == 2.0 {
             let y0 = y.eq_scalar(0.0)?;
             x.mul(&zero_where(&y0, &g.div(&one_where(&y0, &y)?)?)?)?
