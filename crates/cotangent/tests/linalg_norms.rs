@@ -175,19 +175,19 @@ fn vector_norm_gradients_first_and_second_order() {
         if p == 0.0 {
             continue;
         }
-        check2(&format!("vector_norm p={p}"), &[x.clone()], move |t| {
+        check2(&format!("vector_norm p={p}"), std::slice::from_ref(&x), move |t| {
             Ok(vec![vector_norm(&t[0], p, None, false)?])
         });
-        check2(&format!("vector_norm p={p} dim"), &[x.clone()], move |t| {
+        check2(&format!("vector_norm p={p} dim"), std::slice::from_ref(&x), move |t| {
             Ok(vec![vector_norm(&t[0], p, Some(&[-1]), false)?])
         });
-        check2(&format!("vector_norm p={p} dim0 keepdim"), &[x.clone()], move |t| {
+        check2(&format!("vector_norm p={p} dim0 keepdim"), std::slice::from_ref(&x), move |t| {
             Ok(vec![vector_norm(&t[0], p, Some(&[0]), true)?])
         });
     }
     let b = rg(smooth(&[2, 3, 2], 5));
     for p in [2.0, 3.0, -1.0, INF] {
-        check2(&format!("vector_norm p={p} batched dims"), &[b.clone()], move |t| {
+        check2(&format!("vector_norm p={p} batched dims"), std::slice::from_ref(&b), move |t| {
             Ok(vec![vector_norm(&t[0], p, Some(&[0, 2]), false)?])
         });
     }
@@ -370,12 +370,14 @@ fn matrix_norm_gradients_first_and_second_order() {
     let a = rg(smooth(&[2, 3, 4], 11));
     for ord in [NormOrd::Fro, NormOrd::P(1.0), NormOrd::P(-1.0), NormOrd::P(INF), NormOrd::P(-INF)]
     {
-        check2(&format!("matrix_norm {ord:?}"), &[a.clone()], move |t| {
+        check2(&format!("matrix_norm {ord:?}"), std::slice::from_ref(&a), move |t| {
             Ok(vec![matrix_norm(&t[0], ord, [-2, -1], false)?])
         });
-        check2(&format!("matrix_norm {ord:?} dims (0, 2) keepdim"), &[a.clone()], move |t| {
-            Ok(vec![matrix_norm(&t[0], ord, [2, 0], true)?])
-        });
+        check2(
+            &format!("matrix_norm {ord:?} dims (0, 2) keepdim"),
+            std::slice::from_ref(&a),
+            move |t| Ok(vec![matrix_norm(&t[0], ord, [2, 0], true)?]),
+        );
     }
     // tied column sums share the gradient evenly (amax's convention, as PyTorch)
     let x = Tensor::from_vec(vec![1.0f64, 2.0, -1.0, 0.0], (2, 2)).unwrap();
@@ -672,13 +674,15 @@ fn spectral_matrix_norms_match_faer() {
 fn spectral_gradients_first_and_second_order() {
     let a = rg(well_conditioned(&[2, 4, 3], 22));
     for ord in [NormOrd::Nuc, NormOrd::P(2.0), NormOrd::P(-2.0)] {
-        check2(&format!("matrix_norm {ord:?}"), &[a.clone()], move |t| {
+        check2(&format!("matrix_norm {ord:?}"), std::slice::from_ref(&a), move |t| {
             Ok(vec![matrix_norm(&t[0], ord, [-2, -1], false)?])
         });
     }
     let s = rg(well_conditioned(&[2, 3, 3], 23));
     for ord in [None, Some(NormOrd::P(2.0)), Some(NormOrd::P(-2.0)), Some(NormOrd::Nuc)] {
-        check2(&format!("cond {ord:?}"), &[s.clone()], move |t| Ok(vec![cond(&t[0], ord)?]));
+        check2(&format!("cond {ord:?}"), std::slice::from_ref(&s), move |t| {
+            Ok(vec![cond(&t[0], ord)?])
+        });
     }
     // repeated singular values (the identity): finite gradients, the nuclear norm's is I
     let i = Tensor::eye(3, DType::F64).unwrap();

@@ -97,7 +97,7 @@ pub(crate) fn torch_norm(a: &Args<'_>, at: &Attrs<'_>) -> Res<Vec<Tensor>> {
     let d = dims(at)?;
     let keepdim = at.bool_or("keepdim", false)?;
     match ord_attr(op, at, "p")?.unwrap_or(NormOrd::Fro) {
-        NormOrd::Fro if d.as_ref().map_or(true, |d| d.len() <= 2) => {
+        NormOrd::Fro if d.as_ref().is_none_or(|d| d.len() <= 2) => {
             one(linalg::vector_norm(x, 2.0, d.as_deref(), keepdim))
         }
         NormOrd::P(p) => one(linalg::vector_norm(x, p, d.as_deref(), keepdim)),

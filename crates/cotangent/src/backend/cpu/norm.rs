@@ -228,7 +228,7 @@ mod tests {
 
     #[test]
     fn long_runs_in_parallel_agree() {
-        let xs: Vec<f64> = (0..200_000).map(|i| ((i % 17) as f64 - 8.0) * 1e-3).collect();
+        let xs: Vec<f64> = (0..200_000).map(|i| (f64::from(i % 17) - 8.0) * 1e-3).collect();
         for ord in [2.0, 1.0, 3.0, 0.5, 0.0, f64::INFINITY, f64::NEG_INFINITY] {
             let a = norm_slice_par(&xs, ord);
             let b = norm_slice(&xs, ord);
