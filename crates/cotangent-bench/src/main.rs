@@ -14,11 +14,23 @@ use std::io::Write;
 use std::time::Instant;
 
 use cotangent::autograd::{self, GradOptions};
-use cotangent::linalg::{self, QrMode, Side, Uplo};
+use cotangent::linalg::{self, NormOrd, QrMode, Side, Uplo};
 use cotangent::{DType, Generator, Result, Tensor};
 
-const OPS: &[&str] =
-    &["mm", "bmm", "matmul", "solve", "inv", "det", "slogdet", "cholesky", "qr", "lu_factor"];
+const OPS: &[&str] = &[
+    "mm",
+    "bmm",
+    "matmul",
+    "solve",
+    "inv",
+    "det",
+    "slogdet",
+    "cholesky",
+    "qr",
+    "lu_factor",
+    "matrix_norm",
+    "vector_norm",
+];
 const SQUARE: &[usize] = &[4, 16, 64, 256, 1024];
 const BATCHED: &[(usize, usize)] = &[(4096, 4), (1024, 16)];
 
@@ -121,7 +133,8 @@ fn inputs(
             let g = Tensor::randn(shape, dt, gen)?;
             Ok(vec![g.matmul(&g.mT()?)?.div_scalar(n as f64)?.add(&eye)?.contiguous()?])
         }
-        "solve" | "inv" | "det" | "slogdet" | "qr" | "lu_factor" => {
+        "solve" | "inv" | "det" | "slogdet" | "qr" | "lu_factor" | "matrix_norm"
+        | "vector_norm" => {
             // I + 0.5 N(0, 1) / √n: well conditioned
             let a = Tensor::randn(shape, dt, gen)?
                 .mul_scalar(0.5 / (n as f64).sqrt())?
@@ -163,6 +176,9 @@ fn forward(op: &str, xs: &[Tensor]) -> Result<Vec<Tensor>> {
             let r = linalg::lu_factor(&xs[0])?;
             vec![r.lu, r.pivots]
         }
+        // matrix_norm(A) (Frobenius) and vector_norm(A, dim=(-2, -1))
+        "matrix_norm" => vec![linalg::matrix_norm(&xs[0], NormOrd::Fro, [-2, -1], false)?],
+        "vector_norm" => vec![linalg::vector_norm(&xs[0], 2.0, Some(&[-2, -1]), false)?],
         _ => {
             return Err(cotangent::Error::Unsupported {
                 op: "cotangent-bench",

@@ -168,7 +168,7 @@ impl Op for VectorNorm {
 /// let x = Tensor::from_vec(vec![3.0f64, -4.0, 0.0, 1.0], (2, 2))?;
 /// assert_eq!(vector_norm(&x, 2.0, None, false)?.item::<f64>()?, 26f64.sqrt());
 /// assert_eq!(vector_norm(&x, f64::INFINITY, Some(&[1]), false)?.to_vec::<f64>()?, vec![4.0, 1.0]);
-/// assert_eq!(vector_norm(&x, 0.0, Some(&[0]), true)?.to_vec::<f64>()?, vec![2.0, 1.0]);
+/// assert_eq!(vector_norm(&x, 0.0, Some(&[0]), true)?.to_vec::<f64>()?, vec![1.0, 2.0]);
 /// # Ok::<(), cotangent::Error>(())
 /// ```
 pub fn vector_norm(x: &Tensor, ord: f64, dim: Option<&[isize]>, keepdim: bool) -> Result<Tensor> {
