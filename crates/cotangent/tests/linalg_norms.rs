@@ -728,3 +728,33 @@ fn spectral_orders_await_svdvals() {
         }
     }
 }
+
+#[test]
+fn matrix_norms_over_the_size_sweep() {
+    // sizes {0, 1, 2, 3, 5, 17, 64} x {square, tall, wide} x a batch of 2, against the
+    // definitions; the minimum orders of matrices without rows or columns are refused
+    for k in [0usize, 1, 2, 3, 5, 17, 64] {
+        for (m, n) in [(k, k), (k + 2, k), (k, k + 3)] {
+            let a = randn(&[2, m, n], (1000 + 7 * m + n) as u64);
+            let v = a.to_vec_f64();
+            for (ord, cols, max) in
+                [(1.0, true, true), (-1.0, true, false), (INF, false, true), (-INF, false, false)]
+            {
+                let got = matrix_norm(&a, NormOrd::P(ord), [-2, -1], false);
+                let empty_min = !max && ((cols && n == 0) || (!cols && m == 0));
+                if empty_min {
+                    assert!(matches!(got, Err(Error::InvalidArgument { .. })), "{m}x{n} {ord}");
+                    continue;
+                }
+                let want = if (cols && n == 0) || (!cols && m == 0) {
+                    vec![0.0; 2]
+                } else {
+                    sums_extreme(&v, 2, m, n, cols, max)
+                };
+                close(&got.unwrap().to_vec_f64(), &want, 1e-13);
+            }
+            let fro = vector_norm(&a, 2.0, Some(&[-1, -2]), false).unwrap();
+            assert_close(&matrix_norm(&a, NormOrd::Fro, [-2, -1], false).unwrap(), &fro, 0.0);
+        }
+    }
+}
