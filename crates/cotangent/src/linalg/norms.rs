@@ -105,6 +105,17 @@ impl Op for VectorNorm {
             return Ok(vec![Some(x.sign()?.mul(&g)?)]);
         }
         let y = cx.output(0)?.reshape(self.keep.clone())?;
+        if !cx.create_graph() && p.is_finite() {
+            // the same rule, fused in one pass over x (no graph to record)
+            let s = x.storage().cpu().vector_norm_backward(
+                x.layout(),
+                &self.dims,
+                p,
+                (y.storage().cpu(), y.layout()),
+                (g.storage().cpu(), g.layout()),
+            )?;
+            return Ok(vec![Some(Tensor::from_cpu(s, x.shape().clone()))]);
+        }
         let gx = if p.is_infinite() {
             let ax = x.detach().abs()?;
             let yd = y.detach();
