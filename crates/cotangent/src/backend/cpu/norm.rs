@@ -275,7 +275,7 @@ pub(crate) fn vector_norm_backward<T: NormFloat>(
                     .zip(scale.par_iter())
                     .with_min_len((PAR_ELEMS / 4 / len).max(1))
                     .for_each(|((o, xs), &s)| {
-                        o.iter_mut().zip(xs).for_each(|(o, &x)| *o = e(x, s))
+                        o.iter_mut().zip(xs).for_each(|(o, &x)| *o = e(x, s));
                     });
             }
         } else {
