@@ -5,7 +5,8 @@
 //! multiply-adds, rescaled only on overflow or underflow; `backend/cpu/norm.rs`), and its
 //! VJP is written by hand (PyTorch's `norm_backward`) so that the gradient is 0 rather
 //! than NaN at `x = 0`, tied extremes of the `±inf` norms share it evenly, and the `0`
-//! "norm" has none; the VJP is made of tensor ops, so it is differentiable again.
+//! "norm" has none; the VJP is made of tensor ops, so it is differentiable again (when no
+//! graph is recorded, one fused kernel pass computes the same rule for finite orders).
 //! `matrix_norm`, `norm` and `cond` are implicit composites of `vector_norm`, `amax` /
 //! `amin`, `inv_ex` and the singular values (`svdvals`, whose VJP `U diag(g) Vᵀ` needs no
 //! gap between singular values, so the spectral norms have finite gradients at repeated
