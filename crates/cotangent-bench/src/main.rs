@@ -14,7 +14,7 @@ use std::io::Write;
 use std::time::Instant;
 
 use cotangent::autograd::{self, GradOptions};
-use cotangent::linalg::{self, QrMode, Side, Uplo};
+use cotangent::linalg::{self, NormOrd, QrMode, Side, Uplo};
 use cotangent::{DType, Generator, Result, Tensor};
 
 const OPS: &[&str] = &[
@@ -32,6 +32,8 @@ const OPS: &[&str] = &[
     "svdvals",
     "pinv",
     "lstsq",
+    "matrix_norm",
+    "vector_norm",
 ];
 const SQUARE: &[usize] = &[4, 16, 64, 256, 1024];
 const BATCHED: &[(usize, usize)] = &[(4096, 4), (1024, 16)];
@@ -136,7 +138,7 @@ fn inputs(
             Ok(vec![g.matmul(&g.mT()?)?.div_scalar(n as f64)?.add(&eye)?.contiguous()?])
         }
         "solve" | "inv" | "det" | "slogdet" | "qr" | "lu_factor" | "svd" | "svdvals" | "pinv"
-        | "lstsq" => {
+        | "lstsq" | "matrix_norm" | "vector_norm" => {
             // I + 0.5 N(0, 1) / √n: well conditioned
             let a = Tensor::randn(shape, dt, gen)?
                 .mul_scalar(0.5 / (n as f64).sqrt())?
@@ -185,6 +187,9 @@ fn forward(op: &str, xs: &[Tensor]) -> Result<Vec<Tensor>> {
         "svdvals" => vec![linalg::svdvals(&xs[0])?],
         "pinv" => vec![linalg::pinv(&xs[0], None, None, false)?],
         "lstsq" => vec![linalg::lstsq(&xs[0], &xs[1], None, None)?.solution],
+        // matrix_norm(A) (Frobenius) and vector_norm(A, dim=(-2, -1))
+        "matrix_norm" => vec![linalg::matrix_norm(&xs[0], NormOrd::Fro, [-2, -1], false)?],
+        "vector_norm" => vec![linalg::vector_norm(&xs[0], 2.0, Some(&[-2, -1]), false)?],
         _ => {
             return Err(cotangent::Error::Unsupported {
                 op: "cotangent-bench",

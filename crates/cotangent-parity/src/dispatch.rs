@@ -109,7 +109,7 @@ pub const OPS: &[OpSpec] = &[
     op("logsumexp", &["dim", "keepdim"], h::logsumexp),
     op("var", &["dim", "correction", "unbiased", "keepdim"], h::var),
     op("std", &["dim", "correction", "unbiased", "keepdim"], h::std_),
-    op("norm", &["p", "dim", "keepdim"], h::norm),
+    op("norm", &["p", "dim", "keepdim"], sv::torch_norm),
     op("sum_to_size", &["size"], h::sum_to_size),
     // rearranging
     op("cat", &["dim"], h::cat),
@@ -192,6 +192,11 @@ pub const OPS: &[OpSpec] = &[
     op("linalg.pinv", &["atol", "rtol", "hermitian"], sv::pinv),
     op("linalg.matrix_rank", &["atol", "rtol", "hermitian"], sv::matrix_rank),
     op("linalg.lstsq", &["rcond", "driver"], sv::lstsq),
+    // linear algebra: norms (src/solvers/norms.rs)
+    op("linalg.vector_norm", &["ord", "dim", "keepdim"], sv::vector_norm),
+    op("linalg.matrix_norm", &["ord", "dim", "keepdim"], sv::matrix_norm),
+    op("linalg.norm", &["ord", "dim", "keepdim"], sv::norm),
+    op("linalg.cond", &["p"], sv::cond),
 ];
 
 /// The names of every op of the runner, in table order.
@@ -268,7 +273,7 @@ impl<'a> Attrs<'a> {
     }
 
     /// The attribute, `None` when absent or `null` (PyTorch's `None`: the default).
-    fn get(&self, name: &str) -> Option<&'a Value> {
+    pub(crate) fn get(&self, name: &str) -> Option<&'a Value> {
         self.map.get(name).filter(|v| !v.is_null())
     }
 
@@ -423,8 +428,8 @@ fn guard_matmul(op: &str, a: &[usize], b: &[usize]) -> Res<()> {
 /// Handlers, one per op (the table above says which).
 mod h {
     use super::{
-        bad, dtype_of, float_lit, guard, guard_broadcast, guard_matmul, invalid, lit_f64, one,
-        unsupported, Args, Attrs, DType, Res, Shape, Tensor, Value, MAX_ELEMENTS, MAX_OUTPUTS,
+        bad, dtype_of, guard, guard_broadcast, guard_matmul, invalid, one, unsupported, Args,
+        Attrs, DType, Res, Shape, Tensor, Value, MAX_ELEMENTS, MAX_OUTPUTS,
     };
 
     macro_rules! unary {
@@ -675,30 +680,6 @@ mod h {
     pub(super) fn std_(a: &Args<'_>, at: &Attrs<'_>) -> Res<Vec<Tensor>> {
         a.count(1, 1)?;
         one(a.t(0)?.std(&at.dims("dim")?, correction(at)?, at.bool_or("keepdim", false)?))
-    }
-
-    /// `torch.norm`: the library has the 2-norm of all elements (`p` 2 or `"fro"`, no
-    /// `dim`); `keepdim` reshapes it to all ones.
-    pub(super) fn norm(a: &Args<'_>, at: &Attrs<'_>) -> Res<Vec<Tensor>> {
-        a.count(1, 1)?;
-        let x = a.t(0)?;
-        let p_ok = match at.get("p") {
-            None => true,
-            Some(Value::String(s)) => s == "fro",
-            Some(v) => float_lit(v).and_then(lit_f64) == Some(2.0),
-        };
-        if !p_ok {
-            return Err(unsupported(
-                "norm: only p=2 (\"fro\") is implemented; see linalg.vector_norm",
-            ));
-        }
-        if at.get("dim").is_some() {
-            return Err(unsupported(
-                "norm: only the norm of all elements (dim=None) is implemented",
-            ));
-        }
-        let n = x.norm()?;
-        one(if at.bool_or("keepdim", false)? { n.reshape(vec![1; x.rank()]) } else { Ok(n) })
     }
 
     pub(super) fn sum_to_size(a: &Args<'_>, at: &Attrs<'_>) -> Res<Vec<Tensor>> {

@@ -79,6 +79,8 @@ pub const LIBRARY_METHODS: &[(&str, Coverage)] = &[
     ("logsumexp", Coverage::Op("logsumexp")),
     ("var", Coverage::Op("var")),
     ("std", Coverage::Op("std")),
+    // (`Tensor::norm`, the 2-norm of all elements, and `linalg::norm` share the name:
+    // torch.norm covers the first, linalg.norm the second, both with fixtures)
     ("norm", Coverage::Op("norm")),
     // src/ops/index.rs
     ("gather", Coverage::Op("gather")),
@@ -178,4 +180,8 @@ pub const LIBRARY_METHODS: &[(&str, Coverage)] = &[
     ("pinv", Coverage::Op("linalg.pinv")),
     ("matrix_rank", Coverage::Op("linalg.matrix_rank")),
     ("lstsq", Coverage::Op("linalg.lstsq")),
+    // src/linalg/norms.rs (`norm`: see src/ops/reduce.rs above)
+    ("vector_norm", Coverage::Op("linalg.vector_norm")),
+    ("matrix_norm", Coverage::Op("linalg.matrix_norm")),
+    ("cond", Coverage::Op("linalg.cond")),
 ];

@@ -3,6 +3,7 @@
 
 mod cholesky;
 mod lu;
+mod norms;
 mod qr;
 mod svd;
 mod triangular;
@@ -12,6 +13,7 @@ pub(crate) use lu::{
     det, inv, inv_ex, logdet, lu, lu_factor, lu_factor_ex, lu_solve, lu_unpack, slogdet, solve,
     solve_ex, tensorinv, tensorsolve,
 };
+pub(crate) use norms::{cond, matrix_norm, norm, torch_norm, vector_norm};
 pub(crate) use qr::{householder_product, qr};
 pub(crate) use svd::{lstsq, matrix_rank, pinv, svd, svdvals};
 pub(crate) use triangular::solve_triangular;

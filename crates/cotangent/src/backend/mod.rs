@@ -67,6 +67,22 @@ pub(crate) trait BackendStorage: Sized {
         dst: &Layout,
         accumulate: bool,
     ) -> Result<Self>;
+    /// The `ord`-norm `(Σ |x|^p)^(1/p)` over `dims` (resolved, distinct; `ord` any order:
+    /// `±inf` the largest/smallest magnitude, 0 the count of non-zeros), contiguous with
+    /// the keepdim shape; an empty reduction gives 0. f32 and f64.
+    fn vector_norm(&self, l: &Layout, dims: &[usize], ord: f64) -> Result<Self>;
+    /// The VJP of [`BackendStorage::vector_norm`] for a finite `ord` other than 0, fused (no
+    /// graph): `self` is the input (layout `l`), `y` and `g` the output and its cotangent
+    /// (layouts of the keepdim shape, `self`'s dtype); the result is contiguous.
+    #[allow(clippy::too_many_arguments)]
+    fn vector_norm_backward(
+        &self,
+        l: &Layout,
+        dims: &[usize],
+        ord: f64,
+        y: (&Self, &Layout),
+        g: (&Self, &Layout),
+    ) -> Result<Self>;
     /// Concatenation along `dim` of tensors of one dtype into a contiguous `out` shape.
     fn cat(parts: &[(&Self, &Layout)], dim: usize, out: &Shape) -> Result<Self>;
     /// Reverses the given dims.

@@ -25,6 +25,9 @@
 //! | [`pinv`] (`atol`, `rtol`, `hermitian`) | explicit composite (SVD under no-grad) | PyTorch's `pinv_backward` in tensor ops |
 //! | [`matrix_rank`] | singular values above the tolerance | none (`I64`) |
 //! | [`lstsq`] (`rcond`, `driver`) | explicit composite (QR/LQ for `Gels`, the SVD for `Gelsy`, `Gelsd`, `Gelss`) | of the solution: `pinv(A) B`'s (PyTorch's) |
+//! | [`vector_norm`] (every `ord`: `2`, `1`, `±inf`, `0`, any `p`) | explicit composite (one reduction kernel: plain multiply-adds, rescaled only on overflow/underflow) | PyTorch's `norm_backward`: 0 at `x = 0`, ties of `±inf` share evenly, none for `0` |
+//! | [`matrix_norm`] (`Fro`, `Nuc`, `±1`, `±2`, `±inf`), [`norm`] | implicit composites of `vector_norm`, `amax`/`amin` and the singular values | inherited (the spectral orders gap-free, through `svdvals`) |
+//! | [`cond`] (every `p`) | implicit composite: `σ_max/σ_min`, or `‖A‖ ‖A⁻¹‖` through `inv_ex` (`inf` when singular) | inherited, for every `p` |
 //!
 //! bf16 and f16 inputs are computed in f32 and rounded back (results and gradients in the
 //! input dtype).
@@ -34,6 +37,7 @@ mod det;
 mod lstsq;
 mod lu;
 mod matmul;
+mod norms;
 mod pinv;
 mod products;
 mod qr;
@@ -47,6 +51,7 @@ pub use cholesky::{cholesky, cholesky_ex, cholesky_inverse, cholesky_solve, Chol
 pub use det::{det, logdet, slogdet, Slogdet};
 pub use lstsq::{lstsq, Lstsq, LstsqDriver};
 pub use lu::{lu, lu_factor, lu_factor_ex, lu_solve, lu_unpack, Lu, LuFactor, LuFactorEx};
+pub use norms::{cond, matrix_norm, norm, vector_norm, NormOrd};
 pub use pinv::{matrix_rank, pinv};
 pub use qr::{householder_product, qr, Qr, QrMode};
 pub use solve::{inv, inv_ex, solve, solve_ex, tensorinv, tensorsolve, InvEx, SolveEx};

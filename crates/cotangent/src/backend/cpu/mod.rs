@@ -2,6 +2,7 @@
 
 pub(crate) mod linalg;
 pub(crate) mod matmul;
+pub(crate) mod norm;
 pub(crate) mod pool;
 pub(crate) mod strided;
 
@@ -116,6 +117,11 @@ fn zip_strided<T: Copy, U: Pooled>(
         out.push(f(a[i], b[j]));
     });
     out
+}
+
+/// The elements of `l`, contiguous (a copy).
+fn own<T: Copy + Pooled>(v: &[T], l: &Layout) -> Vec<T> {
+    map_strided(v, l, |x| x)
 }
 
 /// Elements from which a contiguous elementwise kernel runs on all of rayon's threads.
@@ -852,6 +858,37 @@ impl BackendStorage for CpuStorage {
             Some(index) => Err(Error::IndexOutOfRange { op: "scatter_add", index, size }),
             None => Ok(out),
         }
+    }
+
+    fn vector_norm(&self, l: &Layout, dims: &[usize], ord: f64) -> Result<CpuStorage> {
+        Ok(match self {
+            CpuStorage::F32(v) => CpuStorage::F32(norm::vector_norm(v, l, dims, ord)),
+            CpuStorage::F64(v) => CpuStorage::F64(norm::vector_norm(v, l, dims, ord)),
+            _ => return Err(unsupported("linalg.vector_norm", self.dtype())),
+        })
+    }
+
+    fn vector_norm_backward(
+        &self,
+        l: &Layout,
+        dims: &[usize],
+        ord: f64,
+        (y, yl): (&CpuStorage, &Layout),
+        (g, gl): (&CpuStorage, &Layout),
+    ) -> Result<CpuStorage> {
+        const OP: &str = "linalg.vector_norm";
+        Ok(match (self, y, g) {
+            (CpuStorage::F32(x), CpuStorage::F32(y), CpuStorage::F32(g)) => CpuStorage::F32(
+                norm::vector_norm_backward(x, l, dims, ord, &own(y, yl), &own(g, gl)),
+            ),
+            (CpuStorage::F64(x), CpuStorage::F64(y), CpuStorage::F64(g)) => CpuStorage::F64(
+                norm::vector_norm_backward(x, l, dims, ord, &own(y, yl), &own(g, gl)),
+            ),
+            _ if self.dtype() != g.dtype() || self.dtype() != y.dtype() => {
+                return Err(Error::DTypeMismatch { op: OP, lhs: self.dtype(), rhs: g.dtype() })
+            }
+            _ => return Err(unsupported(OP, self.dtype())),
+        })
     }
 
     fn matmul(&self, l: &Layout, rhs: &CpuStorage, rl: &Layout) -> Result<CpuStorage> {
