@@ -168,6 +168,22 @@ pub(crate) trait BackendStorage: Sized {
         gq: Option<(&Self, &Layout)>,
         gr: Option<(&Self, &Layout)>,
     ) -> Result<(Self, Layout)>;
+
+    /// Eigenvalues (ascending, contiguous `(*, n)`) and, if `vectors`, eigenvectors (a
+    /// column-major `(*, n, n)` buffer with its layout, each column's largest component
+    /// positive) of each symmetric `self: (*, n, n)`, reading its lower (or, if `upper`,
+    /// upper) triangle. Non-finite input gives NaN for that matrix.
+    #[allow(clippy::type_complexity)]
+    fn eigh(
+        &self,
+        l: &Layout,
+        upper: bool,
+        vectors: bool,
+    ) -> Result<(Self, Option<(Self, Layout)>)>;
+
+    /// `exp(A)` of each square `self: (*, n, n)` (scaling and squaring with Padé
+    /// approximants), column-major, with its layout.
+    fn matrix_exp(&self, l: &Layout) -> Result<(Self, Layout)>;
 }
 
 /// Which factors a QR returns.
