@@ -17,8 +17,20 @@ use cotangent::autograd::{self, GradOptions};
 use cotangent::linalg::{self, QrMode, Side, Uplo};
 use cotangent::{DType, Generator, Result, Tensor};
 
-const OPS: &[&str] =
-    &["mm", "bmm", "matmul", "solve", "inv", "det", "slogdet", "cholesky", "qr", "lu_factor"];
+const OPS: &[&str] = &[
+    "mm",
+    "bmm",
+    "matmul",
+    "solve",
+    "inv",
+    "det",
+    "slogdet",
+    "cholesky",
+    "qr",
+    "lu_factor",
+    "eigh",
+    "eigvalsh",
+];
 const SQUARE: &[usize] = &[4, 16, 64, 256, 1024];
 const BATCHED: &[(usize, usize)] = &[(4096, 4), (1024, 16)];
 
@@ -121,6 +133,11 @@ fn inputs(
             let g = Tensor::randn(shape, dt, gen)?;
             Ok(vec![g.matmul(&g.mT()?)?.div_scalar(n as f64)?.add(&eye)?.contiguous()?])
         }
+        "eigh" | "eigvalsh" => {
+            // (g + gᵀ) / √(2n): symmetric, spectrum in about [−2, 2]
+            let g = Tensor::randn(shape, dt, gen)?;
+            Ok(vec![g.add(&g.mT()?)?.div_scalar((2.0 * n as f64).sqrt())?.contiguous()?])
+        }
         "solve" | "inv" | "det" | "slogdet" | "qr" | "lu_factor" => {
             // I + 0.5 N(0, 1) / √n: well conditioned
             let a = Tensor::randn(shape, dt, gen)?
@@ -163,6 +180,11 @@ fn forward(op: &str, xs: &[Tensor]) -> Result<Vec<Tensor>> {
             let r = linalg::lu_factor(&xs[0])?;
             vec![r.lu, r.pivots]
         }
+        "eigh" => {
+            let r = linalg::eigh(&xs[0], Uplo::Lower)?;
+            vec![r.eigenvalues, r.eigenvectors]
+        }
+        "eigvalsh" => vec![linalg::eigvalsh(&xs[0], Uplo::Lower)?],
         _ => {
             return Err(cotangent::Error::Unsupported {
                 op: "cotangent-bench",
@@ -177,6 +199,8 @@ fn loss(op: &str, ys: &[Tensor]) -> Result<Tensor> {
     match op {
         "slogdet" => ys[1].sum(),
         "qr" => ys[0].square()?.sum()?.add(&ys[1].square()?.sum()?),
+        // w.sum() + V.square().sum() (sign-invariant)
+        "eigh" => ys[0].sum()?.add(&ys[1].square()?.sum()?),
         _ => ys[0].sum(),
     }
 }

@@ -187,6 +187,9 @@ pub const OPS: &[OpSpec] = &[
     op("linalg.tensorsolve", &["dims"], sv::tensorsolve),
     op("linalg.qr", &["mode"], sv::qr),
     op("linalg.householder_product", &[], sv::householder_product),
+    op("linalg.eigh", &["UPLO"], sv::eigh),
+    op("linalg.eigvalsh", &["UPLO"], sv::eigvalsh),
+    op("linalg.matrix_exp", &[], sv::matrix_exp),
 ];
 
 /// The names of every op of the runner, in table order.

@@ -172,4 +172,9 @@ pub const LIBRARY_METHODS: &[(&str, Coverage)] = &[
     // src/linalg/qr.rs
     ("qr", Coverage::Op("linalg.qr")),
     ("householder_product", Coverage::Op("linalg.householder_product")),
+    // src/linalg/eigh.rs
+    ("eigh", Coverage::Op("linalg.eigh")),
+    ("eigvalsh", Coverage::Op("linalg.eigvalsh")),
+    // src/linalg/matrix_fn.rs
+    ("matrix_exp", Coverage::Op("linalg.matrix_exp")),
 ];

@@ -157,8 +157,10 @@ struct SignPart {
 fn gauge_of(op: &str) -> Gauge {
     const QR: &[SignPart] =
         &[SignPart { output: 0, rows: false }, SignPart { output: 1, rows: true }];
+    const EIGH: &[SignPart] = &[SignPart { output: 1, rows: false }];
     match op {
         "linalg.qr" => Gauge::Signs(QR),
+        "linalg.eigh" => Gauge::Signs(EIGH),
         _ => Gauge::None,
     }
 }

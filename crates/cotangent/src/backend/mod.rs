@@ -172,14 +172,15 @@ pub(crate) trait BackendStorage: Sized {
     /// Eigenvalues (ascending, contiguous `(*, n)`) and, if `vectors`, eigenvectors (a
     /// column-major `(*, n, n)` buffer with its layout, each column's largest component
     /// positive) of each symmetric `self: (*, n, n)`, reading its lower (or, if `upper`,
-    /// upper) triangle. Non-finite input gives NaN for that matrix.
+    /// upper) triangle; with the index of the first matrix not decomposed (a NaN or an
+    /// infinity in its triangle), if any.
     #[allow(clippy::type_complexity)]
     fn eigh(
         &self,
         l: &Layout,
         upper: bool,
         vectors: bool,
-    ) -> Result<(Self, Option<(Self, Layout)>)>;
+    ) -> Result<(Self, Option<(Self, Layout)>, Option<usize>)>;
 
     /// `exp(A)` of each square `self: (*, n, n)` (scaling and squaring with Padé
     /// approximants), column-major, with its layout.

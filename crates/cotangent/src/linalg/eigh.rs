@@ -119,9 +119,13 @@ fn check(op: &'static str, a: &Tensor) -> Result<()> {
     check_float(op, a)
 }
 
-/// The kernel's eigenvalues `(*, n)` and optional eigenvectors.
+/// The kernel's eigenvalues `(*, n)` and optional eigenvectors; `NoConvergence` for the
+/// first matrix with a NaN or an infinity in the triangle read.
 fn kernel(a: &Tensor, uplo: Uplo, vectors: bool) -> Result<(Tensor, Option<Tensor>)> {
-    let (ws, v) = a.storage().cpu().eigh(a.layout(), uplo == Uplo::Upper, vectors)?;
+    let (ws, v, failed) = a.storage().cpu().eigh(a.layout(), uplo == Uplo::Upper, vectors)?;
+    if let Some(batch) = failed {
+        return Err(Error::NoConvergence { op: OP, batch });
+    }
     let mut dims = batch_of(a, 2).dims().to_vec();
     dims.push(a.dims()[a.rank() - 1]);
     let w = from_kernel(ws, Layout::contiguous(dims.into()));
@@ -142,9 +146,13 @@ fn kernel(a: &Tensor, uplo: Uplo, vectors: bool) -> Result<(Tensor, Option<Tenso
 /// PyTorch (LAPACK's `syevd`) may return other signs.
 ///
 /// Computed by cyclic Jacobi rotations for `n <= 16` (allocation-free, rayon over the
-/// batch) and by faer's tridiagonal divide and conquer above. A matrix whose read triangle
-/// holds a NaN or an infinity gives NaN eigenvalues and eigenvectors, as PyTorch does;
-/// nothing loops on it.
+/// batch) and by faer's tridiagonal divide and conquer above.
+///
+/// Non-finite input: a NaN or an infinity in the triangle read fails with
+/// `NoConvergence { batch }` (the first such matrix of the batch), checked before any
+/// iteration, so nothing loops on it. PyTorch (LAPACK's `syevd`) raises the same
+/// "failed to converge" error for most sizes, but returns NaN for some (`n <= 2`, some
+/// larger `n`); here the answer does not depend on the size.
 ///
 /// Dtypes: f32, f64; bf16 and f16 are computed in f32 and rounded back (PyTorch refuses
 /// them).
@@ -161,7 +169,7 @@ fn kernel(a: &Tensor, uplo: Uplo, vectors: bool) -> Result<(Tensor, Option<Tenso
 /// give large gradients, as they must. Differentiable to any order.
 ///
 /// Errors: `BadShape` if `a` has fewer than 2 dims or is not square; `UnsupportedDType`
-/// for non-float input.
+/// for non-float input; `NoConvergence` for non-finite input (above).
 ///
 /// ```
 /// # use cotangent::Tensor;
@@ -199,8 +207,7 @@ pub fn eigh(a: &Tensor, uplo: Uplo) -> Result<Eigh> {
 ///
 /// Math: `w` ascending with `A = V diag(w) Vᵀ`; only the `uplo` triangle of `a` is read
 /// (PyTorch's `UPLO`, default [`Uplo::Lower`]). Shapes: `a: (*, n, n)` → `(*, n)`.
-/// Dtypes: f32, f64; bf16 and f16 are computed in f32 and rounded back. NaN or infinite
-/// input gives NaN eigenvalues for that matrix.
+/// Dtypes: f32, f64; bf16 and f16 are computed in f32 and rounded back.
 ///
 /// Gradient: `gA = V diag(gw) Vᵀ` (symmetric): no division by eigenvalue gaps, so it is
 /// finite and correct at repeated eigenvalues too (the eigenvalues are then still
@@ -211,7 +218,8 @@ pub fn eigh(a: &Tensor, uplo: Uplo) -> Result<Eigh> {
 /// eigenvalues (`NotDifferentiable` when the loss makes them matter).
 ///
 /// Errors: `BadShape` if `a` has fewer than 2 dims or is not square; `UnsupportedDType`
-/// for non-float input.
+/// for non-float input; `NoConvergence { batch }` for a NaN or an infinity in the
+/// triangle read, as [`eigh`].
 ///
 /// ```
 /// # use cotangent::Tensor;

@@ -46,7 +46,8 @@ impl Op for MatrixExp {
 /// matrix, the Padé degree (3, 5, 7, 9 or 13; f32: 3, 5 or 7) is chosen from the 1-norm,
 /// and a matrix of larger norm is scaled by `2⁻ˢ` and the result squared `s` times.
 /// Accurate to a few units of roundoff times the condition of the exponential. A matrix
-/// with a NaN or an infinity gives NaN everywhere (as PyTorch).
+/// with a NaN or an infinity gives NaN everywhere, and a `1 x 1` matrix is the scalar
+/// exponential (`exp(inf) = inf`), as PyTorch.
 ///
 /// Shapes: `a: (*, n, n)` → `(*, n, n)`. Dtypes: f32, f64; bf16 and f16 are computed in
 /// f32 and rounded back.

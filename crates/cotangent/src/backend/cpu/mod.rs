@@ -1095,15 +1095,15 @@ impl BackendStorage for CpuStorage {
         l: &Layout,
         upper: bool,
         vectors: bool,
-    ) -> Result<(CpuStorage, Option<(CpuStorage, Layout)>)> {
+    ) -> Result<(CpuStorage, Option<(CpuStorage, Layout)>, Option<usize>)> {
         Ok(match self {
             CpuStorage::F32(a) => {
-                let (w, v) = linalg::eigh::eigh(a, l, upper, vectors);
-                (CpuStorage::F32(w), v.map(|(v, vl)| (CpuStorage::F32(v), vl)))
+                let (w, v, f) = linalg::eigh::eigh(a, l, upper, vectors);
+                (CpuStorage::F32(w), v.map(|(v, vl)| (CpuStorage::F32(v), vl)), f)
             }
             CpuStorage::F64(a) => {
-                let (w, v) = linalg::eigh::eigh(a, l, upper, vectors);
-                (CpuStorage::F64(w), v.map(|(v, vl)| (CpuStorage::F64(v), vl)))
+                let (w, v, f) = linalg::eigh::eigh(a, l, upper, vectors);
+                (CpuStorage::F64(w), v.map(|(v, vl)| (CpuStorage::F64(v), vl)), f)
             }
             _ => return Err(unsupported("linalg.eigh", self.dtype())),
         })

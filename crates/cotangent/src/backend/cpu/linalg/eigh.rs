@@ -1,16 +1,17 @@
 //! The symmetric eigendecomposition `A = V diag(w) Vᵀ`, batched, reading one triangle.
 //!
-//! - small matrices (`n <= JACOBI_N`): an allocation-free cyclic Jacobi loop per matrix on a
-//!   stack block (rotations skip entries already negligible relative to their diagonal,
-//!   Demmel & Veselić's criterion, so the eigenvalues are accurate to the matrix's own
-//!   scale), with rayon over the batch;
+//! - small matrices (`n <= JACOBI_N`): an allocation-free cyclic Jacobi loop per matrix
+//!   (rotations skip entries already negligible relative to their diagonal, Demmel &
+//!   Veselić's criterion), with rayon over the batch; with eigenvectors, the eigenvalues
+//!   are then the Rayleigh quotients of the final vectors with the original matrix (the
+//!   rotated diagonal accumulates a rounding per rotation);
 //! - larger ones: faer's self-adjoint eigendecomposition (Householder tridiagonalisation,
 //!   then divide and conquer), sequential below `PAR_N`.
 //!
 //! Both paths then sort the eigenvalues ascending and apply one sign gauge: each
 //! eigenvector's component of largest magnitude (the first one on ties) is made positive.
-//! A matrix whose read triangle holds a NaN or an infinity gives NaN eigenvalues and
-//! eigenvectors (as LAPACK's `syevd` does under PyTorch); no loop runs on it.
+//! A matrix whose read triangle holds a NaN or an infinity is not decomposed (no loop runs
+//! on it): its outputs are NaN, and it is reported as failed (the first such matrix).
 
 use faer::dyn_stack::{MemBuffer, MemStack};
 use faer::linalg::evd::{self_adjoint_evd, self_adjoint_evd_scratch, ComputeEigenvectors};
@@ -58,8 +59,9 @@ fn load_symmetric<T: LinalgElem>(
 
 /// Cyclic Jacobi on the symmetric column-major `n x n` block `a` (overwritten); the
 /// eigenvalues go to `w` (unsorted), the rotations are accumulated into `v` (column-major,
-/// set to the identity first) when given. The entries must be finite.
-fn jacobi<T: LinalgElem>(a: &mut [T], n: usize, w: &mut [T], mut v: Option<&mut [T]>) {
+/// set to the identity first) when given. The entries must be finite. Returns the power
+/// of two the matrix was scaled by (`a` is left scaled).
+fn jacobi<T: LinalgElem>(a: &mut [T], n: usize, w: &mut [T], mut v: Option<&mut [T]>) -> T {
     if let Some(v) = v.as_deref_mut() {
         v.fill(T::ZERO);
         for j in 0..n {
@@ -70,7 +72,7 @@ fn jacobi<T: LinalgElem>(a: &mut [T], n: usize, w: &mut [T], mut v: Option<&mut 
     let amax = a.iter().fold(T::ZERO, |m, &x| if x.abs() > m { x.abs() } else { m });
     if amax == T::ZERO {
         w.fill(T::ZERO);
-        return;
+        return T::ONE;
     }
     let scale = pow2_near(amax);
     for x in a.iter_mut() {
@@ -138,6 +140,26 @@ fn jacobi<T: LinalgElem>(a: &mut [T], n: usize, w: &mut [T], mut v: Option<&mut 
     for j in 0..n {
         w[j] = a[j * n + j] * scale;
     }
+    scale
+}
+
+/// Replaces the eigenvalues by the Rayleigh quotients `w_j = v_jᵀ A v_j` of the final
+/// eigenvectors with the original matrix `a0` (column-major, symmetric), computed on
+/// `a0 / scale`: the diagonal Jacobi accumulates one rounding per rotation, the quotient
+/// has the accuracy of a backward-stable solver (its error is second order in that of
+/// `v_j`).
+fn rayleigh<T: LinalgElem>(a0: &[T], n: usize, scale: T, w: &mut [T], v: &[T]) {
+    let inv = T::ONE / scale;
+    for (j, wj) in w.iter_mut().enumerate() {
+        let vj = &v[j * n..(j + 1) * n];
+        let mut acc = T::ZERO;
+        for (k, &vkj) in vj.iter().enumerate() {
+            let ak = &a0[k * n..(k + 1) * n];
+            let y: T = ak.iter().zip(vj).map(|(&x, &y)| x * inv * y).sum();
+            acc += y * vkj;
+        }
+        *wj = acc * scale;
+    }
 }
 
 /// A power of two within a factor 2 of `x > 0` (finite).
@@ -201,6 +223,7 @@ pub(crate) fn gauge<T: LinalgElem>(col: &mut [T]) {
 #[derive(Default)]
 struct Scratch<T> {
     a: Vec<T>,
+    a0: Vec<T>,
     mem: Option<MemBuffer>,
 }
 
@@ -227,7 +250,17 @@ fn one<T: LinalgElem>(
         return;
     }
     if n <= JACOBI_N {
-        jacobi(&mut s.a, n, w, v.as_deref_mut());
+        match v.as_deref_mut() {
+            Some(v) => {
+                s.a0.clear();
+                s.a0.extend_from_slice(&s.a);
+                let scale = jacobi(&mut s.a, n, w, Some(&mut *v));
+                rayleigh(&s.a0, n, scale, w, v);
+            }
+            None => {
+                jacobi(&mut s.a, n, w, None);
+            }
+        }
     } else {
         let par = if n >= PAR_N { Par::rayon(0) } else { Par::Seq };
         let comp = if v.is_some() { ComputeEigenvectors::Yes } else { ComputeEigenvectors::No };
@@ -257,14 +290,15 @@ fn one<T: LinalgElem>(
 
 /// Eigenvalues `(*, n)` (contiguous) and, if `vectors`, eigenvectors `(*, n, n)`
 /// (column-major, with their layout) of each symmetric matrix of `a: (*, n, n)`, reading
-/// its lower (or, if `upper`, upper) triangle.
+/// its lower (or, if `upper`, upper) triangle; with the index of the first matrix that
+/// could not be decomposed (non-finite input), if any.
 #[allow(clippy::type_complexity)]
 pub(crate) fn eigh<T: LinalgElem>(
     a: &[T],
     l: &Layout,
     upper: bool,
     vectors: bool,
-) -> (Vec<T>, Option<(Vec<T>, Layout)>) {
+) -> (Vec<T>, Option<(Vec<T>, Layout)>, Option<usize>) {
     let b = Batch::of(l);
     let n = b.n;
     let count = b.len();
@@ -313,5 +347,7 @@ pub(crate) fn eigh<T: LinalgElem>(
         }
     }
     let vl = colmajor_layout(&b.dims, n, n);
-    (w, v.map(|v| (v, vl)))
+    // a failed matrix has NaN eigenvalues; a decomposed one never has
+    let failed = w.chunks_exact(n.max(1)).position(|c| c.iter().any(|x| x.is_nan()));
+    (w, v.map(|v| (v, vl)), failed)
 }

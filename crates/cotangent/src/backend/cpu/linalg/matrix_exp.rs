@@ -7,7 +7,8 @@
 //! that it does, and the approximant is squared `s` times. The approximant
 //! `r_m(A) = (V − U)⁻¹ (V + U)` (`U` the odd part, `V` the even part) is one LU solve.
 //! Products run through own loops for small matrices and faer's GEMM above.
-//! A matrix with a NaN or an infinity gives NaN everywhere (as PyTorch), without a loop.
+//! A matrix with a NaN or an infinity gives NaN everywhere (as PyTorch), without a loop;
+//! a `1 x 1` matrix is the scalar exponential (as PyTorch: `exp(inf) = inf`).
 
 use faer::linalg::matmul::matmul as faer_matmul;
 use faer::linalg::solvers::Solve;
@@ -111,6 +112,11 @@ fn combo<T: LinalgElem>(out: &mut [T], terms: &[(f64, &[T])], c_eye: f64, n: usi
 
 /// `exp(A)` of the column-major `n x n` block `a`, in place; `tmp` is scratch.
 fn expm_one<T: LinalgElem>(a: &mut [T], n: usize, tmp: &mut Vec<T>, par: Par) {
+    if n == 1 {
+        // the scalar exponential (as PyTorch: exp(inf) = inf)
+        a[0] = a[0].exp();
+        return;
+    }
     if a.iter().any(|x| !x.is_finite()) {
         a.fill(T::NAN);
         return;
