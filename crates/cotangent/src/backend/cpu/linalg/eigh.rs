@@ -1,8 +1,8 @@
 //! The symmetric eigendecomposition `A = V diag(w) Vᵀ`, batched, reading one triangle.
 //!
 //! - small matrices (`n <= JACOBI_N`): an allocation-free cyclic Jacobi loop per matrix
-//!   (rotations skip entries already negligible relative to their diagonal, Demmel &
-//!   Veselić's criterion), with rayon over the batch; with eigenvectors, the eigenvalues
+//!   (rotations skip entries negligible relative to their diagonal, Demmel & Veselić's
+//!   criterion, or to the largest diagonal entry), with rayon over the batch; with eigenvectors, the eigenvalues
 //!   are then the Rayleigh quotients of the final vectors with the original matrix (the
 //!   rotated diagonal accumulates a rounding per rotation);
 //! - larger ones: faer's self-adjoint eigendecomposition (Householder tridiagonalisation,
@@ -79,8 +79,20 @@ fn jacobi<T: LinalgElem>(a: &mut [T], n: usize, w: &mut [T], mut v: Option<&mut 
         *x = *x / scale;
     }
     let eps = T::EPSILON;
-    let floor = eps * eps * T::of(1e-3);
     for _ in 0..MAX_SWEEPS {
+        // an entry is negligible below ε times its diagonal's geometric mean (relative
+        // accuracy where the diagonal is large) or ε times the largest diagonal entry (an
+        // absolute floor, as LAPACK's accuracy: without it, near-zero eigenvalues keep
+        // rotating rounding-level fill-in)
+        let dmax = (0..n).fold(T::ZERO, |m, i| {
+            let d = a[i * n + i].abs();
+            if d > m {
+                d
+            } else {
+                m
+            }
+        });
+        let floor = eps * dmax;
         let mut rotated = false;
         for p in 0..n {
             for q in p + 1..n {
