@@ -1,5 +1,5 @@
 //! `linalg.eigh` and `linalg.eigvalsh`: `A V = V diag(w)`, `VᵀV = I`, ascending
-//! eigenvalues over a size sweep (the Jacobi kernel up to 16, faer above), the sign gauge
+//! eigenvalues over a size sweep (Jacobi to 4, tridiagonal QL to 16, faer above), the sign gauge
 //! and its determinism, the triangle read, layouts, NaN/inf, gradients against finite
 //! differences (first and second order), degenerate spectra, and errors.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, missing_docs)]
@@ -95,11 +95,12 @@ fn known_spectra_and_repeated_eigenvalues() {
         common::close(&e.eigenvalues.to_vec_f64(), &spec, 1e-13);
         check_decomposition(&a, &e.eigenvalues, &e.eigenvectors, 1e-13, "repeated");
     }
-    // widely scaled entries: the Jacobi loop scales by a power of two
-    for s in [1e-150, 1e150] {
-        let a = sym(&[4, 4], 9).mul_scalar(s).unwrap();
+    // widely scaled entries: the small kernels scale by a power of two (Jacobi for
+    // n <= 4, tridiagonal QL to 16, faer above)
+    for (n, s) in [(4, 1e-150), (4, 1e150), (9, 1e-150), (9, 1e150), (20, 1e100)] {
+        let a = sym(&[n, n], 9).mul_scalar(s).unwrap();
         let e = eigh(&a, Uplo::Lower).unwrap();
-        let back = eigh(&sym(&[4, 4], 9), Uplo::Lower).unwrap();
+        let back = eigh(&sym(&[n, n], 9), Uplo::Lower).unwrap();
         common::close(
             &e.eigenvalues.div_scalar(s).unwrap().to_vec_f64(),
             &back.eigenvalues.to_vec_f64(),

@@ -145,8 +145,9 @@ fn kernel(a: &Tensor, uplo: Uplo, vectors: bool) -> Result<(Tensor, Option<Tenso
 /// component of largest magnitude of each eigenvector (the first one on ties) is positive.
 /// PyTorch (LAPACK's `syevd`) may return other signs.
 ///
-/// Computed by cyclic Jacobi rotations for `n <= 16` (allocation-free, rayon over the
-/// batch) and by faer's tridiagonal divide and conquer above.
+/// Computed by own allocation-free loops for small matrices, rayon over the batch (cyclic
+/// Jacobi rotations for `n <= 4`, Householder tridiagonalisation and the implicit QL
+/// iteration for `n <= 16`), and by faer's tridiagonal divide and conquer above.
 ///
 /// Non-finite input: a NaN or an infinity in the triangle read fails with
 /// `NoConvergence { batch }` (the first such matrix of the batch), checked before any

@@ -21,7 +21,7 @@
 //! | [`tensorinv`], [`tensorsolve`] | implicit composites of `inv` / `solve` and reshapes | inherited |
 //! | [`qr()`] (`Reduced`, `Complete`, `R`) | primitive (Householder: own loops for small matrices, faer blocked above) | `gA = (gQ + Q Φ*(gR Rᵀ − Qᵀ gQ)) R⁻ᵀ` (wide: `A = [X \| Y]`); none for `R` mode and complete tall |
 //! | [`householder_product`] | implicit composite (compact WY form, `T` by a unit triangular solve) | inherited; zero on and above the diagonal of `v` |
-//! | [`eigh`] (`Uplo`), [`eigvalsh`] | primitive (cyclic Jacobi for `n <= 16`, faer's divide and conquer above); eigenvector signs: largest component positive | `gA = V (diag(gw) + F ∘ skew(VᵀgV)) Vᵀ`, `F_ij = 1/(w_j − w_i)`; eigvalsh `V diag(gw) Vᵀ` (no gaps); `NotDifferentiable` for basis-dependent losses at repeated eigenvalues |
+//! | [`eigh`] (`Uplo`), [`eigvalsh`] | primitive (Jacobi for `n <= 4`, tridiagonal QL to 16, faer's divide and conquer above); eigenvector signs: largest component positive | `gA = V (diag(gw) + F ∘ skew(VᵀgV)) Vᵀ`, `F_ij = 1/(w_j − w_i)`; eigvalsh `V diag(gw) Vᵀ` (no gaps); `NotDifferentiable` for basis-dependent losses at repeated eigenvalues |
 //! | [`matrix_exp`] | primitive (scaling and squaring, Padé degree 3–13 by the 1-norm) | `gA = [exp([[Aᵀ, G], [0, Aᵀ]])]₁₂` (itself, any order) |
 //!
 //! bf16 and f16 inputs are computed in f32 and rounded back (results and gradients in the

@@ -1,10 +1,13 @@
 //! The symmetric eigendecomposition `A = V diag(w) Vᵀ`, batched, reading one triangle.
 //!
-//! - small matrices (`n <= JACOBI_N`): an allocation-free cyclic Jacobi loop per matrix
+//! - tiny matrices (`n <= ROTATE_N`): an allocation-free cyclic Jacobi loop per matrix
 //!   (rotations skip entries negligible relative to their diagonal, Demmel & Veselić's
 //!   criterion, or to the largest diagonal entry), with rayon over the batch; with eigenvectors, the eigenvalues
 //!   are then the Rayleigh quotients of the final vectors with the original matrix (the
 //!   rotated diagonal accumulates a rounding per rotation);
+//! - small ones (`n <= SMALL_N`): Householder tridiagonalisation and the implicit QL
+//!   iteration (EISPACK's `tred2` + `tql2`), allocation-free per matrix, rayon over the
+//!   batch;
 //! - larger ones: faer's self-adjoint eigendecomposition (Householder tridiagonalisation,
 //!   then divide and conquer), sequential below `PAR_N`.
 //!
@@ -21,8 +24,8 @@ use rayon::prelude::*;
 use super::{colmajor_layout, Batch, LinalgElem, TASK_WORK};
 use crate::layout::Layout;
 
-/// Up to this order the Jacobi loop is used.
-pub(crate) const JACOBI_N: usize = 16;
+/// Up to this order the own loops are used (faer above).
+pub(crate) const SMALL_N: usize = 16;
 /// From this order faer may use every thread on one matrix.
 const PAR_N: usize = 512;
 /// The most Jacobi sweeps (convergence is quadratic: a handful suffice); a bound so that
@@ -61,7 +64,25 @@ fn load_symmetric<T: LinalgElem>(
 /// eigenvalues go to `w` (unsorted), the rotations are accumulated into `v` (column-major,
 /// set to the identity first) when given. The entries must be finite. Returns the power
 /// of two the matrix was scaled by (`a` is left scaled).
-fn jacobi<T: LinalgElem>(a: &mut [T], n: usize, w: &mut [T], mut v: Option<&mut [T]>) -> T {
+fn jacobi<T: LinalgElem>(a: &mut [T], n: usize, w: &mut [T], v: Option<&mut [T]>) -> T {
+    // one instance per order: the loops get constant bounds (unrolled, no bounds checks)
+    macro_rules! by_order {
+        ($($k:literal)*) => {
+            match n {
+                $($k => jacobi_n::<T, $k>(a, w, v),)*
+                _ => jacobi_n::<T, 0>(a, w, v),
+            }
+        };
+    }
+    by_order!(1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16)
+}
+
+/// [`jacobi`] for the order `N` (`N = 0`: the order of `w`).
+fn jacobi_n<T: LinalgElem, const N: usize>(a: &mut [T], w: &mut [T], v: Option<&mut [T]>) -> T {
+    let n = if N == 0 { w.len() } else { N };
+    let a = &mut a[..n * n];
+    let w = &mut w[..n];
+    let mut v = v.map(|v| &mut v[..n * n]);
     if let Some(v) = v.as_deref_mut() {
         v.fill(T::ZERO);
         for j in 0..n {
@@ -174,6 +195,213 @@ fn rayleigh<T: LinalgElem>(a0: &[T], n: usize, scale: T, w: &mut [T], v: &[T]) {
     }
 }
 
+/// Up to this order the Jacobi loop is used; above (to [`SMALL_N`]), Householder
+/// tridiagonalisation and the implicit QL iteration ([`tridiagonal_ql`]).
+const ROTATE_N: usize = 4;
+/// The most QL iterations per eigenvalue (two or three are typical); a bound so that no
+/// input can loop forever.
+const MAX_QL_ITER: usize = 60;
+
+/// `√(x² + y²)` without overflow or harmful underflow.
+fn hypot<T: LinalgElem>(x: T, y: T) -> T {
+    let (a, b) = (x.abs(), y.abs());
+    let (big, small) = if a > b { (a, b) } else { (b, a) };
+    if big == T::ZERO {
+        return T::ZERO;
+    }
+    let r = small / big;
+    big * (T::ONE + r * r).sqrt()
+}
+
+/// The symmetric eigenproblem of the column-major `n x n` block `a` (overwritten; its
+/// lower triangle is read) by Householder tridiagonalisation and the implicit QL
+/// iteration with Wilkinson-type shifts (EISPACK's `tred2` and `tql2`, as in JAMA), with
+/// the transformations accumulated into `v` (column-major `n x n`); `e` is `n` scratch
+/// entries. Eigenvalues into `w` (unsorted). The entries must be finite; the matrix is
+/// scaled by a power of two near its largest entry first.
+fn tridiagonal_ql<T: LinalgElem>(a: &[T], n: usize, w: &mut [T], v: &mut [T], e: &mut [T]) {
+    let amax = a.iter().fold(T::ZERO, |m, &x| if x.abs() > m { x.abs() } else { m });
+    if amax == T::ZERO {
+        w.fill(T::ZERO);
+        v.fill(T::ZERO);
+        for j in 0..n {
+            v[j * n + j] = T::ONE;
+        }
+        return;
+    }
+    let scale = pow2_near(amax);
+    let inv = T::ONE / scale;
+    // V[i][j] is v[j * n + i]
+    for (x, &y) in v.iter_mut().zip(a) {
+        *x = y * inv;
+    }
+    let ix = |i: usize, j: usize| j * n + i;
+    let d = w;
+    // tred2: Householder reduction to tridiagonal form
+    for j in 0..n {
+        d[j] = v[ix(n - 1, j)];
+    }
+    for i in (1..n).rev() {
+        let mut scl = T::ZERO;
+        let mut h = T::ZERO;
+        for &dk in d.iter().take(i) {
+            scl += dk.abs();
+        }
+        if scl == T::ZERO {
+            e[i] = d[i - 1];
+            for j in 0..i {
+                d[j] = v[ix(i - 1, j)];
+                v[ix(i, j)] = T::ZERO;
+                v[ix(j, i)] = T::ZERO;
+            }
+        } else {
+            for dk in d.iter_mut().take(i) {
+                *dk = *dk / scl;
+                h += *dk * *dk;
+            }
+            let mut f = d[i - 1];
+            let mut g = h.sqrt();
+            if f > T::ZERO {
+                g = -g;
+            }
+            e[i] = scl * g;
+            h = h - f * g;
+            d[i - 1] = f - g;
+            for ej in e.iter_mut().take(i) {
+                *ej = T::ZERO;
+            }
+            for j in 0..i {
+                f = d[j];
+                v[ix(j, i)] = f;
+                g = e[j] + v[ix(j, j)] * f;
+                for k in j + 1..i {
+                    g += v[ix(k, j)] * d[k];
+                    e[k] += v[ix(k, j)] * f;
+                }
+                e[j] = g;
+            }
+            f = T::ZERO;
+            for j in 0..i {
+                e[j] = e[j] / h;
+                f += e[j] * d[j];
+            }
+            let hh = f / (h + h);
+            for j in 0..i {
+                e[j] = e[j] - hh * d[j];
+            }
+            for j in 0..i {
+                f = d[j];
+                g = e[j];
+                for k in j..i {
+                    v[ix(k, j)] = v[ix(k, j)] - (f * e[k] + g * d[k]);
+                }
+                d[j] = v[ix(i - 1, j)];
+                v[ix(i, j)] = T::ZERO;
+            }
+        }
+        d[i] = h;
+    }
+    // accumulate the transformations
+    for i in 0..n - 1 {
+        v[ix(n - 1, i)] = v[ix(i, i)];
+        v[ix(i, i)] = T::ONE;
+        let h = d[i + 1];
+        if h != T::ZERO {
+            for k in 0..=i {
+                d[k] = v[ix(k, i + 1)] / h;
+            }
+            for j in 0..=i {
+                let mut g = T::ZERO;
+                for k in 0..=i {
+                    g += v[ix(k, i + 1)] * v[ix(k, j)];
+                }
+                for k in 0..=i {
+                    v[ix(k, j)] = v[ix(k, j)] - g * d[k];
+                }
+            }
+        }
+        for k in 0..=i {
+            v[ix(k, i + 1)] = T::ZERO;
+        }
+    }
+    for j in 0..n {
+        d[j] = v[ix(n - 1, j)];
+        v[ix(n - 1, j)] = T::ZERO;
+    }
+    v[ix(n - 1, n - 1)] = T::ONE;
+    e[0] = T::ZERO;
+    // tql2: the implicit QL iteration on the tridiagonal (d, e)
+    for i in 1..n {
+        e[i - 1] = e[i];
+    }
+    e[n - 1] = T::ZERO;
+    let mut f = T::ZERO;
+    let mut tst1 = T::ZERO;
+    let eps = T::EPSILON;
+    for l in 0..n {
+        let t = d[l].abs() + e[l].abs();
+        if t > tst1 {
+            tst1 = t;
+        }
+        let mut m = l;
+        while m < n - 1 && e[m].abs() > eps * tst1 {
+            m += 1;
+        }
+        if m > l {
+            for _ in 0..MAX_QL_ITER {
+                let mut g = d[l];
+                let mut p = (d[l + 1] - g) / (e[l] + e[l]);
+                let mut r = hypot(p, T::ONE);
+                if p < T::ZERO {
+                    r = -r;
+                }
+                d[l] = e[l] / (p + r);
+                d[l + 1] = e[l] * (p + r);
+                let dl1 = d[l + 1];
+                let mut h = g - d[l];
+                for di in d.iter_mut().take(n).skip(l + 2) {
+                    *di = *di - h;
+                }
+                f += h;
+                p = d[m];
+                let (mut c, mut c2, mut c3) = (T::ONE, T::ONE, T::ONE);
+                let el1 = e[l + 1];
+                let (mut s, mut s2) = (T::ZERO, T::ZERO);
+                for i in (l..m).rev() {
+                    c3 = c2;
+                    c2 = c;
+                    s2 = s;
+                    g = c * e[i];
+                    h = c * p;
+                    r = hypot(p, e[i]);
+                    e[i + 1] = s * r;
+                    s = e[i] / r;
+                    c = p / r;
+                    p = c * d[i] - s * g;
+                    d[i + 1] = h + s * (c * g + s * d[i]);
+                    let (lo, hi) = v.split_at_mut((i + 1) * n);
+                    for (vi, vi1) in lo[i * n..].iter_mut().zip(hi[..n].iter_mut()) {
+                        let hv = *vi1;
+                        *vi1 = s * *vi + c * hv;
+                        *vi = c * *vi - s * hv;
+                    }
+                }
+                p = -s * s2 * c3 * el1 * e[l] / dl1;
+                e[l] = s * p;
+                d[l] = c * p;
+                if e[l].abs() <= eps * tst1 {
+                    break;
+                }
+            }
+        }
+        d[l] += f;
+        e[l] = T::ZERO;
+    }
+    for x in d.iter_mut() {
+        *x = *x * scale;
+    }
+}
+
 /// A power of two within a factor 2 of `x > 0` (finite).
 fn pow2_near<T: LinalgElem>(x: T) -> T {
     let mut s = T::ONE;
@@ -236,6 +464,7 @@ pub(crate) fn gauge<T: LinalgElem>(col: &mut [T]) {
 struct Scratch<T> {
     a: Vec<T>,
     a0: Vec<T>,
+    e: Vec<T>,
     mem: Option<MemBuffer>,
 }
 
@@ -261,7 +490,16 @@ fn one<T: LinalgElem>(
         }
         return;
     }
-    if n <= JACOBI_N {
+    if n > ROTATE_N && n <= SMALL_N {
+        s.e.resize(n, T::ZERO);
+        match v.as_deref_mut() {
+            Some(v) => tridiagonal_ql(&s.a, n, w, v, &mut s.e),
+            None => {
+                s.a0.resize(n * n, T::ZERO);
+                tridiagonal_ql(&s.a, n, w, &mut s.a0, &mut s.e);
+            }
+        }
+    } else if n <= SMALL_N {
         match v.as_deref_mut() {
             Some(v) => {
                 s.a0.clear();
@@ -321,7 +559,7 @@ pub(crate) fn eigh<T: LinalgElem>(
         None
     };
     if n > 0 && count > 0 {
-        let work = (n * n * n * if n <= JACOBI_N { 8 } else { 10 }).max(1);
+        let work = (n * n * n * if n <= SMALL_N { 8 } else { 10 }).max(1);
         let parallel = count > 1 && n < PAR_N && count * work >= 2 * TASK_WORK;
         let per_task = if parallel { (TASK_WORK / work).max(1) } else { count };
         match v.as_deref_mut() {
