@@ -97,7 +97,7 @@ fn jacobi_n<T: LinalgElem, const N: usize>(a: &mut [T], w: &mut [T], v: Option<&
     }
     let scale = pow2_near(amax);
     for x in a.iter_mut() {
-        *x = *x / scale;
+        *x /= scale;
     }
     let eps = T::EPSILON;
     for _ in 0..MAX_SWEEPS {
@@ -256,7 +256,7 @@ fn tridiagonal_ql<T: LinalgElem>(a: &[T], n: usize, w: &mut [T], v: &mut [T], e:
             }
         } else {
             for dk in d.iter_mut().take(i) {
-                *dk = *dk / scl;
+                *dk /= scl;
                 h += *dk * *dk;
             }
             let mut f = d[i - 1];
@@ -265,7 +265,7 @@ fn tridiagonal_ql<T: LinalgElem>(a: &[T], n: usize, w: &mut [T], v: &mut [T], e:
                 g = -g;
             }
             e[i] = scl * g;
-            h = h - f * g;
+            h -= f * g;
             d[i - 1] = f - g;
             for ej in e.iter_mut().take(i) {
                 *ej = T::ZERO;
@@ -282,18 +282,18 @@ fn tridiagonal_ql<T: LinalgElem>(a: &[T], n: usize, w: &mut [T], v: &mut [T], e:
             }
             f = T::ZERO;
             for j in 0..i {
-                e[j] = e[j] / h;
+                e[j] /= h;
                 f += e[j] * d[j];
             }
             let hh = f / (h + h);
             for j in 0..i {
-                e[j] = e[j] - hh * d[j];
+                e[j] -= hh * d[j];
             }
             for j in 0..i {
                 f = d[j];
                 g = e[j];
                 for k in j..i {
-                    v[ix(k, j)] = v[ix(k, j)] - (f * e[k] + g * d[k]);
+                    v[ix(k, j)] -= f * e[k] + g * d[k];
                 }
                 d[j] = v[ix(i - 1, j)];
                 v[ix(i, j)] = T::ZERO;
@@ -316,7 +316,7 @@ fn tridiagonal_ql<T: LinalgElem>(a: &[T], n: usize, w: &mut [T], v: &mut [T], e:
                     g += v[ix(k, i + 1)] * v[ix(k, j)];
                 }
                 for k in 0..=i {
-                    v[ix(k, j)] = v[ix(k, j)] - g * d[k];
+                    v[ix(k, j)] -= g * d[k];
                 }
             }
         }
@@ -360,7 +360,7 @@ fn tridiagonal_ql<T: LinalgElem>(a: &[T], n: usize, w: &mut [T], v: &mut [T], e:
                 let dl1 = d[l + 1];
                 let mut h = g - d[l];
                 for di in d.iter_mut().take(n).skip(l + 2) {
-                    *di = *di - h;
+                    *di -= h;
                 }
                 f += h;
                 p = d[m];
@@ -398,7 +398,7 @@ fn tridiagonal_ql<T: LinalgElem>(a: &[T], n: usize, w: &mut [T], v: &mut [T], e:
         e[l] = T::ZERO;
     }
     for x in d.iter_mut() {
-        *x = *x * scale;
+        *x *= scale;
     }
 }
 
@@ -408,12 +408,12 @@ fn pow2_near<T: LinalgElem>(x: T) -> T {
     let two = T::of(2.0);
     let mut y = x;
     while y >= two {
-        y = y / two;
-        s = s * two;
+        y /= two;
+        s *= two;
     }
     while y < T::ONE {
-        y = y * two;
-        s = s / two;
+        y *= two;
+        s /= two;
     }
     s
 }
@@ -492,12 +492,12 @@ fn one<T: LinalgElem>(
     }
     if n > ROTATE_N && n <= SMALL_N {
         s.e.resize(n, T::ZERO);
-        match v.as_deref_mut() {
-            Some(v) => tridiagonal_ql(&s.a, n, w, v, &mut s.e),
-            None => {
-                s.a0.resize(n * n, T::ZERO);
-                tridiagonal_ql(&s.a, n, w, &mut s.a0, &mut s.e);
-            }
+        if let Some(v) = v.as_deref_mut() {
+            tridiagonal_ql(&s.a, n, w, v, &mut s.e);
+        } else {
+            // the transformations are accumulated anyway (into scratch)
+            s.a0.resize(n * n, T::ZERO);
+            tridiagonal_ql(&s.a, n, w, &mut s.a0, &mut s.e);
         }
     } else if n <= SMALL_N {
         match v.as_deref_mut() {
@@ -562,37 +562,34 @@ pub(crate) fn eigh<T: LinalgElem>(
         let work = (n * n * n * if n <= SMALL_N { 8 } else { 10 }).max(1);
         let parallel = count > 1 && n < PAR_N && count * work >= 2 * TASK_WORK;
         let per_task = if parallel { (TASK_WORK / work).max(1) } else { count };
-        match v.as_deref_mut() {
-            Some(v) => {
-                let run = |(t, (wc, vc)): (usize, (&mut [T], &mut [T]))| {
-                    let mut s = Scratch::default();
-                    for (j, (wi, vi)) in
-                        wc.chunks_exact_mut(n).zip(vc.chunks_exact_mut(n * n)).enumerate()
-                    {
-                        one(a, &b, t * per_task + j, upper, wi, Some(vi), &mut s);
-                    }
-                };
-                if parallel {
-                    w.par_chunks_mut(n * per_task)
-                        .zip(v.par_chunks_mut(n * n * per_task))
-                        .enumerate()
-                        .for_each(run);
-                } else {
-                    run((0, (&mut w[..], v)));
+        if let Some(v) = v.as_deref_mut() {
+            let run = |(t, (wc, vc)): (usize, (&mut [T], &mut [T]))| {
+                let mut s = Scratch::default();
+                for (j, (wi, vi)) in
+                    wc.chunks_exact_mut(n).zip(vc.chunks_exact_mut(n * n)).enumerate()
+                {
+                    one(a, &b, t * per_task + j, upper, wi, Some(vi), &mut s);
                 }
+            };
+            if parallel {
+                w.par_chunks_mut(n * per_task)
+                    .zip(v.par_chunks_mut(n * n * per_task))
+                    .enumerate()
+                    .for_each(run);
+            } else {
+                run((0, (&mut w[..], v)));
             }
-            None => {
-                let run = |(t, wc): (usize, &mut [T])| {
-                    let mut s = Scratch::default();
-                    for (j, wi) in wc.chunks_exact_mut(n).enumerate() {
-                        one(a, &b, t * per_task + j, upper, wi, None, &mut s);
-                    }
-                };
-                if parallel {
-                    w.par_chunks_mut(n * per_task).enumerate().for_each(run);
-                } else {
-                    run((0, &mut w[..]));
+        } else {
+            let run = |(t, wc): (usize, &mut [T])| {
+                let mut s = Scratch::default();
+                for (j, wi) in wc.chunks_exact_mut(n).enumerate() {
+                    one(a, &b, t * per_task + j, upper, wi, None, &mut s);
                 }
+            };
+            if parallel {
+                w.par_chunks_mut(n * per_task).enumerate().for_each(run);
+            } else {
+                run((0, &mut w[..]));
             }
         }
     }
