@@ -87,7 +87,7 @@ fn known_spectra_and_repeated_eigenvalues() {
     assert_eq!(max_abs(&i.eigenvectors.sub(&Tensor::eye(4, DType::F64).unwrap()).unwrap()), 0.0);
     let z = eigh(&Tensor::zeros((3, 3), DType::F64).unwrap(), Uplo::Lower).unwrap();
     assert_eq!(z.eigenvalues.to_vec_f64(), vec![0.0; 3]);
-    for n in [3, 20] {
+    for n in [3, 9, 20] {
         let mut spec = vec![1.0; n - 1];
         spec.push(3.0);
         let a = with_spectrum(&spec, 5);
