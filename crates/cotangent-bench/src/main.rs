@@ -30,6 +30,7 @@ const OPS: &[&str] = &[
     "lu_factor",
     "eigh",
     "eigvalsh",
+    "matrix_exp",
 ];
 const SQUARE: &[usize] = &[4, 16, 64, 256, 1024];
 const BATCHED: &[(usize, usize)] = &[(4096, 4), (1024, 16)];
@@ -138,7 +139,7 @@ fn inputs(
             let g = Tensor::randn(shape, dt, gen)?;
             Ok(vec![g.add(&g.mT()?)?.div_scalar((2.0 * n as f64).sqrt())?.contiguous()?])
         }
-        "solve" | "inv" | "det" | "slogdet" | "qr" | "lu_factor" => {
+        "solve" | "inv" | "det" | "slogdet" | "qr" | "lu_factor" | "matrix_exp" => {
             // I + 0.5 N(0, 1) / √n: well conditioned
             let a = Tensor::randn(shape, dt, gen)?
                 .mul_scalar(0.5 / (n as f64).sqrt())?
@@ -185,6 +186,8 @@ fn forward(op: &str, xs: &[Tensor]) -> Result<Vec<Tensor>> {
             vec![r.eigenvalues, r.eigenvectors]
         }
         "eigvalsh" => vec![linalg::eigvalsh(&xs[0], Uplo::Lower)?],
+        // not in torch_linalg.py: compare with matrix_exp(I + 0.5 N(0, 1) / √n).sum()
+        "matrix_exp" => vec![linalg::matrix_exp(&xs[0])?],
         _ => {
             return Err(cotangent::Error::Unsupported {
                 op: "cotangent-bench",
