@@ -155,9 +155,15 @@ class F:
             x = rng.standard_normal(self.shape)
             v = (x @ np.swapaxes(x, -1, -2) / k + np.eye(k)).reshape(-1)
         elif self.kind == "sym":
-            # symmetric, indefinite: (X + Xᵀ) / 2 (batch)
+            # symmetric (batch): (X + Xᵀ) / 2, symmetric after rounding
             x = rng.standard_normal(self.shape)
             v = ((x + np.swapaxes(x, -1, -2)) / 2).reshape(-1)
+        elif self.kind == "symsep":
+            # symmetric with eigenvalues near 1, 2, ..., k (gaps of about 1: well
+            # conditioned eigenvectors, so f64 results agree to roundoff)
+            k = self.shape[-1]
+            x = rng.standard_normal(self.shape)
+            v = (0.1 * (x + np.swapaxes(x, -1, -2)) + np.diag(np.arange(1.0, k + 1))).reshape(-1)
         elif self.kind == "lowerpd":
             # lower triangular with a diagonal in [1, 2] (a Cholesky factor; batch)
             k = self.shape[-1]
@@ -338,8 +344,10 @@ PAIRS_F32 = {"same", "medium", "bcast-3x1-1x4", "bcast-batched"}
 
 
 class Case:
-    def __init__(self, label, inputs, attrs=None, dtypes=F64_F32, grad=True, error=None, backward_error=None):
+    def __init__(self, label, inputs, attrs=None, dtypes=F64_F32, grad=True, error=None, backward_error=None, cotangents=None):
         self.label, self.inputs, self.attrs = label, inputs, attrs or {}
+        # fixed cotangent values per output (None: drawn at random)
+        self.cotangents = cotangents
         self.dtypes, self.grad, self.error = dtypes, grad, error
         # the protocol kind of the error PyTorch raises when differentiating (the forward
         # succeeds): the case carries cotangents and expects that error
@@ -1202,6 +1210,83 @@ cases("linalg.householder_product", [
 ])
 
 
+# spectral: the symmetric eigendecomposition and the matrix exponential
+# (crates/cotangent/src/linalg/{eigh,matrix_fn}.rs). eigh's eigenvectors are unique up to a
+# sign per column: the test aligns them to PyTorch's (align_gauge in
+# crates/cotangent-parity/tests/fixtures.rs) and moves the cotangents into the runner's
+# gauge. Inputs are symmetric ("sym") or not (only the UPLO triangle is read; PyTorch's
+# gradient is the symmetric one either way). The eigenvector cotangents are random: the
+# loss is the protocol's sum(G_w w) + sum(G_V V).
+
+
+def SY(shape, **kw):
+    return F(shape, "sym", **kw)
+
+
+NAN_SYM = [2.0, 0.5, 0.1, 0.5, "nan", 0.3, 0.1, 0.3, 1.0]
+
+cases("linalg.eigh", [
+    Case("3x3", [SY((3, 3))]),
+    Case("1x1", [SY((1, 1))]),
+    Case("4x4-upper", [SY((4, 4))], {"UPLO": "U"}),
+    Case("batched", [SY((2, 3, 4, 4))]),
+    Case("batched-upper", [SY((3, 5, 5))], {"UPLO": "U"}),
+    Case("lower-explicit", [SY((3, 3))], {"UPLO": "L"}, dtypes=F64),
+    # not symmetric: only the triangle named is read, and the gradient is symmetric
+    Case("nonsymmetric", [F((4, 4))], dtypes=F64),
+    Case("nonsymmetric-upper", [F((4, 4))], {"UPLO": "U"}, dtypes=F64),
+    Case("16x16", [F((16, 16), "symsep")], dtypes=F64),
+    Case("20x20", [F((20, 20), "symsep")], dtypes=F64),
+    Case("batched-24x24-upper", [F((2, 24, 24), "symsep")], {"UPLO": "U"}, dtypes=F64),
+    Case("empty", [SY((0, 0))], dtypes=F64),
+    Case("empty-batch", [SY((0, 3, 3))], dtypes=F64),
+    # LAPACK reports no convergence for NaN input of most sizes (n <= 2: NaN outputs)
+    Case("nan", [F((3, 3), values=[float(v) for v in NAN_SYM])], dtypes=F64, error="NoConvergence"),
+    Case("nan-in-batch", [F((2, 3, 3), values=[1.0, 0.2, 0.3, 0.2, 2.0, 0.1, 0.3, 0.1, 3.0] + [float(v) for v in NAN_SYM])], dtypes=F64, error="NoConvergence"),
+    Case("not-square", [F((3, 4))], dtypes=F64, error="NotSquare"),
+    Case("vector", [F((3,))], dtypes=F64, error="ShapeMismatch"),
+    Case("integer", [T("i64", np.eye(3, dtype=np.int64))], dtypes=F64, error="Unsupported"),
+    Case("bad-uplo", [SY((3, 3))], {"UPLO": "X"}, dtypes=F64, error="InvalidArgument"),
+])
+
+cases("linalg.eigvalsh", [
+    Case("3x3", [SY((3, 3))]),
+    Case("1x1", [SY((1, 1))], dtypes=F64),
+    Case("upper", [SY((4, 4))], {"UPLO": "U"}),
+    Case("batched", [SY((2, 3, 5, 5))]),
+    Case("nonsymmetric", [F((4, 4))], dtypes=F64),
+    Case("nonsymmetric-upper", [F((4, 4))], {"UPLO": "U"}, dtypes=F64),
+    Case("20x20", [F((20, 20), "symsep")], dtypes=F64),
+    # a repeated eigenvalue (I + 11ᵀ: eigenvalues 1, 1, 4): eigvalsh's gradient needs no
+    # gap. The cotangent is equal on the repeated pair, so that the loss is
+    # differentiable (a loss that tells them apart is not: its "gradient" depends on the
+    # basis chosen within the eigenspace)
+    Case("repeated", [F((3, 3), values=[2.0, 1.0, 1.0, 1.0, 2.0, 1.0, 1.0, 1.0, 2.0])], dtypes=F64, cotangents=[[0.5, 0.5, 2.0]]),
+    Case("empty-batch", [SY((0, 3, 3))], dtypes=F64),
+    Case("nan", [F((3, 3), values=[float(v) for v in NAN_SYM])], dtypes=F64, error="NoConvergence"),
+    Case("not-square", [F((2, 3))], dtypes=F64, error="NotSquare"),
+    Case("bad-uplo", [SY((3, 3))], {"UPLO": "x"}, dtypes=F64, error="InvalidArgument"),
+])
+
+cases("linalg.matrix_exp", [
+    Case("3x3", [F((3, 3))]),
+    Case("1x1", [F((1, 1))]),
+    Case("small-norm", [F((4, 4), values=np.linspace(-0.01, 0.012, 16))], dtypes=F64),
+    Case("batched", [F((2, 3, 3, 3))]),
+    # 1-norms of about 10 and more: scaling and squaring
+    Case("wide-4x4", [F((4, 4), "wide")]),
+    Case("wide-batched", [F((3, 5, 5), "wide")], dtypes=F64),
+    Case("30x30", [F((30, 30))], dtypes=F64),
+    Case("nilpotent", [F((3, 3), values=[0.0, 1.0, 2.0, 0.0, 0.0, 3.0, 0.0, 0.0, 0.0])], dtypes=F64),
+    Case("empty", [F((0, 0))], dtypes=F64),
+    Case("empty-batch", [F((0, 2, 2))], dtypes=F64),
+    Case("nan", [F((2, 2), values=[1.0, float("nan"), 0.0, 1.0])], dtypes=F64, grad=False),
+    Case("inf-1x1", [F((1, 1), values=[float("inf")])], dtypes=F64, grad=False),
+    Case("not-square", [F((3, 4))], dtypes=F64, error="NotSquare"),
+    Case("vector", [F((3,))], dtypes=F64, error="ShapeMismatch"),
+])
+
+
 # --------------------------------------------------------------------------------------
 # svd, pinv, lstsq (crates/cotangent/src/linalg/{svd,pinv,lstsq}.rs). SVD's singular
 # pairs are unique up to a sign: the test aligns them (align_svd in
@@ -1212,10 +1297,6 @@ cases("linalg.householder_product", [
 NAN33 = [1.0, 2.0, 0.5, 0.3, "nan", 1.0, 0.2, 0.1, 2.0]
 RANK1_23 = [1.0, 2.0, 3.0, 2.0, 4.0, 6.0]
 DIAG_TOL = [1.0, 0.0, 0.0, 0.0, 1e-3, 0.0, 0.0, 0.0, 1e-9]
-
-
-def SY(shape, **kw):
-    return F(shape, "sym", **kw)
 
 
 cases("linalg.svd", [
@@ -1505,7 +1586,10 @@ def generate(op, case, dtype, rng):
     if case.grad:
         cots = []
         for i, o in enumerate(outs):
-            if o.dtype.is_floating_point and i not in NO_GRAD_OUTPUTS.get(op, ()):
+            if case.cotangents is not None:
+                v = case.cotangents[i]
+                cots.append(None if v is None else torch.tensor(np.asarray(v, dtype=np.float64).reshape(tuple(o.shape)), dtype=o.dtype))
+            elif o.dtype.is_floating_point and i not in NO_GRAD_OUTPUTS.get(op, ()):
                 v = np.round(rng.standard_normal(tuple(o.shape)), 4)
                 cots.append(torch.tensor(v, dtype=o.dtype))
             else:

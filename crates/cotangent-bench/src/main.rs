@@ -34,6 +34,9 @@ const OPS: &[&str] = &[
     "lstsq",
     "matrix_norm",
     "vector_norm",
+    "eigh",
+    "eigvalsh",
+    "matrix_exp",
 ];
 const SQUARE: &[usize] = &[4, 16, 64, 256, 1024];
 const BATCHED: &[(usize, usize)] = &[(4096, 4), (1024, 16)];
@@ -137,8 +140,13 @@ fn inputs(
             let g = Tensor::randn(shape, dt, gen)?;
             Ok(vec![g.matmul(&g.mT()?)?.div_scalar(n as f64)?.add(&eye)?.contiguous()?])
         }
+        "eigh" | "eigvalsh" => {
+            // (g + gᵀ) / √(2n): symmetric, spectrum in about [−2, 2]
+            let g = Tensor::randn(shape, dt, gen)?;
+            Ok(vec![g.add(&g.mT()?)?.div_scalar((2.0 * n as f64).sqrt())?.contiguous()?])
+        }
         "solve" | "inv" | "det" | "slogdet" | "qr" | "lu_factor" | "svd" | "svdvals" | "pinv"
-        | "lstsq" | "matrix_norm" | "vector_norm" => {
+        | "lstsq" | "matrix_norm" | "vector_norm" | "matrix_exp" => {
             // I + 0.5 N(0, 1) / √n: well conditioned
             let a = Tensor::randn(shape, dt, gen)?
                 .mul_scalar(0.5 / (n as f64).sqrt())?
@@ -190,6 +198,13 @@ fn forward(op: &str, xs: &[Tensor]) -> Result<Vec<Tensor>> {
         // matrix_norm(A) (Frobenius) and vector_norm(A, dim=(-2, -1))
         "matrix_norm" => vec![linalg::matrix_norm(&xs[0], NormOrd::Fro, [-2, -1], false)?],
         "vector_norm" => vec![linalg::vector_norm(&xs[0], 2.0, Some(&[-2, -1]), false)?],
+        "eigh" => {
+            let r = linalg::eigh(&xs[0], Uplo::Lower)?;
+            vec![r.eigenvalues, r.eigenvectors]
+        }
+        "eigvalsh" => vec![linalg::eigvalsh(&xs[0], Uplo::Lower)?],
+        // not in torch_linalg.py: compare with matrix_exp(I + 0.5 N(0, 1) / √n).sum()
+        "matrix_exp" => vec![linalg::matrix_exp(&xs[0])?],
         _ => {
             return Err(cotangent::Error::Unsupported {
                 op: "cotangent-bench",
@@ -206,6 +221,8 @@ fn loss(op: &str, ys: &[Tensor]) -> Result<Tensor> {
         "qr" => ys[0].square()?.sum()?.add(&ys[1].square()?.sum()?),
         // S.sum() + U.square().sum() + Vh.square().sum()
         "svd" => ys[1].sum()?.add(&ys[0].square()?.sum()?)?.add(&ys[2].square()?.sum()?),
+        // w.sum() + V.square().sum() (sign-invariant)
+        "eigh" => ys[0].sum()?.add(&ys[1].square()?.sum()?),
         _ => ys[0].sum(),
     }
 }

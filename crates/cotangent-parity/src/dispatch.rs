@@ -197,6 +197,9 @@ pub const OPS: &[OpSpec] = &[
     op("linalg.matrix_norm", &["ord", "dim", "keepdim"], sv::matrix_norm),
     op("linalg.norm", &["ord", "dim", "keepdim"], sv::norm),
     op("linalg.cond", &["p"], sv::cond),
+    op("linalg.eigh", &["UPLO"], sv::eigh),
+    op("linalg.eigvalsh", &["UPLO"], sv::eigvalsh),
+    op("linalg.matrix_exp", &[], sv::matrix_exp),
 ];
 
 /// The names of every op of the runner, in table order.

@@ -184,4 +184,9 @@ pub const LIBRARY_METHODS: &[(&str, Coverage)] = &[
     ("vector_norm", Coverage::Op("linalg.vector_norm")),
     ("matrix_norm", Coverage::Op("linalg.matrix_norm")),
     ("cond", Coverage::Op("linalg.cond")),
+    // src/linalg/eigh.rs
+    ("eigh", Coverage::Op("linalg.eigh")),
+    ("eigvalsh", Coverage::Op("linalg.eigvalsh")),
+    // src/linalg/matrix_fn.rs
+    ("matrix_exp", Coverage::Op("linalg.matrix_exp")),
 ];

@@ -162,9 +162,11 @@ struct SignPart {
 fn gauge_of(op: &str) -> Gauge {
     const QR: &[SignPart] =
         &[SignPart { output: 0, rows: false }, SignPart { output: 1, rows: true }];
+    const EIGH: &[SignPart] = &[SignPart { output: 1, rows: false }];
     match op {
         "linalg.qr" => Gauge::Signs(QR),
         "linalg.svd" => Gauge::Svd,
+        "linalg.eigh" => Gauge::Signs(EIGH),
         _ => Gauge::None,
     }
 }

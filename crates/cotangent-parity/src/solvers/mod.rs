@@ -1,7 +1,8 @@
 //! Handlers of the solvers and factorisations (`linalg.solve_triangular`, cholesky, LU,
-//! QR and the ops built on them): one file per family, listed in [`crate::dispatch::OPS`].
+//! QR, the symmetric eigendecomposition, the matrix exponential, and the ops built on them): one file per family, listed in [`crate::dispatch::OPS`].
 
 mod cholesky;
+mod eigh;
 mod lu;
 mod norms;
 mod qr;
@@ -9,6 +10,7 @@ mod svd;
 mod triangular;
 
 pub(crate) use cholesky::{cholesky, cholesky_ex, cholesky_inverse, cholesky_solve};
+pub(crate) use eigh::{eigh, eigvalsh, matrix_exp};
 pub(crate) use lu::{
     det, inv, inv_ex, logdet, lu, lu_factor, lu_factor_ex, lu_solve, lu_unpack, slogdet, solve,
     solve_ex, tensorinv, tensorsolve,

@@ -196,6 +196,22 @@ pub(crate) trait BackendStorage: Sized {
         want_uv: bool,
         full: bool,
     ) -> Result<(Option<(Self, Layout)>, (Self, Layout), Option<(Self, Layout)>)>;
+    /// Eigenvalues (ascending, contiguous `(*, n)`) and, if `vectors`, eigenvectors (a
+    /// column-major `(*, n, n)` buffer with its layout, each column's largest component
+    /// positive) of each symmetric `self: (*, n, n)`, reading its lower (or, if `upper`,
+    /// upper) triangle; with the index of the first matrix not decomposed (a NaN or an
+    /// infinity in its triangle), if any.
+    #[allow(clippy::type_complexity)]
+    fn eigh(
+        &self,
+        l: &Layout,
+        upper: bool,
+        vectors: bool,
+    ) -> Result<(Self, Option<(Self, Layout)>, Option<usize>)>;
+
+    /// `exp(A)` of each square `self: (*, n, n)` (scaling and squaring with Padé
+    /// approximants), column-major, with its layout.
+    fn matrix_exp(&self, l: &Layout) -> Result<(Self, Layout)>;
 }
 
 /// Which factors a QR returns.

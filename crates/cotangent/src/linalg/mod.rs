@@ -28,15 +28,19 @@
 //! | [`vector_norm`] (every `ord`: `2`, `1`, `±inf`, `0`, any `p`) | explicit composite (one reduction kernel: plain multiply-adds, rescaled only on overflow/underflow) | PyTorch's `norm_backward`: 0 at `x = 0`, ties of `±inf` share evenly, none for `0` |
 //! | [`matrix_norm`] (`Fro`, `Nuc`, `±1`, `±2`, `±inf`), [`norm`] | implicit composites of `vector_norm`, `amax`/`amin` and the singular values | inherited (the spectral orders gap-free, through `svdvals`) |
 //! | [`cond`] (every `p`) | implicit composite: `σ_max/σ_min`, or `‖A‖ ‖A⁻¹‖` through `inv_ex` (`inf` when singular) | inherited, for every `p` |
+//! | [`eigh`] (`Uplo`), [`eigvalsh`] | primitive (Jacobi for `n <= 4`, tridiagonal QL to 16, faer's divide and conquer above); eigenvector signs: largest component positive | `gA = V (diag(gw) + F ∘ skew(VᵀgV)) Vᵀ`, `F_ij = 1/(w_j − w_i)`; eigvalsh `V diag(gw) Vᵀ` (no gaps); `NotDifferentiable` for basis-dependent losses at repeated eigenvalues |
+//! | [`matrix_exp`] | primitive (scaling and squaring, Padé degree 3–13 by the 1-norm) | `gA = [exp([[Aᵀ, G], [0, Aᵀ]])]₁₂` (itself, any order) |
 //!
 //! bf16 and f16 inputs are computed in f32 and rounded back (results and gradients in the
 //! input dtype).
 
 mod cholesky;
 mod det;
+mod eigh;
 mod lstsq;
 mod lu;
 mod matmul;
+mod matrix_fn;
 mod norms;
 mod pinv;
 mod products;
@@ -49,8 +53,10 @@ pub(crate) mod util;
 
 pub use cholesky::{cholesky, cholesky_ex, cholesky_inverse, cholesky_solve, CholeskyEx};
 pub use det::{det, logdet, slogdet, Slogdet};
+pub use eigh::{eigh, eigvalsh, Eigh};
 pub use lstsq::{lstsq, Lstsq, LstsqDriver};
 pub use lu::{lu, lu_factor, lu_factor_ex, lu_solve, lu_unpack, Lu, LuFactor, LuFactorEx};
+pub use matrix_fn::matrix_exp;
 pub use norms::{cond, matrix_norm, norm, vector_norm, NormOrd};
 pub use pinv::{matrix_rank, pinv};
 pub use qr::{householder_product, qr, Qr, QrMode};

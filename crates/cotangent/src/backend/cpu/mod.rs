@@ -1151,4 +1151,37 @@ impl BackendStorage for CpuStorage {
             _ => return Err(unsupported("linalg.svd", self.dtype())),
         })
     }
+
+    fn eigh(
+        &self,
+        l: &Layout,
+        upper: bool,
+        vectors: bool,
+    ) -> Result<(CpuStorage, Option<(CpuStorage, Layout)>, Option<usize>)> {
+        Ok(match self {
+            CpuStorage::F32(a) => {
+                let (w, v, f) = linalg::eigh::eigh(a, l, upper, vectors);
+                (CpuStorage::F32(w), v.map(|(v, vl)| (CpuStorage::F32(v), vl)), f)
+            }
+            CpuStorage::F64(a) => {
+                let (w, v, f) = linalg::eigh::eigh(a, l, upper, vectors);
+                (CpuStorage::F64(w), v.map(|(v, vl)| (CpuStorage::F64(v), vl)), f)
+            }
+            _ => return Err(unsupported("linalg.eigh", self.dtype())),
+        })
+    }
+
+    fn matrix_exp(&self, l: &Layout) -> Result<(CpuStorage, Layout)> {
+        Ok(match self {
+            CpuStorage::F32(a) => {
+                let (x, xl) = linalg::matrix_exp::matrix_exp(a, l);
+                (CpuStorage::F32(x), xl)
+            }
+            CpuStorage::F64(a) => {
+                let (x, xl) = linalg::matrix_exp::matrix_exp(a, l);
+                (CpuStorage::F64(x), xl)
+            }
+            _ => return Err(unsupported("linalg.matrix_exp", self.dtype())),
+        })
+    }
 }

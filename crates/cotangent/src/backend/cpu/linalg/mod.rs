@@ -12,7 +12,9 @@
 //!   for the 1-based index of the failing pivot or leading minor.
 
 pub(crate) mod cholesky;
+pub(crate) mod eigh;
 pub(crate) mod lu;
+pub(crate) mod matrix_exp;
 pub(crate) mod qr;
 pub(crate) mod svd;
 pub(crate) mod triangular;

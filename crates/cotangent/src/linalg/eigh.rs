@@ -1,0 +1,244 @@
+//! `linalg.eigh` (the symmetric eigendecomposition, a primitive with a hand-written VJP)
+//! and `linalg.eigvalsh` (its eigenvalues; a compute-vectors-off variant whose gradient
+//! needs no eigenvalue gaps).
+
+use super::util::{batch_of, check_float, check_matrix, check_square, from_kernel};
+use super::Uplo;
+use crate::autograd::node::{record, should_record, Op, VjpCtx};
+use crate::backend::{BackendStorage, CpuStorage};
+use crate::dtype::DType;
+use crate::error::{Error, Result};
+use crate::layout::Layout;
+use crate::tensor::Tensor;
+
+const OP: &str = "linalg.eigh";
+const OPV: &str = "linalg.eigvalsh";
+
+/// The eigendecomposition `A = V diag(w) Vᵀ` of [`eigh`] (PyTorch's named tuple
+/// `(eigenvalues, eigenvectors)`).
+#[derive(Debug, Clone)]
+pub struct Eigh {
+    /// The eigenvalues `w`, ascending, `(*, n)`.
+    pub eigenvalues: Tensor,
+    /// The orthonormal eigenvectors, as columns: `(*, n, n)`; column `j` belongs to
+    /// `eigenvalues[..., j]`. Each column's component of largest magnitude (the first one
+    /// on ties) is positive.
+    pub eigenvectors: Tensor,
+}
+
+#[derive(Debug)]
+struct EighOp;
+
+/// Which pairs `(i, j)` of each matrix have a (numerically) zero gap `w_j − w_i`
+/// (the diagonal included), as a `Bool` tensor `(*, n, n)`; `Err(NotDifferentiable)` if
+/// the projected cotangent `skew` is not negligible at such a pair off the diagonal.
+fn degenerate_pairs(w: &Tensor, skew: &Tensor) -> Result<Tensor> {
+    let n = w.dims()[w.rank() - 1];
+    let eps = if w.dtype() == DType::F64 { f64::EPSILON } else { f64::from(f32::EPSILON) };
+    let wv = w.detach().to_vec_f64();
+    let sv = skew.detach().to_vec_f64();
+    let mut mask = vec![false; sv.len()];
+    for (wb, (sb, mb)) in wv
+        .chunks_exact(n.max(1))
+        .zip(sv.chunks_exact((n * n).max(1)).zip(mask.chunks_exact_mut((n * n).max(1))))
+    {
+        let wmax = wb.iter().fold(0.0f64, |m, x| m.max(x.abs()));
+        let gap_tol = 8.0 * n as f64 * eps * wmax;
+        let smax = sb.iter().fold(0.0f64, |m, x| m.max(x.abs()));
+        let skew_tol = eps.sqrt() * smax;
+        for i in 0..n {
+            for j in 0..n {
+                // NaN gaps are not degenerate: the NaN goes through
+                let degenerate = i == j || (wb[j] - wb[i]).abs() <= gap_tol;
+                if degenerate && i != j && sb[i * n + j].abs() > skew_tol && smax > 0.0 {
+                    return Err(Error::NotDifferentiable {
+                        op: OP,
+                        reason: "the eigenvectors of a repeated eigenvalue are not unique, and \
+                                 the loss depends on the basis chosen within its eigenspace, so \
+                                 the gradient is undefined; use a loss that depends only on the \
+                                 eigenspace (e.g. its projector) or on the eigenvalues",
+                    });
+                }
+                mb[i * n + j] = degenerate;
+            }
+        }
+    }
+    Tensor::from_vec(mask, skew.shape().clone())
+}
+
+impl Op for EighOp {
+    fn name(&self) -> &'static str {
+        OP
+    }
+
+    // A = V diag(w) Vᵀ, VᵀV = I. With C = Vᵀ dA V (symmetric):
+    //   dw = diag(C),  dV = V (F ∘ C),  F_ij = 1 / (w_j − w_i) (i ≠ j), F_ii = 0.
+    // So ⟨gw, dw⟩ + ⟨gV, dV⟩ = ⟨diag(gw) + F ∘ (VᵀgV), C⟩, and as C is symmetric only the
+    // symmetric part counts: F is antisymmetric, so F ∘ skew(VᵀgV) with
+    // skew(X) = (X − Xᵀ)/2 is symmetric, and
+    //   gA = V (diag(gw) + F ∘ skew(VᵀgV)) Vᵀ   (symmetric, as PyTorch's),
+    // PyTorch's linalg_eig_backward (FunctionsManual.cpp, Hermitian case; Giles 2008,
+    // "An extended collection of matrix derivative results", section 3.1). Without gV
+    // the gradient is V diag(gw) Vᵀ: no gap. Where a gap is zero (a repeated eigenvalue)
+    // the term F_ij skew_ij is taken as 0 if skew_ij is negligible (the loss does not see
+    // rotations within the eigenspace, e.g. a projector onto it), otherwise the gradient
+    // is undefined and NotDifferentiable is returned rather than NaN (JAX's "avoiding
+    // NaNs" handling of the diagonal of F, extended to degenerate pairs). Tensor ops
+    // only: differentiable again (the mask is a constant).
+    fn vjp(&self, cx: &VjpCtx<'_>, g: &[Option<Tensor>]) -> Result<Vec<Option<Tensor>>> {
+        let (gw, gv) = (g[0].as_ref(), g[1].as_ref());
+        if gw.is_none() && gv.is_none() {
+            return Ok(vec![None]);
+        }
+        let (w, v) = (cx.output(0)?, cx.output(1)?);
+        let inner = match gv {
+            None => gw.map(|gw| gw.diag_embed(0, -2, -1)).transpose()?,
+            Some(gv) => {
+                let x = v.mT()?.matmul(gv)?;
+                let skew = x.sub(&x.mT()?)?.mul_scalar(0.5)?;
+                // e_ij = w_j − w_i
+                let e = w.unsqueeze(-2)?.sub(&w.unsqueeze(-1)?)?;
+                let mask = degenerate_pairs(&w, &skew)?;
+                let safe = Tensor::where_cond(&mask, &e.ones_like()?, &e)?;
+                let f = Tensor::where_cond(&mask, &skew.zeros_like()?, &skew.div(&safe)?)?;
+                Some(match gw {
+                    Some(gw) => f.add(&gw.diag_embed(0, -2, -1)?)?,
+                    None => f,
+                })
+            }
+        };
+        let Some(inner) = inner else { return Ok(vec![None]) };
+        Ok(vec![Some(v.matmul(&inner)?.matmul(&v.mT()?)?)])
+    }
+}
+
+/// Checks shared by [`eigh`] and [`eigvalsh`].
+fn check(op: &'static str, a: &Tensor) -> Result<()> {
+    check_matrix(op, a)?;
+    check_square(op, a)?;
+    check_float(op, a)
+}
+
+/// The kernel's eigenvalues `(*, n)` and optional eigenvectors; `NoConvergence` for the
+/// first matrix with a NaN or an infinity in the triangle read.
+fn kernel(a: &Tensor, uplo: Uplo, vectors: bool) -> Result<(Tensor, Option<Tensor>)> {
+    let (ws, v, failed) = a.storage().cpu().eigh(a.layout(), uplo == Uplo::Upper, vectors)?;
+    if let Some(batch) = failed {
+        return Err(Error::NoConvergence { op: OP, batch });
+    }
+    let mut dims = batch_of(a, 2).dims().to_vec();
+    dims.push(a.dims()[a.rank() - 1]);
+    let w = from_kernel(ws, Layout::contiguous(dims.into()));
+    Ok((w, v.map(|(s, l): (CpuStorage, Layout)| from_kernel(s, l))))
+}
+
+/// The eigendecomposition of symmetric matrices (`torch.linalg.eigh`; a primitive).
+///
+/// Math: `A = V diag(w) Vᵀ` with `VᵀV = I` and `w` ascending. Only the `uplo` triangle of
+/// `a` is read (PyTorch's `UPLO`; its default `'L'` is [`Uplo::Lower`]): the matrix used is
+/// the symmetric one with that triangle.
+///
+/// Shapes: `a: (*, n, n)` → `eigenvalues: (*, n)`, `eigenvectors: (*, n, n)`.
+///
+/// Sign gauge: each eigenvector is defined up to its sign (more when an eigenvalue
+/// repeats). The signs here are deterministic (the same input gives the same bits): the
+/// component of largest magnitude of each eigenvector (the first one on ties) is positive.
+/// PyTorch (LAPACK's `syevd`) may return other signs.
+///
+/// Computed by own allocation-free loops for small matrices, rayon over the batch (cyclic
+/// Jacobi rotations for `n <= 4`, Householder tridiagonalisation and the implicit QL
+/// iteration for `n <= 16`), and by faer's tridiagonal divide and conquer above.
+///
+/// Non-finite input: a NaN or an infinity in the triangle read fails with
+/// `NoConvergence { batch }` (the first such matrix of the batch), checked before any
+/// iteration, so nothing loops on it. PyTorch (LAPACK's `syevd`) raises the same
+/// "failed to converge" error for most sizes, but returns NaN for some (`n <= 2`, some
+/// larger `n`); here the answer does not depend on the size.
+///
+/// Dtypes: f32, f64; bf16 and f16 are computed in f32 and rounded back (PyTorch refuses
+/// them).
+///
+/// Gradient: `gA = V (diag(gw) + F ∘ skew(VᵀgV)) Vᵀ` with `F_ij = 1/(w_j − w_i)` and
+/// `skew(X) = (X − Xᵀ)/2`: symmetric (the gradient of the symmetric matrix the triangle
+/// describes, split evenly between `(i, j)` and `(j, i)`, as PyTorch's). A loss that uses
+/// only the eigenvalues gets `V diag(gw) Vᵀ`, finite at repeated eigenvalues too (see
+/// [`eigvalsh`]). At a repeated eigenvalue the eigenvectors are not unique: if the loss
+/// is invariant to rotations of the basis within that eigenspace (it depends on the
+/// eigenspace only, e.g. through `V_S V_Sᵀ`), the gradient is finite and correct; if it
+/// depends on the basis, the gradient is undefined and the backward pass fails with
+/// `NotDifferentiable` (PyTorch returns NaN or infinities). Near-repeated eigenvalues
+/// give large gradients, as they must. Differentiable to any order.
+///
+/// Errors: `BadShape` if `a` has fewer than 2 dims or is not square; `UnsupportedDType`
+/// for non-float input; `NoConvergence` for non-finite input (above).
+///
+/// ```
+/// # use cotangent::Tensor;
+/// use cotangent::linalg::{eigh, Uplo};
+/// let a = Tensor::from_vec(vec![2.0f64, 1.0, 1.0, 2.0], (2, 2))?;
+/// let e = eigh(&a, Uplo::Lower)?;
+/// let w = e.eigenvalues.to_vec::<f64>()?;
+/// assert!((w[0] - 1.0).abs() < 1e-12 && (w[1] - 3.0).abs() < 1e-12);
+/// // A V = V diag(w)
+/// let av = a.matmul(&e.eigenvectors)?;
+/// let vw = e.eigenvectors.mul(&e.eigenvalues.unsqueeze(-2)?)?;
+/// assert!(av.sub(&vw)?.abs()?.to_vec::<f64>()?.iter().all(|x| *x < 1e-12));
+/// # Ok::<(), cotangent::Error>(())
+/// ```
+pub fn eigh(a: &Tensor, uplo: Uplo) -> Result<Eigh> {
+    check(OP, a)?;
+    if a.dtype().is_half() {
+        let e = eigh(&a.to_dtype(DType::F32)?, uplo)?;
+        return Ok(Eigh {
+            eigenvalues: e.eigenvalues.to_dtype(a.dtype())?,
+            eigenvectors: e.eigenvectors.to_dtype(a.dtype())?,
+        });
+    }
+    let (w, v) = kernel(a, uplo, true)?;
+    let v = v.ok_or(Error::Internal { op: OP, reason: "eigenvectors expected" })?;
+    let mut out = record(EighOp, &[a], vec![w, v], true).into_iter();
+    match (out.next(), out.next()) {
+        (Some(eigenvalues), Some(eigenvectors)) => Ok(Eigh { eigenvalues, eigenvectors }),
+        _ => Err(Error::Internal { op: OP, reason: "two outputs expected" }),
+    }
+}
+
+/// The eigenvalues of symmetric matrices (`torch.linalg.eigvalsh`; the eigenvalues of
+/// [`eigh`] without its eigenvectors).
+///
+/// Math: `w` ascending with `A = V diag(w) Vᵀ`; only the `uplo` triangle of `a` is read
+/// (PyTorch's `UPLO`, default [`Uplo::Lower`]). Shapes: `a: (*, n, n)` → `(*, n)`.
+/// Dtypes: f32, f64; bf16 and f16 are computed in f32 and rounded back.
+///
+/// Gradient: `gA = V diag(gw) Vᵀ` (symmetric): no division by eigenvalue gaps, so it is
+/// finite and correct at repeated eigenvalues too (the eigenvalues are then still
+/// directionally differentiable, and any loss symmetric in the repeated ones, such as
+/// their sum, is differentiable). When the input requires grad the eigenvectors are
+/// computed as well (the gradient needs them). Differentiable to any order through
+/// [`eigh`]; second derivatives divide by the gaps, so they are undefined at repeated
+/// eigenvalues (`NotDifferentiable` when the loss makes them matter).
+///
+/// Errors: `BadShape` if `a` has fewer than 2 dims or is not square; `UnsupportedDType`
+/// for non-float input; `NoConvergence { batch }` for a NaN or an infinity in the
+/// triangle read, as [`eigh`].
+///
+/// ```
+/// # use cotangent::Tensor;
+/// use cotangent::linalg::{eigvalsh, Uplo};
+/// // only the upper triangle is read: the 9.0 below the diagonal is ignored
+/// let a = Tensor::from_vec(vec![2.0f64, 1.0, 9.0, 2.0], (2, 2))?;
+/// let w = eigvalsh(&a, Uplo::Upper)?.to_vec::<f64>()?;
+/// assert!((w[0] - 1.0).abs() < 1e-12 && (w[1] - 3.0).abs() < 1e-12);
+/// # Ok::<(), cotangent::Error>(())
+/// ```
+pub fn eigvalsh(a: &Tensor, uplo: Uplo) -> Result<Tensor> {
+    check(OPV, a)?;
+    if a.dtype().is_half() {
+        return eigvalsh(&a.to_dtype(DType::F32)?, uplo)?.to_dtype(a.dtype());
+    }
+    if should_record(&[a]) {
+        // the gradient V diag(gw) Vᵀ needs V: eigh's VJP with gV = None is exactly it
+        return Ok(eigh(a, uplo)?.eigenvalues);
+    }
+    Ok(kernel(a, uplo, false)?.0)
+}
