@@ -25,15 +25,14 @@ pub struct Slogdet {
 }
 
 /// One LU of each matrix: the factors and, per matrix, `det A`, `sign(det A)` and
-/// `log |det A|` (in f64; 0 unless `want_log`), and whether it is numerically singular (`strict`: a pivot at
-/// most `n ε max|U_ii|`) or near singular (`loose`: at most `√ε max|U_ii|`).
+/// `log |det A|` (in f64; 0 unless `want_log`), and whether it is near singular
+/// (`loose`: a pivot at most `√ε max|U_ii|`).
 struct Parts {
     lu: Tensor,
     pivots: Tensor,
     det: Vec<f64>,
     sign: Vec<f64>,
     logabs: Vec<f64>,
-    strict: Vec<bool>,
     loose: Vec<bool>,
 }
 
@@ -61,7 +60,6 @@ fn parts(a: &Tensor, want_log: bool) -> Result<Parts> {
         det: Vec::with_capacity(count),
         sign: Vec::with_capacity(count),
         logabs: Vec::with_capacity(count),
-        strict: Vec::with_capacity(count),
         loose: Vec::with_capacity(count),
     };
     for b in 0..count {
@@ -97,7 +95,6 @@ fn parts(a: &Tensor, want_log: bool) -> Result<Parts> {
         p.logabs.push(logabs);
         // non-finite factors (NaN or inf input) never reach the SVD: its gradient is
         // non-finite anyway, and an iterative kernel must not see NaN
-        p.strict.push(finite && n > 0 && min <= n as f64 * eps * max);
         p.loose.push(finite && n > 0 && min <= eps.sqrt() * max);
     }
     Ok(p)
@@ -127,11 +124,28 @@ fn scaled_inv_t_graph(a: &Tensor, g: &Tensor) -> Result<Tensor> {
     g.unsqueeze(-1)?.unsqueeze(-1)?.mul(&inv.mT()?)
 }
 
+/// The cofactor matrix of each `a: (*, n, n)` as a recorded tensor program through the
+/// SVD `A = U S Vᵀ`: `C = det(U) det(V) U diag(∏_{j≠i} s_j) Vᵀ` (the signs held
+/// constant). Differentiable where the SVD is (distinct singular values: rank `n − 1`
+/// included; at rank `n − 2` the SVD's backward refuses a basis-dependent cotangent).
+fn cofactor_graph(a: &Tensor) -> Result<Tensor> {
+    let f = super::svd(a, false)?;
+    let n = a.dims()[a.rank() - 1];
+    // ∏_{j≠i} s_j as the product along rows of S with its diagonal replaced by 1
+    let on_diag = Tensor::eye(n, DType::Bool)?;
+    let mut rows = f.s.dims().to_vec();
+    rows.insert(rows.len() - 1, n);
+    let s_rows = f.s.unsqueeze(-2)?.broadcast_to(rows)?;
+    let others =
+        Tensor::where_cond(&on_diag, &s_rows.ones_like()?, &s_rows)?.prod_dims(&[-1], false)?;
+    let sign = det(&f.u.detach())?.mul(&det(&f.vh.detach())?)?;
+    f.u.mul(&others.unsqueeze(-2)?)?.matmul(&f.vh)?.mul(&sign.unsqueeze(-1)?.unsqueeze(-1)?)
+}
+
 #[derive(Debug)]
 struct DetOp {
     lu: Tensor,
     pivots: Tensor,
-    strict: Vec<bool>,
     loose: Vec<bool>,
 }
 
@@ -145,22 +159,31 @@ impl Op for DetOp {
     // linalg_det_backward's lu_solve path); a recorded backward uses det(A) (re-linked)
     // times inv(A)ᵀ, both differentiable. Near-singular A (a pivot below √ε max|U_ii|):
     // C from an SVD A = U S Vᵀ, C = det(U) det(V) U diag(∏_{j≠i} s_j) Vᵀ, exact at rank
-    // n−1 and n−2 (PyTorch's singular branch). Its derivative would need a
-    // differentiable SVD, so a recorded backward at a singular A (a pivot below
-    // n ε max|U_ii|) fails with NotDifferentiable rather than return a wrong value.
+    // n−1 and n−2 (PyTorch's singular branch). A recorded backward at such an A writes
+    // the same cofactors through the differentiable SVD (cofactor_graph), so the second
+    // derivative exists there too.
     fn vjp(&self, cx: &VjpCtx<'_>, g: &[Option<Tensor>]) -> Result<Vec<Option<Tensor>>> {
         let Some(g) = &g[0] else { return Ok(vec![None]) };
         let a = cx.input(0);
         if cx.create_graph() {
-            if self.strict.iter().any(|&s| s) {
-                return Err(Error::NotDifferentiable {
-                    op: OP_DET,
-                    reason: "the second derivative of det at a singular matrix needs a \
-                             differentiable SVD",
-                });
-            }
             let d = cx.output(0)?;
-            return Ok(vec![Some(scaled_inv_t_graph(a, &g.mul(&d)?)?)]);
+            if !self.loose.iter().any(|&s| s) {
+                return Ok(vec![Some(scaled_inv_t_graph(a, &g.mul(&d)?)?)]);
+            }
+            // near-singular matrices (as in first order) take the cofactors through the
+            // SVD, the others det(A) inv(A)ᵀ; each branch sees a harmless stand-in for the
+            // matrices of the other (the identity for inv, diag(1, …, n) with distinct
+            // singular values for the SVD), so neither leaks inf or a gauge error into
+            // the gradient
+            let batch = a.dims()[..a.rank() - 2].to_vec();
+            let n = a.dims()[a.rank() - 1];
+            let mask = Tensor::from_vec(self.loose.clone(), batch)?.unsqueeze(-1)?.unsqueeze(-1)?;
+            let eye = Tensor::eye(n, a.dtype())?;
+            let ramp = Tensor::arange(1.0, n as f64 + 1.0, 1.0, a.dtype())?.diag(0)?;
+            let regular = scaled_inv_t_graph(&Tensor::where_cond(&mask, &eye, a)?, &g.mul(&d)?)?;
+            let cof = cofactor_graph(&Tensor::where_cond(&mask, a, &ramp)?)?;
+            let singular = g.unsqueeze(-1)?.unsqueeze(-1)?.mul(&cof)?;
+            return Ok(vec![Some(Tensor::where_cond(&mask, &singular, &regular)?)]);
         }
         let d = cx.output(0)?;
         let mut ga = scaled_inv_t(&self.lu, &self.pivots, &g.mul(&d)?)?;
@@ -186,9 +209,11 @@ impl Op for DetOp {
 /// finite and correct at singular matrices (ranks `n − 1` and `n − 2` included): there `C`
 /// comes from an SVD, as PyTorch's singular branch does (PyTorch's first-order
 /// fast path instead returns 0 at an exactly singular matrix). Second order: through
-/// `det(A) inv(A)ᵀ` at invertible matrices; at a numerically singular matrix (a pivot
-/// below `n ε max|U_ii|`) differentiating the gradient again fails with
-/// `NotDifferentiable` (it needs a differentiable SVD).
+/// `det(A) inv(A)ᵀ` at invertible matrices; at a (near) singular matrix (a pivot below
+/// `√ε max|U_ii|`) through the cofactors written with the differentiable
+/// [`svd`](super::svd), which covers rank `n − 1`; at rank `n − 2` and below (a repeated
+/// zero singular value) differentiating the gradient again fails with
+/// `NotDifferentiable` from the SVD when the result depends on the singular basis.
 ///
 /// Dtypes: f32, f64 (bf16 and f16 computed in f32).
 ///
@@ -209,7 +234,7 @@ pub fn det(a: &Tensor) -> Result<Tensor> {
     }
     let p = parts(a, false)?;
     let d = batch_values(a, p.det)?;
-    let op = DetOp { lu: p.lu, pivots: p.pivots, strict: p.strict, loose: p.loose };
+    let op = DetOp { lu: p.lu, pivots: p.pivots, loose: p.loose };
     Ok(record1(op, &[a], d, true))
 }
 
