@@ -366,3 +366,23 @@ fn solve_into_recycled_buffers() {
         assert_close(&a.matmul(&x).unwrap(), &b, 1e-10);
     }
 }
+
+/// `log |det A|` stays exact where `det A` itself overflows or underflows (the
+/// logarithm of the product is taken only when the product is a normal number).
+#[test]
+fn slogdet_beyond_the_range_of_det() {
+    for (scale, sign) in [(1e3f64, 1.0), (1e-3, 1.0), (2.0, -1.0)] {
+        let n = 200;
+        let mut v = vec![0.0; n * n];
+        for i in 0..n {
+            v[i * n + i] = scale;
+        }
+        if sign < 0.0 {
+            v[0] = -scale;
+        }
+        let s = slogdet(&Tensor::from_vec(v, (n, n)).unwrap()).unwrap();
+        let want = n as f64 * scale.ln();
+        assert!((s.logabsdet.item::<f64>().unwrap() - want).abs() <= 1e-12 * want.abs());
+        assert_eq!(s.sign.item::<f64>().unwrap(), sign);
+    }
+}

@@ -83,12 +83,20 @@ fn parts(a: &Tensor, want_log: bool) -> Result<Parts> {
             } else {
                 f64::NAN
             };
-            if want_log {
-                logabs += d.abs().ln();
-            }
             max = max.max(d.abs());
             min = min.min(d.abs());
             finite &= d.is_finite();
+        }
+        if want_log {
+            // one logarithm of the product when it is a normal number (its rounding, n ε
+            // relative, is that of the sum of n logarithms), else the sum (no overflow
+            // or underflow, -inf at a zero pivot, NaN kept)
+            let abs = prod.abs();
+            logabs = if abs.is_normal() {
+                abs.ln()
+            } else {
+                (0..n).map(|i| diags[b * n + i].abs().ln()).sum()
+            };
         }
         p.det.push(prod);
         p.sign.push(sgn);
