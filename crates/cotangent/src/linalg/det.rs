@@ -74,14 +74,12 @@ fn parts(a: &Tensor, want_log: bool) -> Result<Parts> {
         for i in 0..n {
             let d = diags[b * n + i];
             prod *= d;
-            sgn *= if d > 0.0 {
-                1.0
-            } else if d < 0.0 {
-                -1.0
-            } else if d == 0.0 {
-                0.0
-            } else {
+            // the sign without a branch on it (random signs defeat the predictor): 1, -1,
+            // 0 for a zero pivot, NaN for NaN
+            sgn *= if d.is_nan() {
                 f64::NAN
+            } else {
+                f64::from(u8::from(d > 0.0)) - f64::from(u8::from(d < 0.0))
             };
             max = max.max(d.abs());
             min = min.min(d.abs());
