@@ -42,67 +42,82 @@ fn parts(a: &Tensor, want_log: bool) -> Result<Parts> {
     let n = a.dims()[r - 1];
     let count: usize = a.dims()[..r - 2].iter().product();
     let piv = pivots.to_vec::<i64>()?;
-    // U's diagonal, read in place: the kernel's factors are column-major matrices one
-    // after another, so U_ii of matrix b is at b n² + i (n + 1) either way
+    // U's diagonal, read in place, as `n` rows of `count` values (diagonal entry i of every
+    // matrix together): the kernel's factors are column-major matrices one after another,
+    // so U_ii of matrix b is at b n² + i (n + 1) either way. Every pass below then runs
+    // across the matrices, independent operations the compiler vectorises, instead of a
+    // dependent chain of products per matrix.
     let off = lu.layout().offset();
-    let diags: Vec<f64> = {
-        let at = (0..count).flat_map(|b| (0..n).map(move |i| off + b * n * n + i * (n + 1)));
-        match lu.storage().cpu() {
-            CpuStorage::F64(v) => at.map(|k| v[k]).collect(),
-            CpuStorage::F32(v) => at.map(|k| f64::from(v[k])).collect(),
-            _ => return Err(Error::Internal { op: OP_DET, reason: "lu factors' dtype" }),
+    let mut diags = vec![0.0f64; n * count];
+    match lu.storage().cpu() {
+        CpuStorage::F64(v) => {
+            for (i, row) in diags.chunks_exact_mut(count.max(1)).enumerate().take(n) {
+                for (b, d) in row.iter_mut().enumerate() {
+                    *d = v[off + b * n * n + i * (n + 1)];
+                }
+            }
         }
-    };
+        CpuStorage::F32(v) => {
+            for (i, row) in diags.chunks_exact_mut(count.max(1)).enumerate().take(n) {
+                for (b, d) in row.iter_mut().enumerate() {
+                    *d = f64::from(v[off + b * n * n + i * (n + 1)]);
+                }
+            }
+        }
+        _ => return Err(Error::Internal { op: OP_DET, reason: "lu factors' dtype" }),
+    }
     let eps = if a.dtype() == DType::F64 { f64::EPSILON } else { f64::from(f32::EPSILON) };
-    let mut p = Parts {
-        lu,
-        pivots,
-        det: Vec::with_capacity(count),
-        sign: Vec::with_capacity(count),
-        logabs: Vec::with_capacity(count),
-        loose: Vec::with_capacity(count),
-    };
-    for b in 0..count {
+    // the permutation's sign: -1 per interchange
+    let mut prod = vec![1.0f64; count];
+    for (b, x) in prod.iter_mut().enumerate() {
         let swaps = piv[b * n..(b + 1) * n]
             .iter()
             .enumerate()
             .filter(|&(j, &q)| q as usize != j + 1)
             .count();
-        let ps = if swaps % 2 == 1 { -1.0f64 } else { 1.0 };
-        let (mut prod, mut sgn, mut logabs) = (ps, ps, 0.0f64);
-        let (mut max, mut min, mut finite) = (0.0f64, f64::INFINITY, true);
-        for i in 0..n {
-            let d = diags[b * n + i];
-            prod *= d;
-            // the sign without a branch on it (random signs defeat the predictor): 1, -1,
-            // 0 for a zero pivot, NaN for NaN
-            sgn *= if d.is_nan() {
+        if swaps % 2 == 1 {
+            *x = -1.0;
+        }
+    }
+    let mut sign = prod.clone();
+    let (mut max, mut min) = (vec![0.0f64; count], vec![f64::INFINITY; count]);
+    let mut finite = vec![true; count];
+    for row in diags.chunks_exact(count.max(1)).take(n) {
+        for (b, &d) in row.iter().enumerate() {
+            prod[b] *= d;
+            // 1, -1, 0 for a zero pivot, NaN for NaN
+            sign[b] *= if d.is_nan() {
                 f64::NAN
             } else {
                 f64::from(u8::from(d > 0.0)) - f64::from(u8::from(d < 0.0))
             };
-            max = max.max(d.abs());
-            min = min.min(d.abs());
-            finite &= d.is_finite();
+            max[b] = max[b].max(d.abs());
+            min[b] = min[b].min(d.abs());
+            finite[b] &= d.is_finite();
         }
-        if want_log {
-            // one logarithm of the product when it is a normal number (its rounding, n ε
-            // relative, is that of the sum of n logarithms), else the sum (no overflow
-            // or underflow, -inf at a zero pivot, NaN kept)
-            let abs = prod.abs();
-            logabs = if abs.is_normal() {
-                abs.ln()
-            } else {
-                (0..n).map(|i| diags[b * n + i].abs().ln()).sum()
-            };
-        }
-        p.det.push(prod);
-        p.sign.push(sgn);
-        p.logabs.push(logabs);
-        // non-finite factors (NaN or inf input) never reach the SVD: its gradient is
-        // non-finite anyway, and an iterative kernel must not see NaN
-        p.loose.push(finite && n > 0 && min <= eps.sqrt() * max);
     }
+    let logabs = if want_log {
+        // one logarithm of the product when it is a normal number (its rounding, n ε
+        // relative, is that of the sum of n logarithms), else the sum (no overflow or
+        // underflow, -inf at a zero pivot, NaN kept)
+        (0..count)
+            .map(|b| {
+                let abs = prod[b].abs();
+                if abs.is_normal() {
+                    abs.ln()
+                } else {
+                    (0..n).map(|i| diags[i * count + b].abs().ln()).sum()
+                }
+            })
+            .collect()
+    } else {
+        vec![0.0; count]
+    };
+    // non-finite factors (NaN or inf input) never reach the SVD: its gradient is
+    // non-finite anyway, and an iterative kernel must not see NaN
+    let loose =
+        (0..count).map(|b| finite[b] && n > 0 && min[b] <= eps.sqrt() * max[b]).collect();
+    let p = Parts { lu, pivots, det: prod, sign, logabs, loose };
     Ok(p)
 }
 
