@@ -115,8 +115,7 @@ fn parts(a: &Tensor, want_log: bool) -> Result<Parts> {
     };
     // non-finite factors (NaN or inf input) never reach the SVD: its gradient is
     // non-finite anyway, and an iterative kernel must not see NaN
-    let loose =
-        (0..count).map(|b| finite[b] && n > 0 && min[b] <= eps.sqrt() * max[b]).collect();
+    let loose = (0..count).map(|b| finite[b] && n > 0 && min[b] <= eps.sqrt() * max[b]).collect();
     let p = Parts { lu, pivots, det: prod, sign, logabs, loose };
     Ok(p)
 }
