@@ -420,8 +420,14 @@ for op, kind in [
     ("tanh", "normal"), ("sigmoid", "wide"),
 ]:
     cases(op, unary_cases(kind))
-cases("abs", unary_cases(extra=[Case("zeros", [F((5,), values=[0.0, -1.5, 0.0, 2.0, -0.0])])]))
-cases("sign", unary_cases(extra=[Case("zeros", [F((4,), values=[0.0, -1.5, 0.0, 2.0])])]))
+cases("abs", unary_cases(extra=[
+    Case("zeros", [F((5,), values=[0.0, -1.5, 0.0, 2.0, -0.0])]),
+    Case("nan", [F((4,), values=[float("nan"), -1.5, -0.0, 2.0])], dtypes=("f64",)),
+]))
+cases("sign", unary_cases(extra=[
+    Case("zeros", [F((4,), values=[0.0, -1.5, 0.0, 2.0])]),
+    Case("nan", [F((4,), values=[float("nan"), -1.5, -0.0, 2.0])], dtypes=("f64",)),
+]))
 cases("relu", unary_cases(extra=[Case("zeros", [F((4,), values=[0.0, -1.5, 0.0, 2.0])])]))
 cases("nn.functional.softplus", unary_cases("wide", extra=[
     Case("beta2", [F((3, 5), "wide")], {"beta": 2.0}),

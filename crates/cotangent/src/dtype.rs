@@ -305,7 +305,7 @@ pub trait Float:
     fn is_nan(self) -> bool;
     /// True if neither infinite nor NaN.
     fn is_finite(self) -> bool;
-    /// Sign as PyTorch: -1, 0 or 1 (0 for ±0), NaN for NaN.
+    /// Sign as PyTorch: -1, 0 or 1 (0 for ±0 and for NaN).
     fn sign(self) -> Self;
 }
 
@@ -384,7 +384,8 @@ macro_rules! float {
                 } else if self < 0.0 {
                     -1.0
                 } else {
-                    self * 0.0
+                    // ±0 and NaN (PyTorch 2.15: sign(-0.0) = 0, sign(NaN) = 0)
+                    0.0
                 }
             }
         }

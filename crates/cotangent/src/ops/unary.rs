@@ -73,12 +73,12 @@ unary_ops! {
     fwd: |x| -x,
     vjp: |cx, g| g.neg()?;
 
-    /// `|x|` (`torch.abs`). Gradient `sign(x)`, 0 at 0 (PyTorch's convention).
+    /// `|x|` (`torch.abs`). Gradient `sign(x)`, 0 at 0 and at NaN (PyTorch's convention).
     abs, Abs, "abs", promote: false, save_out: false,
     fwd: |x| x.abs(),
     vjp: |cx, g| g.mul(&cx.input(0).sign()?)?;
 
-    /// `sign(x)`: -1, 0 or 1 (`torch.sign`). Gradient zero.
+    /// `sign(x)`: -1, 0 or 1, and 0 for NaN (`torch.sign`). Gradient zero.
     sign, Sign, "sign", promote: false, save_out: false,
     fwd: |x| x.sign(),
     vjp: |cx, g| g.zeros_like()?;
