@@ -259,6 +259,34 @@ fn offset_of(l: &Layout, idx: &[usize]) -> usize {
     l.offset() + idx.iter().zip(l.strides()).map(|(&i, &s)| i * s).sum::<usize>()
 }
 
+/// The dims of a layout split for a reduction over `dims` (size-1 dims dropped): the kept
+/// dims and their strides, and the reduced ones.
+pub(crate) struct ReduceDims {
+    pub(crate) kd: Vec<usize>,
+    pub(crate) ks: Vec<usize>,
+    pub(crate) rd: Vec<usize>,
+    pub(crate) rs: Vec<usize>,
+}
+
+impl ReduceDims {
+    pub(crate) fn of(l: &Layout, dims: &[usize]) -> ReduceDims {
+        let (mut kd, mut ks, mut rd, mut rs) = (vec![], vec![], vec![], vec![]);
+        for (i, (&d, &s)) in l.dims().iter().zip(l.strides()).enumerate() {
+            if d == 1 {
+                continue;
+            }
+            if dims.contains(&i) {
+                rd.push(d);
+                rs.push(s);
+            } else {
+                kd.push(d);
+                ks.push(s);
+            }
+        }
+        ReduceDims { kd, ks, rd, rs }
+    }
+}
+
 /// Reduces `dims` of `l` with `f` from `init`; where the reduced elements of each output
 /// are one contiguous run, `run` folds the whole slice at once (so it can vectorise).
 fn reduce_generic<T: Copy>(
@@ -269,19 +297,7 @@ fn reduce_generic<T: Copy>(
     f: impl Fn(T, T) -> T,
     run: impl Fn(&[T]) -> T,
 ) -> Vec<T> {
-    let (mut kd, mut ks, mut rd, mut rs) = (vec![], vec![], vec![], vec![]);
-    for (i, (&d, &s)) in l.dims().iter().zip(l.strides()).enumerate() {
-        if d == 1 {
-            continue;
-        }
-        if dims.contains(&i) {
-            rd.push(d);
-            rs.push(s);
-        } else {
-            kd.push(d);
-            ks.push(s);
-        }
-    }
+    let ReduceDims { kd, ks, mut rd, mut rs } = ReduceDims::of(l, dims);
     let n_out: usize = kd.iter().product();
     let mut out = Vec::with_capacity(n_out);
     if n_out == 0 {

@@ -34,19 +34,7 @@ const PAR_ELEMS: usize = 1 << 17;
 /// kept index in row-major order (the keepdim shape). An empty reduction gives 0 (the
 /// caller refuses the orders without an identity).
 pub(crate) fn vector_norm<T: NormFloat>(v: &[T], l: &Layout, dims: &[usize], ord: f64) -> Vec<T> {
-    let (mut kd, mut ks, mut rd, mut rs) = (vec![], vec![], vec![], vec![]);
-    for (i, (&d, &s)) in l.dims().iter().zip(l.strides()).enumerate() {
-        if d == 1 {
-            continue;
-        }
-        if dims.contains(&i) {
-            rd.push(d);
-            rs.push(s);
-        } else {
-            kd.push(d);
-            ks.push(s);
-        }
-    }
+    let super::ReduceDims { kd, ks, rd, rs } = super::ReduceDims::of(l, dims);
     let n_out: usize = kd.iter().product();
     if n_out == 0 {
         return Vec::new();
