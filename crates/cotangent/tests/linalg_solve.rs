@@ -364,6 +364,12 @@ fn solve_into_recycled_buffers() {
         drop(Tensor::full(vec![batch, n, 3], f64::NAN, DType::F64).unwrap());
         let x = solve(&a, &b, Side::Left).unwrap();
         assert_close(&a.matmul(&x).unwrap(), &b, 1e-10);
+        // batches large enough to be split across threads, lane groups in each task
+        let a = well_conditioned(&[65536 / n, n, n], 5);
+        let eye = Tensor::eye(n, DType::F64).unwrap().broadcast_to(a.shape().clone()).unwrap();
+        assert_close(&a.matmul(&inv(&a).unwrap()).unwrap(), &eye.contiguous().unwrap(), 1e-10);
+        let b = randn(&[65536 / n, n, 2], 6);
+        assert_close(&a.matmul(&solve(&a, &b, Side::Left).unwrap()).unwrap(), &b, 1e-10);
     }
 }
 

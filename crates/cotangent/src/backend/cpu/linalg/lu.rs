@@ -529,30 +529,50 @@ pub(crate) fn lu_solve<T: LinalgElem>(
         }
     };
     if n <= LANES_MAX && size > 0 && bb.len() >= LANES {
-        // groups of LANES small systems at once, the rest one by one
-        let range = |start: usize, o: &mut [T]| {
-            let mut bufs = (vec![[T::ZERO; LANES]; n * n], vec![[T::ZERO; LANES]; size]);
-            let mut done = 0;
-            for oc in o.chunks_exact_mut(size * LANES) {
-                let sys = LaneSystems { lu: (&ba, lu), piv, b: (&bb, b), first: start + done };
-                solve_lanes(&sys, oc, &mut bufs.0, &mut bufs.1, k, adjoint);
-                done += LANES;
-            }
-            let mut tmp = Vec::new();
-            for (j, dst) in o[done * size..].chunks_exact_mut(size).enumerate() {
-                one(start + done + j, dst, &mut tmp, Par::Seq);
-            }
+        let scratch = || (vec![[T::ZERO; LANES]; n * n], vec![[T::ZERO; LANES]; size]);
+        let group = |bufs: &mut (Vec<_>, Vec<_>), first: usize, oc: &mut [T]| {
+            let sys = LaneSystems { lu: (&ba, lu), piv, b: (&bb, b), first };
+            solve_lanes(&sys, oc, &mut bufs.0, &mut bufs.1, k, adjoint);
         };
-        if bb.len() * work >= 2 * TASK_WORK {
-            let per = (TASK_WORK / work).max(1).div_ceil(LANES) * LANES;
-            out.par_chunks_mut(size * per).enumerate().for_each(|(t, o)| range(t * per, o));
-        } else {
-            range(0, &mut out);
-        }
+        for_each_lane_group(&mut out, size, work, scratch, group, one);
         return (out, layout);
     }
     for_each_matrix(&mut out, size, work, work >= PAR_WORK, one);
     (out, layout)
+}
+
+/// Runs a batch of small matrices whose results are `size` elements each in `out`:
+/// `group(scratch, first, chunk)` on each run of [`LANES`] consecutive matrices, and
+/// `one(i, dst, tmp, Par::Seq)` on the few left at the end of each task; split across
+/// rayon tasks (a multiple of [`LANES`] matrices each) when there is enough `work` per
+/// matrix. `scratch` makes one task's buffers.
+fn for_each_lane_group<T: Send, S>(
+    out: &mut [T],
+    size: usize,
+    work: usize,
+    scratch: impl Fn() -> S + Sync,
+    group: impl Fn(&mut S, usize, &mut [T]) + Sync,
+    one: impl Fn(usize, &mut [T], &mut Vec<T>, Par) + Sync,
+) {
+    let range = |start: usize, o: &mut [T]| {
+        let mut bufs = scratch();
+        let mut done = 0;
+        for oc in o.chunks_exact_mut(size * LANES) {
+            group(&mut bufs, start + done, oc);
+            done += LANES;
+        }
+        let mut tmp = Vec::new();
+        for (j, dst) in o[done * size..].chunks_exact_mut(size).enumerate() {
+            one(start + done + j, dst, &mut tmp, Par::Seq);
+        }
+    };
+    let len = out.len() / size.max(1);
+    if len * work >= 2 * TASK_WORK {
+        let per = (TASK_WORK / work.max(1)).max(1).div_ceil(LANES) * LANES;
+        out.par_chunks_mut(size * per).enumerate().for_each(|(t, o)| range(t * per, o));
+    } else {
+        range(0, out);
+    }
 }
 
 /// [`LANES`] consecutive systems of a batched [`lu_solve`]: the factors, the pivots and
@@ -930,29 +950,15 @@ fn lu_middle<T: LinalgElem>(
     };
     let work = size * n * 4;
     if n <= LANES_MAX && ba.len() >= LANES {
-        // groups of LANES small matrices at once, the rest one by one
-        let range = |start: usize, o: &mut [T]| {
-            let mut bufs = MiddleBufs {
-                a: vec![[T::ZERO; LANES]; size],
-                g: vec![[T::ZERO; LANES]; size],
-                x: vec![[T::ZERO; LANES]; size],
-            };
-            let mut done = 0;
-            for oc in o.chunks_exact_mut(size * LANES) {
-                middle_lanes(&ba, lu, piv, &mid, start + done, oc, &mut bufs, row_major);
-                done += LANES;
-            }
-            let mut tmp = Vec::new();
-            for (j, dst) in o[done * size..].chunks_exact_mut(size).enumerate() {
-                one(start + done + j, dst, &mut tmp, Par::Seq);
-            }
+        let scratch = || MiddleBufs {
+            a: vec![[T::ZERO; LANES]; size],
+            g: vec![[T::ZERO; LANES]; size],
+            x: vec![[T::ZERO; LANES]; size],
         };
-        if ba.len() * work >= 2 * TASK_WORK {
-            let per = (TASK_WORK / work).max(1).div_ceil(LANES) * LANES;
-            out.par_chunks_mut(size * per).enumerate().for_each(|(t, o)| range(t * per, o));
-        } else {
-            range(0, &mut out);
-        }
+        let group = |bufs: &mut MiddleBufs<T>, first: usize, oc: &mut [T]| {
+            middle_lanes(&ba, lu, piv, &mid, first, oc, bufs, row_major);
+        };
+        for_each_lane_group(&mut out, size, work, scratch, group, one);
         return (out, layout);
     }
     for_each_matrix(&mut out, size, work, n >= PAR_BACKWARD_N, one);
