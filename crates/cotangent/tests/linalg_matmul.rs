@@ -51,6 +51,65 @@ fn values_match_a_naive_product_small_and_large() {
 }
 
 #[test]
+fn batches_of_tiny_square_products_match_the_naive_loop_exactly() {
+    // n <= 4 runs an unrolled kernel over the batch (split across threads from
+    // 2^15 multiply-adds): the same additions in the same order as the naive loop, so
+    // the bits agree, for row-major, column-major, sliced and broadcast (stride 0)
+    // operands, and batches that do not divide evenly into tasks
+    for n in 1..=4usize {
+        for bt in [1usize, 7, 1000, 2053] {
+            let a = randn(&[bt, n, n], 10 + n as u64);
+            let b = randn(&[bt, n, n], 20 + bt as u64);
+            let want = naive(&a, &b);
+            assert_eq!(a.matmul(&b).unwrap().to_vec_f64(), want, "n {n} batch {bt}");
+            let at = a.mT().unwrap().contiguous().unwrap().mT().unwrap();
+            let bt_ = b.mT().unwrap().contiguous().unwrap().mT().unwrap();
+            assert_eq!(at.matmul(&bt_).unwrap().to_vec_f64(), want, "column-major");
+            // every other matrix of a twice-as-long batch, and the first column block of
+            // wider matrices (row stride 2n)
+            let wide = randn(&[bt, n, 2 * n], 30).narrow(-1, 0, n).unwrap();
+            let wc = wide.contiguous().unwrap();
+            assert_eq!(wide.matmul(&b).unwrap().to_vec_f64(), naive(&wc, &b), "sliced");
+            let twice = randn(&[2 * bt, n, n], 40);
+            let every_other = twice.reshape(vec![bt, 2, n, n]).unwrap().select(1, 0).unwrap();
+            let eo = every_other.contiguous().unwrap();
+            assert_eq!(every_other.matmul(&b).unwrap().to_vec_f64(), naive(&eo, &b), "step");
+            // a broadcast operand (batch stride 0, and a stride-0 matrix)
+            let one = randn(&[1, n, n], 50);
+            let ex = one.expand(&[bt as isize, n as isize, n as isize]).unwrap();
+            let exc = ex.contiguous().unwrap();
+            assert_eq!(ex.matmul(&b).unwrap().to_vec_f64(), naive(&exc, &b), "broadcast");
+            let ones = Tensor::ones(vec![1, 1, 1], DType::F64)
+                .unwrap()
+                .expand(&[bt as isize, n as isize, n as isize])
+                .unwrap();
+            let oc = ones.contiguous().unwrap();
+            assert_eq!(a.matmul(&ones).unwrap().to_vec_f64(), naive(&a, &oc), "stride 0");
+            // f32 as well
+            let (a32, b32) = (a.to_dtype(DType::F32).unwrap(), b.to_dtype(DType::F32).unwrap());
+            let p32 = a32.matmul(&b32).unwrap().to_vec::<f32>().unwrap();
+            let naive32: Vec<f32> = {
+                let (av, bv) = (a32.to_vec::<f32>().unwrap(), b32.to_vec::<f32>().unwrap());
+                let mut out = vec![0.0f32; bt * n * n];
+                for t in 0..bt {
+                    for i in 0..n {
+                        for j in 0..n {
+                            let mut acc = 0.0f32;
+                            for q in 0..n {
+                                acc += av[t * n * n + i * n + q] * bv[t * n * n + q * n + j];
+                            }
+                            out[t * n * n + i * n + j] = acc;
+                        }
+                    }
+                }
+                out
+            };
+            assert_eq!(p32, naive32, "f32 n {n} batch {bt}");
+        }
+    }
+}
+
+#[test]
 fn rank_combinations_follow_torch_matmul() {
     let v = randn(&[3], 1);
     let m = randn(&[2, 3], 2);

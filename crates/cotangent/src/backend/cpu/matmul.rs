@@ -99,14 +99,38 @@ fn small<T: GemmElem>(
     }
 }
 
+/// The `N x N` matrix `m` of `v` as an array: row-major and column-major matrices are
+/// read from one slice (no bounds check per element), other strides element by element.
+#[inline(always)]
+fn load<T: GemmElem, const N: usize>(v: &[T], m: Mat) -> [[T; N]; N] {
+    let mut x = [[T::ZERO; N]; N];
+    if m.cs == 1 && m.rs == N {
+        let s = &v[m.off..m.off + N * N];
+        for (i, row) in x.iter_mut().enumerate() {
+            row.copy_from_slice(&s[i * N..i * N + N]);
+        }
+    } else if m.rs == 1 && m.cs == N {
+        let s = &v[m.off..m.off + N * N];
+        for (i, row) in x.iter_mut().enumerate() {
+            for (j, e) in row.iter_mut().enumerate() {
+                *e = s[j * N + i];
+            }
+        }
+    } else {
+        for (i, row) in x.iter_mut().enumerate() {
+            for (j, e) in row.iter_mut().enumerate() {
+                *e = v[m.off + i * m.rs + j * m.cs];
+            }
+        }
+    }
+    x
+}
+
 /// `out = a · b` for `N x N` matrices of any strides: both are loaded into arrays, so the
 /// product is fully unrolled and free of bounds checks.
 #[inline(always)]
 fn fixed<T: GemmElem, const N: usize>(a: &[T], am: Mat, b: &[T], bm: Mat, out: &mut [T]) {
-    let load = |v: &[T], m: Mat| -> [[T; N]; N] {
-        std::array::from_fn(|i| std::array::from_fn(|j| v[m.off + i * m.rs + j * m.cs]))
-    };
-    let (x, y) = (load(a, am), load(b, bm));
+    let (x, y) = (load::<T, N>(a, am), load::<T, N>(b, bm));
     let mut c = [[T::ZERO; N]; N];
     for i in 0..N {
         for p in 0..N {
@@ -122,6 +146,40 @@ fn fixed<T: GemmElem, const N: usize>(a: &[T], am: Mat, b: &[T], bm: Mat, out: &
             o[j] = row[j];
         }
     }
+}
+
+/// [`fixed`] over consecutive batch elements: `out` holds the blocks of elements
+/// `first, first + 1, ...`; one instance per order, so the loop body is the unrolled
+/// product (no dispatch per matrix), compiled for the best SIMD level the CPU has (AVX2 by
+/// pulp's runtime dispatch; the arithmetic is the same, so the bits are too).
+fn fixed_run<T: GemmElem, F: Fn(usize) -> (Mat, Mat), const N: usize>(
+    a: &[T],
+    b: &[T],
+    out: &mut [T],
+    first: usize,
+    mats: &F,
+) {
+    struct Kernel<'a, T, F, const N: usize> {
+        a: &'a [T],
+        b: &'a [T],
+        out: &'a mut [T],
+        first: usize,
+        mats: &'a F,
+    }
+    impl<T: GemmElem, F: Fn(usize) -> (Mat, Mat), const N: usize> pulp::WithSimd
+        for Kernel<'_, T, F, N>
+    {
+        type Output = ();
+        #[inline(always)]
+        fn with_simd<S: pulp::Simd>(self, _: S) {
+            let Kernel { a, b, out, first, mats } = self;
+            for (j, o) in out.chunks_exact_mut(N * N).enumerate() {
+                let (am, bm) = mats(first + j);
+                fixed::<T, N>(a, am, b, bm, o);
+            }
+        }
+    }
+    pulp::Arch::new().dispatch(Kernel::<T, F, N> { a, b, out, first, mats });
 }
 
 /// `out[b] = a[b] · b[b]` for one batch element, into its row-major `m x n` block (every
@@ -205,6 +263,24 @@ pub(crate) fn matmul<T: GemmElem>(a: &[T], al: &Layout, b: &[T], bl: &Layout) ->
     };
     let work = m * n * k;
     let par = if work >= PAR_THRESHOLD { Par::rayon(0) } else { Par::Seq };
+    if fixed_size && k > 0 {
+        // N x N products (N <= 4): the order dispatched once, not per matrix
+        let run = |o: &mut [T], first: usize| match n {
+            1 => fixed_run::<T, _, 1>(a, b, o, first, &mats),
+            2 => fixed_run::<T, _, 2>(a, b, o, first, &mats),
+            3 => fixed_run::<T, _, 3>(a, b, o, first, &mats),
+            _ => fixed_run::<T, _, 4>(a, b, o, first, &mats),
+        };
+        if batch * work >= 1 << 15 {
+            let per_task = ((1usize << 14) / work).max(1);
+            out.par_chunks_mut(m * n * per_task)
+                .enumerate()
+                .for_each(|(t, o)| run(o, t * per_task));
+        } else {
+            run(&mut out, 0);
+        }
+        return out;
+    }
     if batch > 1 && batch * work >= 1 << 15 && work < PAR_THRESHOLD {
         // about 2^14 multiply-adds per task
         let per_task = ((1usize << 14) / work.max(1)).max(1);
