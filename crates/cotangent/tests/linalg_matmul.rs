@@ -110,6 +110,27 @@ fn batches_of_tiny_square_products_match_the_naive_loop_exactly() {
 }
 
 #[test]
+fn batches_of_tiny_products_of_every_shape_match_the_naive_loop_exactly() {
+    // every (m, k, n) up to 4 (some have unrolled kernels: outer products, matrix-vector),
+    // batched past the parallel split, plain and with a column-major left operand
+    for m in 1..=4usize {
+        for k in 1..=4usize {
+            for n in 1..=4usize {
+                let bt = 1500;
+                let a = randn(&[bt, m, k], (m * 16 + k * 4 + n) as u64);
+                let b = randn(&[bt, k, n], 7 + (m * 16 + k * 4 + n) as u64);
+                let want = naive(&a, &b);
+                assert_eq!(a.matmul(&b).unwrap().to_vec_f64(), want, "({m}, {k}, {n})");
+                let at = a.mT().unwrap().contiguous().unwrap().mT().unwrap();
+                assert_eq!(at.matmul(&b).unwrap().to_vec_f64(), want, "({m}, {k}, {n}) col");
+                let one = a.narrow(0, 0, 1).unwrap().matmul(&b.narrow(0, 0, 1).unwrap());
+                assert_eq!(one.unwrap().to_vec_f64(), want[..m * n].to_vec(), "single");
+            }
+        }
+    }
+}
+
+#[test]
 fn rank_combinations_follow_torch_matmul() {
     let v = randn(&[3], 1);
     let m = randn(&[2, 3], 2);

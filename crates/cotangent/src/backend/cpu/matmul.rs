@@ -99,21 +99,21 @@ fn small<T: GemmElem>(
     }
 }
 
-/// The `N x N` matrix `m` of `v` as an array: row-major and column-major matrices are
+/// The `R x C` matrix `m` of `v` as an array: row-major and column-major matrices are
 /// read from one slice (no bounds check per element), other strides element by element.
 #[inline(always)]
-fn load<T: GemmElem, const N: usize>(v: &[T], m: Mat) -> [[T; N]; N] {
-    let mut x = [[T::ZERO; N]; N];
-    if m.cs == 1 && m.rs == N {
-        let s = &v[m.off..m.off + N * N];
+fn load<T: GemmElem, const R: usize, const C: usize>(v: &[T], m: Mat) -> [[T; C]; R] {
+    let mut x = [[T::ZERO; C]; R];
+    if m.cs == 1 && (m.rs == C || R == 1) {
+        let s = &v[m.off..m.off + R * C];
         for (i, row) in x.iter_mut().enumerate() {
-            row.copy_from_slice(&s[i * N..i * N + N]);
+            row.copy_from_slice(&s[i * C..i * C + C]);
         }
-    } else if m.rs == 1 && m.cs == N {
-        let s = &v[m.off..m.off + N * N];
+    } else if m.rs == 1 && (m.cs == R || C == 1) {
+        let s = &v[m.off..m.off + R * C];
         for (i, row) in x.iter_mut().enumerate() {
             for (j, e) in row.iter_mut().enumerate() {
-                *e = s[j * N + i];
+                *e = s[j * R + i];
             }
         }
     } else {
@@ -126,14 +126,20 @@ fn load<T: GemmElem, const N: usize>(v: &[T], m: Mat) -> [[T; N]; N] {
     x
 }
 
-/// `out = a · b` for `N x N` matrices of any strides: both are loaded into arrays, so the
-/// product is fully unrolled and free of bounds checks.
+/// `out = a · b` for `M x K` and `K x N` matrices of any strides: both are loaded into
+/// arrays, so the product is fully unrolled and free of bounds checks.
 #[inline(always)]
-fn fixed<T: GemmElem, const N: usize>(a: &[T], am: Mat, b: &[T], bm: Mat, out: &mut [T]) {
-    let (x, y) = (load::<T, N>(a, am), load::<T, N>(b, bm));
-    let mut c = [[T::ZERO; N]; N];
-    for i in 0..N {
-        for p in 0..N {
+fn fixed<T: GemmElem, const M: usize, const K: usize, const N: usize>(
+    a: &[T],
+    am: Mat,
+    b: &[T],
+    bm: Mat,
+    out: &mut [T],
+) {
+    let (x, y) = (load::<T, M, K>(a, am), load::<T, K, N>(b, bm));
+    let mut c = [[T::ZERO; N]; M];
+    for i in 0..M {
+        for p in 0..K {
             for j in 0..N {
                 c[i][j] += x[i][p] * y[p][j];
             }
@@ -149,37 +155,78 @@ fn fixed<T: GemmElem, const N: usize>(a: &[T], am: Mat, b: &[T], bm: Mat, out: &
 }
 
 /// [`fixed`] over consecutive batch elements: `out` holds the blocks of elements
-/// `first, first + 1, ...`; one instance per order, so the loop body is the unrolled
+/// `first, first + 1, ...`; one instance per shape, so the loop body is the unrolled
 /// product (no dispatch per matrix), compiled for the best SIMD level the CPU has (AVX2 by
 /// pulp's runtime dispatch; the arithmetic is the same, so the bits are too).
-fn fixed_run<T: GemmElem, F: Fn(usize) -> (Mat, Mat), const N: usize>(
+fn fixed_run<
+    T: GemmElem,
+    F: Fn(usize) -> (Mat, Mat),
+    const M: usize,
+    const K: usize,
+    const N: usize,
+>(
     a: &[T],
     b: &[T],
     out: &mut [T],
     first: usize,
     mats: &F,
 ) {
-    struct Kernel<'a, T, F, const N: usize> {
+    struct Kernel<'a, T, F, const M: usize, const K: usize, const N: usize> {
         a: &'a [T],
         b: &'a [T],
         out: &'a mut [T],
         first: usize,
         mats: &'a F,
     }
-    impl<T: GemmElem, F: Fn(usize) -> (Mat, Mat), const N: usize> pulp::WithSimd
-        for Kernel<'_, T, F, N>
+    impl<
+            T: GemmElem,
+            F: Fn(usize) -> (Mat, Mat),
+            const M: usize,
+            const K: usize,
+            const N: usize,
+        > pulp::WithSimd for Kernel<'_, T, F, M, K, N>
     {
         type Output = ();
         #[inline(always)]
         fn with_simd<S: pulp::Simd>(self, _: S) {
             let Kernel { a, b, out, first, mats } = self;
-            for (j, o) in out.chunks_exact_mut(N * N).enumerate() {
+            for (j, o) in out.chunks_exact_mut(M * N).enumerate() {
                 let (am, bm) = mats(first + j);
-                fixed::<T, N>(a, am, b, bm, o);
+                fixed::<T, M, K, N>(a, am, b, bm, o);
             }
         }
     }
-    pulp::Arch::new().dispatch(Kernel::<T, F, N> { a, b, out, first, mats });
+    pulp::Arch::new().dispatch(Kernel::<T, F, M, K, N> { a, b, out, first, mats });
+}
+
+/// Whether the shape `(m, k, n)` has an unrolled kernel in [`fixed_dispatch`].
+fn has_fixed((m, k, n): (usize, usize, usize)) -> bool {
+    (1..=4).contains(&m) && ((k == m && n == m) || (k == 1 && n == m) || (k == m && n == 1))
+}
+
+/// Runs [`fixed_run`] for the shape `(m, k, n)` if it has an instance (`m = k = n <= 4`,
+/// outer products `(n, 1, n)` and matrix-vector products `(n, n, 1)`, `n <= 4`); `false`
+/// otherwise.
+fn fixed_dispatch<T: GemmElem, F: Fn(usize) -> (Mat, Mat)>(
+    shape: (usize, usize, usize),
+    a: &[T],
+    b: &[T],
+    out: &mut [T],
+    first: usize,
+    mats: &F,
+) -> bool {
+    macro_rules! shapes {
+        ($(($m:literal, $k:literal, $n:literal))*) => {
+            match shape {
+                $(($m, $k, $n) => fixed_run::<T, F, $m, $k, $n>(a, b, out, first, mats),)*
+                _ => return false,
+            }
+        };
+    }
+    shapes!((1, 1, 1)(2, 2, 2)(3, 3, 3)(4, 4, 4)(2, 1, 2)(3, 1, 3)(4, 1, 4)(2, 2, 1)(3, 3, 1)(
+        4, 4, 1
+    ));
+    true
 }
 
 /// `out[b] = a[b] · b[b]` for one batch element, into its row-major `m x n` block (every
@@ -199,13 +246,7 @@ fn one<T: GemmElem>(
         out.fill(T::ZERO);
         return;
     }
-    if m == k && k == n && n <= 4 {
-        match n {
-            1 => fixed::<T, 1>(a, am, b, bm, out),
-            2 => fixed::<T, 2>(a, am, b, bm, out),
-            3 => fixed::<T, 3>(a, am, b, bm, out),
-            _ => fixed::<T, 4>(a, am, b, bm, out),
-        }
+    if fixed_dispatch((m, k, n), a, b, out, 0, &|_| (am, bm)) {
         return;
     }
     if m * n * k <= SMALL {
@@ -226,7 +267,7 @@ pub(crate) fn matmul<T: GemmElem>(a: &[T], al: &Layout, b: &[T], bl: &Layout) ->
     let (m, k, n) = (al.dims()[r - 2], al.dims()[r - 1], bl.dims()[r - 1]);
     // operands whose matrices have no unit stride (expanded cotangents, strided slices)
     // are copied once, so every kernel below reads rows or columns contiguously
-    let fixed_size = m == k && k == n && n <= 4;
+    let fixed_size = has_fixed((m, k, n));
     let awkward = |l: &Layout, rows: usize, cols: usize| {
         let (rs, cs) = (l.strides()[r - 2], l.strides()[r - 1]);
         !fixed_size && rs != 1 && cs != 1 && rows > 1 && cols > 1
@@ -263,13 +304,10 @@ pub(crate) fn matmul<T: GemmElem>(a: &[T], al: &Layout, b: &[T], bl: &Layout) ->
     };
     let work = m * n * k;
     let par = if work >= PAR_THRESHOLD { Par::rayon(0) } else { Par::Seq };
-    if fixed_size && k > 0 {
-        // N x N products (N <= 4): the order dispatched once, not per matrix
-        let run = |o: &mut [T], first: usize| match n {
-            1 => fixed_run::<T, _, 1>(a, b, o, first, &mats),
-            2 => fixed_run::<T, _, 2>(a, b, o, first, &mats),
-            3 => fixed_run::<T, _, 3>(a, b, o, first, &mats),
-            _ => fixed_run::<T, _, 4>(a, b, o, first, &mats),
+    if fixed_size && batch > 1 {
+        // tiny products: the shape dispatched once per task, not per matrix
+        let run = |o: &mut [T], first: usize| {
+            fixed_dispatch((m, k, n), a, b, o, first, &mats);
         };
         if batch * work >= 1 << 15 {
             let per_task = ((1usize << 14) / work).max(1);
