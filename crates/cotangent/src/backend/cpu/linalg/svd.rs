@@ -261,18 +261,15 @@ fn jacobi_lanes<T: JacobiElem>(
     for (l, b) in bad.iter_mut().enumerate() {
         ba.load(a, first + l, &mut sc.tmp);
         let ok = sc.tmp.iter().all(|x| x.is_finite());
-        match jacobi_load(&sc.tmp, m, n, &mut sc.ws).filter(|_| ok) {
-            Some(us) => {
-                unscale[l] = us;
-                for (x, &y) in sc.w.iter_mut().zip(&sc.ws) {
-                    x[l] = y;
-                }
+        if let Some(us) = jacobi_load(&sc.tmp, m, n, &mut sc.ws).filter(|_| ok) {
+            unscale[l] = us;
+            for (x, &y) in sc.w.iter_mut().zip(&sc.ws) {
+                x[l] = y;
             }
-            None => {
-                *b = true;
-                for x in sc.w.iter_mut() {
-                    x[l] = T::ZERO;
-                }
+        } else {
+            *b = true;
+            for x in &mut sc.w {
+                x[l] = T::ZERO;
             }
         }
     }
@@ -958,6 +955,7 @@ pub(crate) fn svd<T: JacobiElem>(
         }
     };
     if jacobi && lanes {
+        let one = &one;
         let scratch = || LaneScratch::new(m, n);
         let group = |sc: &mut LaneScratch<T>, first: usize, o: &mut [T]| {
             let bad = jacobi_lanes(&ba, a, first, want_uv, o, size, sc);
@@ -965,7 +963,7 @@ pub(crate) fn svd<T: JacobiElem>(
                 one(first + l, &mut o[l * size..(l + 1) * size], &mut sc.tmp, Par::Seq);
             }
         };
-        for_each_lane_group(&mut packed, size, work, scratch, group, &one);
+        for_each_lane_group(&mut packed, size, work, scratch, group, one);
     } else {
         for_each_matrix(&mut packed, size, work, work >= PAR_WORK, one);
     }
