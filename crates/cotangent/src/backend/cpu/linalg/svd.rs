@@ -129,10 +129,11 @@ fn jacobi_small<T: LinalgElem>(
                     beta += wq[i] * wq[i];
                     gamma += wp[i] * wq[i];
                 }
-                let (c, sn, rot) = jacobi_rotation(alpha, beta, gamma, tol, big);
-                if !rot {
+                // the test of jacobi_rotation first: most pairs of the last sweeps skip
+                if gamma == T::ZERO || gamma.abs() <= tol * (alpha * beta).sqrt() {
                     continue;
                 }
+                let (c, sn, _) = jacobi_rotation(alpha, beta, gamma, tol, big);
                 rotated = true;
                 rotate(&mut w, rows, p, qq, c, sn);
                 if want {
