@@ -375,3 +375,192 @@ fn small_kernel_edge_cases() {
         vec![0.0; 2]
     );
 }
+
+/// The bits of each matrix's factors of a batched SVD (thin), as f64.
+fn bits(f: &cotangent::linalg::Svd) -> (Vec<f64>, Vec<f64>, Vec<f64>) {
+    (f.u.to_vec_f64(), f.s.to_vec_f64(), f.vh.to_vec_f64())
+}
+
+#[test]
+fn batches_in_lanes_match_one_matrix_at_a_time() {
+    // batches of matrices up to 16 are decomposed several at a time by the one-sided
+    // Jacobi lane kernel; each lane gets the bits of the one-matrix Jacobi kernel. A batch
+    // of 17 whose last matrix repeats matrix 3 (the last one runs alone): the same bits.
+    // Zero, rank-deficient and repeated-value matrices among regular ones; transposed views;
+    // f32; tall, wide and square
+    for dt in [DType::F64, DType::F32] {
+        for (m, n) in [(2, 2), (3, 3), (4, 4), (5, 5), (8, 8), (9, 9), (16, 16), (16, 5), (7, 12)] {
+            let k = m.min(n);
+            let mut v = randn(&[17, m, n], (m * 31 + n) as u64).to_vec_f64();
+            let sz = m * n;
+            // matrix 5: zero; matrix 6: rank-deficient; matrix 7: repeated singular values
+            v[5 * sz..6 * sz].fill(0.0);
+            let zero: Vec<f64> =
+                (0..k).map(|i| if i + 1 < k { 1.0 + i as f64 } else { 0.0 }).collect();
+            let rep: Vec<f64> = (0..k).map(|i| if i < k / 2 { 2.0 } else { 1.0 }).collect();
+            v[6 * sz..7 * sz].copy_from_slice(&with_singular_values(m, n, &zero, 3).to_vec_f64());
+            v[7 * sz..8 * sz].copy_from_slice(&with_singular_values(m, n, &rep, 4).to_vec_f64());
+            let v3 = v[3 * sz..4 * sz].to_vec();
+            v[16 * sz..17 * sz].copy_from_slice(&v3);
+            let a = Tensor::from_vec(v, vec![17, m, n]).unwrap().to_dtype(dt).unwrap();
+            let what = format!("{dt:?} {m}x{n}");
+            let f = svd(&a, false).unwrap();
+            let a64 = a.to_dtype(DType::F64).unwrap();
+            if dt == DType::F64 {
+                check_factors(&a64, &f.u, &f.s, &f.vh, &what);
+            }
+            let (u, s, vh) = bits(&f);
+            let (us, ss, vs) = (m * k, k, k * n);
+            assert_eq!(u[3 * us..4 * us], u[16 * us..], "{what}");
+            assert_eq!(s[3 * ss..4 * ss], s[16 * ss..], "{what}");
+            assert_eq!(vh[3 * vs..4 * vs], vh[16 * vs..], "{what}");
+            assert_eq!(s[5 * ss..6 * ss], vec![0.0; k], "{what}");
+            // up to 8 x 8 every matrix alone runs the same kernel: the same bits
+            let tol = if dt == DType::F32 { 1e-5 } else { 1e-13 };
+            for i in [0, 3, 6, 7, 9, 15] {
+                let g = svd(&a.narrow(0, i, 1).unwrap(), false).unwrap();
+                let (gu, gs, gv) = bits(&g);
+                if m.max(n) <= 8 {
+                    assert_eq!(gs, s[i * ss..(i + 1) * ss], "{what} {i}");
+                    if i != 6 {
+                        assert_eq!(gu, u[i * us..(i + 1) * us], "{what} {i}");
+                        assert_eq!(gv, vh[i * vs..(i + 1) * vs], "{what} {i}");
+                    }
+                }
+                common::close(&gs, &s[i * ss..(i + 1) * ss], tol * 4.0);
+            }
+            // svdvals (no vectors), and a transposed view of the same values
+            // (matrix 6 has a zero singular value: its vectors come from faer)
+            let vals = svdvals(&a).unwrap().to_vec_f64();
+            assert_eq!(vals[..6 * ss], s[..6 * ss], "{what} svdvals");
+            assert_eq!(vals[7 * ss..], s[7 * ss..], "{what} svdvals");
+            common::close(&vals[6 * ss..7 * ss], &s[6 * ss..7 * ss], tol * 4.0);
+            let at = a.mT().unwrap().contiguous().unwrap().mT().unwrap();
+            assert_eq!(bits(&svd(&at, false).unwrap()), (u, s, vh), "{what} transposed");
+        }
+    }
+}
+
+#[test]
+fn batches_in_lanes_are_deterministic_over_thread_counts_and_fail_on_non_finite() {
+    let a = randn(&[1000, 16, 16], 41);
+    let one = rayon::ThreadPoolBuilder::new().num_threads(1).build().unwrap();
+    let f1 = one.install(|| bits(&svd(&a, false).unwrap()));
+    let f2 = bits(&svd(&a, false).unwrap());
+    assert_eq!(f1, f2);
+    let b = randn(&[203, 4, 4], 42);
+    let g1 = one.install(|| bits(&svd(&b, false).unwrap()));
+    assert_eq!(g1, bits(&svd(&b, false).unwrap()));
+    // a NaN or an infinity in matrix 13 of 19: the batch fails, naming it
+    for bad in [f64::NAN, f64::INFINITY] {
+        for (m, n) in [(4, 4), (16, 16), (12, 5)] {
+            let mut v = randn(&[19, m, n], 43).to_vec_f64();
+            v[13 * m * n + 2] = bad;
+            let a = Tensor::from_vec(v, vec![19, m, n]).unwrap();
+            for r in [svd(&a, false).map(|f| f.s), svdvals(&a)] {
+                let e = r.unwrap_err();
+                assert!(matches!(e, Error::NoConvergence { op: "linalg.svd", batch: 13 }), "{e:?}");
+            }
+        }
+    }
+}
+
+#[test]
+fn fused_backward_matches_the_recorded_one() {
+    // without create_graph the VJP runs fused per matrix; with it, as tensor ops: the
+    // same gradient for every combination of cotangents, tall, wide, square, batched,
+    // f32, full matrices, strided cotangents; and the same errors at degenerate input
+    use cotangent::autograd::{grad, GradOptions};
+    let run = |a: &Tensor, full: bool, used: [bool; 3], seed: u64, create_graph: bool| {
+        let f = svd(a, full).unwrap();
+        let dt = a.dtype();
+        let outs = [&f.u, &f.s, &f.vh];
+        let cots: Vec<Tensor> = outs
+            .iter()
+            .enumerate()
+            .map(|(i, o)| randn(o.dims(), seed + i as u64).to_dtype(dt).unwrap())
+            .collect();
+        // U's cotangent through a transposed view (strided)
+        let cu = cots[0].mT().unwrap().contiguous().unwrap().mT().unwrap();
+        let cots = [cu, cots[1].clone(), cots[2].clone()];
+        let (mut o, mut c) = (vec![], vec![]);
+        for i in 0..3 {
+            if used[i] {
+                o.push(outs[i]);
+                c.push(Some(&cots[i]));
+            }
+        }
+        let opts = GradOptions { create_graph, allow_unused: false };
+        grad(&o, &c, &[a], opts).map(|g| g[0].clone().unwrap().to_dtype(DType::F64).unwrap())
+    };
+    for (shape, dt) in [
+        (vec![4, 4], DType::F64),
+        (vec![6, 4], DType::F64),
+        (vec![4, 6], DType::F64),
+        (vec![19, 4, 4], DType::F64),
+        (vec![11, 16, 16], DType::F64),
+        (vec![3, 16, 7], DType::F64),
+        (vec![3, 7, 16], DType::F64),
+        (vec![9, 5, 5], DType::F32),
+        (vec![2, 6, 3], DType::F32),
+    ] {
+        let a = rg(randn(&shape, 71).to_dtype(dt).unwrap());
+        let tol = if dt == DType::F32 { 2e-3 } else { 1e-9 };
+        for full in [false, true] {
+            for used in [
+                [true, true, true],
+                [true, false, false],
+                [false, true, false],
+                [false, false, true],
+                [true, true, false],
+            ] {
+                let x = run(&a, full, used, 80, false).unwrap();
+                let y = run(&a, full, used, 80, true).unwrap();
+                let scale = 1.0 + max_abs(&y);
+                assert!(max_abs(&x.sub(&y).unwrap()) <= tol * scale, "{shape:?} {dt:?} {used:?}");
+            }
+        }
+    }
+    // degenerate: repeated values with an invariant loss (the same finite gradient),
+    // a basis-dependent one (both fail), a rank-deficient tall matrix with a cotangent of
+    // U outside its span (both fail), S only at repeated values (both finite)
+    for (m, n) in [(4, 3), (3, 4), (3, 3)] {
+        let a = rg(with_singular_values(m, n, &[2.0, 2.0, 1.0], 11));
+        for create_graph in [false, true] {
+            let opts = GradOptions { create_graph, allow_unused: false };
+            let f = svd(&a, false).unwrap();
+            let polar = f.u.matmul(&f.vh).unwrap().sum().unwrap();
+            let g = grad(&[&polar], &[None], &[&a], opts).unwrap()[0].clone().unwrap();
+            let f2 = svd(&a, false).unwrap();
+            let p2 = f2.u.matmul(&f2.vh).unwrap().sum().unwrap();
+            let o2 = GradOptions { create_graph: !create_graph, allow_unused: false };
+            let g2 = grad(&[&p2], &[None], &[&a], o2).unwrap()[0].clone().unwrap();
+            assert_close(&g, &g2, 1e-10);
+            let w = randn(&[m, 3], 12);
+            let bad = f.u.mul(&w).unwrap().sum().unwrap();
+            let e = grad(&[&bad], &[None], &[&a], opts).unwrap_err();
+            assert!(matches!(e, Error::NotDifferentiable { op: "linalg.svd", .. }), "{e:?}");
+            let e2 = run(&a, false, [false, false, true], 5, create_graph).unwrap_err();
+            assert!(matches!(e2, Error::NotDifferentiable { .. }), "{e2:?}");
+            let s = run(&a, false, [false, true, false], 5, create_graph).unwrap();
+            assert!(s.to_vec_f64().iter().all(|x| x.is_finite()));
+        }
+    }
+    let c = rg(with_singular_values(5, 3, &[2.0, 1.0], 13));
+    let w = randn(&[5, 3], 14);
+    let mut msgs = vec![];
+    for create_graph in [false, true] {
+        let f = svd(&c, false).unwrap();
+        let loss = f.u.mul(&w).unwrap().sum().unwrap();
+        let opts = GradOptions { create_graph, allow_unused: false };
+        let e = grad(&[&loss], &[None], &[&c], opts).unwrap_err();
+        assert!(matches!(e, Error::NotDifferentiable { op: "linalg.svd", .. }), "{e:?}");
+        msgs.push(e.to_string());
+        // the projector onto the column space is fine
+        let u = f.u.narrow(-1, 0, 2).unwrap();
+        let p =
+            u.matmul(&u.mT().unwrap()).unwrap().mul(&randn(&[5, 5], 15)).unwrap().sum().unwrap();
+        assert!(grad(&[&p], &[None], &[&c], opts).is_ok());
+    }
+    assert_eq!(msgs[0], msgs[1]);
+}

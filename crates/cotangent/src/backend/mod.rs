@@ -185,6 +185,20 @@ pub(crate) trait BackendStorage: Sized {
         gr: Option<(&Self, &Layout)>,
     ) -> Result<(Self, Layout)>;
 
+    /// The gradient of a reduced SVD, `self = U: (*, m, k)`, `s: (*, k)` and
+    /// `vh: (*, k, n)`, from the cotangents (`None` is zero; `S`'s contiguous), fused (no
+    /// recording; the VJP's fast path); `Ok(Err(_))` where the VJP has no gradient.
+    #[allow(clippy::type_complexity)]
+    fn svd_backward(
+        &self,
+        l: &Layout,
+        s: &Self,
+        vh: (&Self, &Layout),
+        gu: Option<(&Self, &Layout)>,
+        gs: Option<&Self>,
+        gvh: Option<(&Self, &Layout)>,
+    ) -> Result<std::result::Result<(Self, Layout), SvdGradFail>>;
+
     /// The SVD of each matrix of `self: (*, m, n)`: `(U, S, Vh)` with their layouts, `U`
     /// and `Vh` only if `want_uv` (`full`: `(*, m, m)` and `(*, n, n)`, else `(*, m, k)`
     /// and `(*, k, n)`); singular values descending, the sign gauge of
@@ -212,6 +226,15 @@ pub(crate) trait BackendStorage: Sized {
     /// `exp(A)` of each square `self: (*, n, n)` (scaling and squaring with Padé
     /// approximants), column-major, with its layout.
     fn matrix_exp(&self, l: &Layout) -> Result<(Self, Layout)>;
+}
+
+/// Why a fused SVD backward has no gradient (the VJP's `NotDifferentiable` reasons).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum SvdGradFail {
+    /// A zero gap `s_i² − s_j²` with a basis-dependent loss.
+    Gap,
+    /// A zero singular value with a cotangent outside the singular vectors' span.
+    Zero,
 }
 
 /// Which factors a QR returns.

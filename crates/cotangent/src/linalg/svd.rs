@@ -4,13 +4,16 @@
 use super::util::{check_float, check_matrix, from_kernel};
 use crate::autograd::mode::is_grad_enabled;
 use crate::autograd::node::{record, Op, VjpCtx};
-use crate::backend::BackendStorage;
+use crate::backend::{BackendStorage, CpuStorage, SvdGradFail};
 use crate::dtype::DType;
 use crate::error::{Error, Result};
+use crate::layout::Layout;
 use crate::tensor::Tensor;
 
 const OP: &str = "linalg.svd";
 const OP_VALS: &str = "linalg.svdvals";
+/// Largest `max(m, n)` of the fused backward (naive per-matrix products; faer's beyond).
+const FUSED_MAX: usize = 32;
 
 /// The factors of [`svd()`]: `A = U diag(S) Vh` (PyTorch's named tuple `(U, S, Vh)`).
 #[derive(Debug, Clone)]
@@ -199,6 +202,11 @@ fn svd_grad_tall(
     ga.matmul(&v.mT()?)
 }
 
+/// A tensor's CPU buffer and layout.
+fn cpu(t: &Tensor) -> (&CpuStorage, &Layout) {
+    (t.storage().cpu(), t.layout())
+}
+
 /// `1 / x` for a tensor with no zero entries, as a differentiable composite.
 fn recip(x: &Tensor) -> Result<Tensor> {
     Tensor::ones_like(x)?.div(x)
@@ -224,7 +232,10 @@ impl Op for SvdOp {
     // relative rotation Ω_U − Ω_V = (C − Cᵀ) / (2s), so the pair contributes
     // (skU − skV)_ij / (4s); this assumes the loss treats the repeated values alike
     // (gS_i = gS_j). Otherwise the gradient depends on the basis: NotDifferentiable.
-    // Tensor ops only (masks are constants): differentiable again.
+    // Tensor ops only (masks are constants): differentiable again. When the backward is
+    // not recorded (no create_graph) and max(m, n) <= FUSED_MAX, the same formula, the
+    // same classification of pairs and the same errors run fused per matrix in the
+    // backend (`svd_backward`), for every combination of cotangents.
     fn vjp(&self, cx: &VjpCtx<'_>, g: &[Option<Tensor>]) -> Result<Vec<Option<Tensor>>> {
         let (gu, gs, gvh) = (g[0].as_ref(), g[1].as_ref(), g[2].as_ref());
         if gu.is_none() && gs.is_none() && gvh.is_none() {
@@ -244,6 +255,34 @@ impl Op for SvdOp {
             let mut dims = s.dims()[..s.rank() - 1].to_vec();
             dims.extend([m, n]);
             return Ok(vec![Some(Tensor::zeros(dims, s.dtype())?)]);
+        }
+        let same = |g: Option<&Tensor>| g.is_none_or(|g| g.dtype() == s.dtype());
+        if m.max(n) <= FUSED_MAX
+            && !cx.create_graph()
+            && same(gu.as_ref())
+            && same(gs)
+            && same(gvh.as_ref())
+        {
+            // fast path (not recorded): the same formula fused per matrix
+            let s = s.contiguous()?;
+            let gs = gs.map(Tensor::contiguous).transpose()?;
+            let r = u.storage().cpu().svd_backward(
+                u.layout(),
+                s.storage().cpu(),
+                cpu(&vh),
+                gu.as_ref().map(cpu),
+                gs.as_ref().map(|g| g.storage().cpu()),
+                gvh.as_ref().map(cpu),
+            )?;
+            return match r {
+                Ok((g, gl)) => Ok(vec![Some(from_kernel(g, gl))]),
+                Err(SvdGradFail::Gap) => {
+                    Err(Error::NotDifferentiable { op: OP, reason: NOT_DIFF_GAP })
+                }
+                Err(SvdGradFail::Zero) => {
+                    Err(Error::NotDifferentiable { op: OP, reason: NOT_DIFF_ZERO })
+                }
+            };
         }
         if gu.is_none() && gvh.is_none() {
             let gs = gs.ok_or(Error::Internal { op: OP, reason: "no cotangent" })?;
@@ -275,9 +314,13 @@ fn svdvals_grad(u: &Tensor, gs: &Tensor, vh: &Tensor) -> Result<Tensor> {
 /// columns and `S` holds the singular values, non-negative and in descending order.
 /// Computed per matrix, batched over the leading dims with rayon: up to 8 x 8 by an
 /// allocation-free one-sided Jacobi loop (rotations of the columns until they are
-/// orthogonal to working precision), above by faer's SVD (bidiagonalisation, then divide
-/// and conquer), which also serves small matrices with a zero singular value or a
-/// `full_matrices` completion.
+/// orthogonal to working precision), and so up to 16 x 16 in batches of 8 matrices or more
+/// (8 matrices at a time, one per SIMD lane; each gets the bits it would get alone from
+/// the Jacobi loop); above, by faer's SVD (bidiagonalisation, then divide and conquer),
+/// which also serves small matrices with a zero singular value or a `full_matrices`
+/// completion. So a matrix of 9 to 16 rows or columns decomposed alone (by faer) and in a
+/// batch (by Jacobi) may differ in the last bits; a given batch always gives the same bits,
+/// whatever the number of threads.
 ///
 /// `full_matrices` (PyTorch's default is `true`): `u: (*, m, m)`, `vh: (*, n, n)`, where
 /// the columns of `U` (rows of `Vh`) beyond `k` are an orthonormal completion; `false`:

@@ -1143,6 +1143,60 @@ impl BackendStorage for CpuStorage {
         })
     }
 
+    fn svd_backward(
+        &self,
+        l: &Layout,
+        s: &CpuStorage,
+        vh: (&CpuStorage, &Layout),
+        gu: Option<(&CpuStorage, &Layout)>,
+        gs: Option<&CpuStorage>,
+        gvh: Option<(&CpuStorage, &Layout)>,
+    ) -> Result<std::result::Result<(CpuStorage, Layout), super::SvdGradFail>> {
+        let mismatch = |o: &CpuStorage| Error::DTypeMismatch {
+            op: "linalg.svd",
+            lhs: self.dtype(),
+            rhs: o.dtype(),
+        };
+        macro_rules! sl {
+            ($v:ident, $x:expr) => {
+                match $x {
+                    CpuStorage::$v(d) => d.as_slice(),
+                    o => return Err(mismatch(o)),
+                }
+            };
+        }
+        macro_rules! go {
+            ($v:ident, $a:expr) => {{
+                let gu = match gu {
+                    Some((d, dl)) => Some((sl!($v, d), dl)),
+                    None => None,
+                };
+                let gvh = match gvh {
+                    Some((d, dl)) => Some((sl!($v, d), dl)),
+                    None => None,
+                };
+                let gs = match gs {
+                    Some(d) => Some(sl!($v, d)),
+                    None => None,
+                };
+                let r = linalg::svd::svd_backward(
+                    (&$a[..], l),
+                    sl!($v, s),
+                    (sl!($v, vh.0), vh.1),
+                    gu,
+                    gs,
+                    gvh,
+                );
+                r.map(|(g, gl)| (CpuStorage::$v(g), gl))
+            }};
+        }
+        Ok(match self {
+            CpuStorage::F32(a) => go!(F32, a),
+            CpuStorage::F64(a) => go!(F64, a),
+            _ => return Err(unsupported("linalg.svd", self.dtype())),
+        })
+    }
+
     fn svd(
         &self,
         l: &Layout,

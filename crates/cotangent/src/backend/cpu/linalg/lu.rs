@@ -100,7 +100,7 @@ fn lu_unblocked_n<T: LinalgElem, const N: usize>(
 
 /// Matrices factorised together by the lane kernel (independent pivot searches and
 /// divisions overlap, and each update is one vector operation over the lanes).
-const LANES: usize = 8;
+pub(crate) const LANES: usize = 8;
 /// Largest order of square matrices the lane kernel takes.
 const LANES_MAX: usize = 16;
 
@@ -546,7 +546,7 @@ pub(crate) fn lu_solve<T: LinalgElem>(
 /// `one(i, dst, tmp, Par::Seq)` on the few left at the end of each task; split across
 /// rayon tasks (a multiple of [`LANES`] matrices each) when there is enough `work` per
 /// matrix. `scratch` makes one task's buffers.
-fn for_each_lane_group<T: Send, S>(
+pub(crate) fn for_each_lane_group<T: Send, S>(
     out: &mut [T],
     size: usize,
     work: usize,

@@ -1,5 +1,7 @@
-//! Singular value decomposition of a batch of strided matrices (faer's bidiagonal
-//! divide-and-conquer SVD), with a deterministic sign gauge.
+//! Singular value decomposition of a batch of strided matrices, with a deterministic sign
+//! gauge: one-sided Jacobi for small matrices (one at a time, or [`LANES`] at a time in
+//! SIMD lanes for batches), faer's bidiagonal divide-and-conquer SVD otherwise; and the
+//! fused per-matrix VJP [`svd_backward`] (used when the backward pass is not recorded).
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 
@@ -8,7 +10,9 @@ use faer::dyn_stack::{MemBuffer, MemStack};
 use faer::linalg::svd::{self as fsvd, ComputeSvdVectors};
 use faer::{MatMut, Par};
 
+use super::lu::{for_each_lane_group, LANES};
 use super::{colmajor_layout, for_each_matrix, Batch, LinalgElem};
+use crate::backend::SvdGradFail;
 use crate::layout::Layout;
 use crate::shape::Shape;
 
@@ -23,17 +27,63 @@ pub(crate) struct SvdOut<T> {
     pub(crate) vh: Option<(Vec<T>, Layout)>,
 }
 
-/// Largest `max(m, n)` for the one-sided Jacobi kernel (stack arrays, no allocation).
-/// Measured (f64, one matrix): Jacobi 1.3 us vs faer 3.1 us at 4 x 4, 6.0 us vs 9.0 us at
-/// 8 x 8, but 43 us vs 31 us at 16 x 16 (Jacobi's flops grow as sweeps · n³).
+/// Largest `max(m, n)` for the one-sided Jacobi kernel on a matrix alone (stack arrays, no
+/// allocation). Measured (f64, one matrix): Jacobi 1.3 us vs faer 3.1 us at 4 x 4, 6.0 us
+/// vs 9.0 us at 8 x 8, but 43 us vs 31 us at 16 x 16 (Jacobi's flops grow as sweeps · n³).
+/// Batches of at least [`LANES`] matrices take Jacobi up to [`JACOBI_ROOM`]: [`LANES`]
+/// matrices at a time in SIMD lanes, about twice as fast as faer per matrix at 16 x 16.
 const JACOBI_MAX: usize = 8;
-/// Room of the Jacobi kernel's stack arrays.
+/// Room of the Jacobi kernel's stack arrays (the largest `max(m, n)` it takes).
 const JACOBI_ROOM: usize = 16;
 /// Sweeps after which the Jacobi kernel gives up (faer then factorises the matrix).
 const JACOBI_SWEEPS: usize = 40;
 
+/// Copies the column-major `m x n` matrix `a` into `w` (`rows x cols` column-major, the
+/// transpose when wide), scaled by a power of two so that squared norms neither overflow
+/// nor underflow. Returns the inverse scale, or `None` for a zero matrix (`w` untouched).
+fn jacobi_load<T: LinalgElem>(a: &[T], m: usize, n: usize, w: &mut [T]) -> Option<T> {
+    let wide = m < n;
+    let rows = m.max(n);
+    let cols = m.min(n);
+    let amax = a.iter().fold(T::ZERO, |acc, x| if x.abs() > acc { x.abs() } else { acc });
+    if amax == T::ZERO {
+        return None;
+    }
+    let e = amax.to_f64().log2().floor() as i32;
+    let scale = T::of(2f64.powi(-e));
+    for c in 0..cols {
+        for r in 0..rows {
+            w[c * rows + r] = scale * if wide { a[r * m + c] } else { a[c * m + r] };
+        }
+    }
+    Some(T::of(2f64.powi(e)))
+}
+
+/// The Jacobi rotation `(c, s)` that orthogonalises two columns with squared norms
+/// `alpha`, `beta` and inner product `gamma`, and whether it is needed (`false`: the
+/// columns are orthogonal to `tol`, and `(1, 0)`). Branch-free (both sides computed and
+/// selected), so that it vectorises over lanes; the scalar and lane kernels share it and
+/// so give the same bits.
+#[inline(always)]
+fn jacobi_rotation<T: LinalgElem>(alpha: T, beta: T, gamma: T, tol: T, big: T) -> (T, T, bool) {
+    let two = T::of(2.0);
+    let skip = gamma == T::ZERO || gamma.abs() <= tol * (alpha * beta).sqrt();
+    let zeta = (beta - alpha) / (two * gamma);
+    let sg = if zeta < T::ZERO { -T::ONE } else { T::ONE };
+    let t_big = T::ONE / (two * zeta);
+    let t_small = sg / (zeta.abs() + (T::ONE + zeta * zeta).sqrt());
+    let t = if zeta.abs() > big { t_big } else { t_small };
+    let c = T::ONE / (T::ONE + t * t).sqrt();
+    let sn = c * t;
+    if skip {
+        (T::ONE, T::ZERO, false)
+    } else {
+        (c, sn, true)
+    }
+}
+
 /// One-sided (Hestenes) Jacobi SVD of a small column-major `m x n` matrix `a`
-/// (`max(m, n) <= JACOBI_MAX`, finite): rotations of the columns of `W = A` (of `Aᵀ` when
+/// (`max(m, n) <= JACOBI_ROOM`, finite): rotations of the columns of `W = A` (of `Aᵀ` when
 /// wide) until they are orthogonal to `rows · eps`, accumulated in `Q`; then
 /// `S` = the column norms, sorted descending, `U = W S⁻¹` and `V = Q` (swapped when wide).
 /// Writes `s` (`k`) and, when given, `u` (`m x k`) and `v` (`n x k`), column-major.
@@ -47,27 +97,16 @@ fn jacobi_small<T: LinalgElem>(
     s: &mut [T],
     uv: Option<(&mut [T], &mut [T])>,
 ) -> bool {
-    let wide = m < n;
-    let (rows, cols) = if wide { (n, m) } else { (m, n) };
+    let (rows, cols) = (m.max(n), m.min(n));
     let mut w = [T::ZERO; JACOBI_ROOM * JACOBI_ROOM];
     let mut q = [T::ZERO; JACOBI_ROOM * JACOBI_ROOM];
-    // scale by a power of two so that squared norms neither overflow nor underflow
-    let amax = a.iter().fold(T::ZERO, |acc, x| if x.abs() > acc { x.abs() } else { acc });
-    if amax == T::ZERO {
+    let Some(unscale) = jacobi_load(a, m, n, &mut w) else {
         if uv.is_some() {
             return false;
         }
         s.fill(T::ZERO);
         return true;
-    }
-    let e = amax.to_f64().log2().floor() as i32;
-    let scale = T::of(2f64.powi(-e));
-    let unscale = T::of(2f64.powi(e));
-    for c in 0..cols {
-        for r in 0..rows {
-            w[c * rows + r] = scale * if wide { a[r * m + c] } else { a[c * m + r] };
-        }
-    }
+    };
     let want = uv.is_some();
     if want {
         for c in 0..cols {
@@ -76,7 +115,6 @@ fn jacobi_small<T: LinalgElem>(
     }
     let tol = T::of(rows as f64) * T::EPSILON;
     let big = T::ONE / T::EPSILON.sqrt();
-    let two = T::of(2.0);
     let mut converged = false;
     for _ in 0..JACOBI_SWEEPS {
         let mut rotated = false;
@@ -91,19 +129,12 @@ fn jacobi_small<T: LinalgElem>(
                     beta += wq[i] * wq[i];
                     gamma += wp[i] * wq[i];
                 }
+                // the test of jacobi_rotation first: most pairs of the last sweeps skip
                 if gamma == T::ZERO || gamma.abs() <= tol * (alpha * beta).sqrt() {
                     continue;
                 }
+                let (c, sn, _) = jacobi_rotation(alpha, beta, gamma, tol, big);
                 rotated = true;
-                let zeta = (beta - alpha) / (two * gamma);
-                let t = if zeta.abs() > big {
-                    T::ONE / (two * zeta)
-                } else {
-                    let sg = if zeta < T::ZERO { -T::ONE } else { T::ONE };
-                    sg / (zeta.abs() + (T::ONE + zeta * zeta).sqrt())
-                };
-                let c = T::ONE / (T::ONE + t * t).sqrt();
-                let sn = c * t;
                 rotate(&mut w, rows, p, qq, c, sn);
                 if want {
                     rotate(&mut q, cols, p, qq, c, sn);
@@ -115,9 +146,23 @@ fn jacobi_small<T: LinalgElem>(
             break;
         }
     }
-    if !converged {
-        return false;
-    }
+    converged && jacobi_finish(&w, &q, m, n, unscale, s, uv)
+}
+
+/// The end of [`jacobi_small`] from the converged `W` and `Q` (`rows x cols` and
+/// `cols x cols`, column-major) of the scaled matrix: the singular values (times
+/// `unscale`) in descending order and, with `uv`, the vectors; `false` when vectors are
+/// asked and a singular value is numerically zero.
+fn jacobi_finish<T: LinalgElem>(
+    w: &[T],
+    q: &[T],
+    m: usize,
+    n: usize,
+    unscale: T,
+    s: &mut [T],
+    uv: Option<(&mut [T], &mut [T])>,
+) -> bool {
+    let (rows, cols) = (m.max(n), m.min(n));
     // norms, and the order of the columns by decreasing norm
     let mut norms = [T::ZERO; JACOBI_ROOM];
     let mut order = [0usize; JACOBI_ROOM];
@@ -145,7 +190,7 @@ fn jacobi_small<T: LinalgElem>(
         return false;
     }
     // the normalised columns of W and the columns of Q, in the sorted order
-    let (wd, qd) = if wide { (v, u) } else { (u, v) };
+    let (wd, qd) = if m < n { (v, u) } else { (u, v) };
     for (j, &c) in order.iter().enumerate().take(cols) {
         let inv = T::ONE / norms[c];
         for r in 0..rows {
@@ -168,6 +213,610 @@ fn rotate<T: LinalgElem>(x: &mut [T], rows: usize, p: usize, q: usize, c: T, s: 
         *a = c * ap - s * bq;
         *b = s * ap + c * bq;
     }
+}
+
+/// Scratch of the lane kernel, reused across one task's groups.
+struct LaneScratch<T> {
+    /// One matrix, column-major, and its scaled copy (`rows x cols`).
+    tmp: Vec<T>,
+    ws: Vec<T>,
+    /// The lanes' `W` (`rows x cols`) and `Q` (`cols x cols`), column-major per lane.
+    w: Vec<[T; LANES]>,
+    q: Vec<[T; LANES]>,
+}
+
+impl<T: LinalgElem> LaneScratch<T> {
+    fn new(m: usize, n: usize) -> Self {
+        let (rows, cols) = (m.max(n), m.min(n));
+        LaneScratch {
+            tmp: vec![T::ZERO; m * n],
+            ws: vec![T::ZERO; rows * cols],
+            w: vec![[T::ZERO; LANES]; rows * cols],
+            q: vec![[T::ZERO; LANES]; cols * cols],
+        }
+    }
+}
+
+/// [`jacobi_small`] on the [`LANES`] matrices `first..` of `ba` at once: every operation
+/// over the lanes (a lane whose pair is already orthogonal rotates by `(1, 0)`), sweeps
+/// until every lane has had a sweep without rotation, so that each lane gets the bits
+/// [`jacobi_small`] gives its matrix alone. Writes the factors of each lane's matrix
+/// (`size` elements: `U` (`m x k`) when `want`, `S`, `V` (`n x k`)) into `dst`, sign
+/// gauge included; returns the lanes that need the one-matrix path instead (non-finite or
+/// zero matrix, no convergence, a zero singular value with vectors asked).
+#[allow(clippy::too_many_arguments)]
+fn jacobi_lanes<T: JacobiElem>(
+    ba: &Batch,
+    a: &[T],
+    first: usize,
+    want: bool,
+    dst: &mut [T],
+    size: usize,
+    sc: &mut LaneScratch<T>,
+) -> [bool; LANES] {
+    let (m, n) = (ba.m, ba.n);
+    let (rows, cols) = (m.max(n), m.min(n));
+    let k = cols;
+    let mut bad = [false; LANES];
+    let mut unscale = [T::ONE; LANES];
+    for (l, b) in bad.iter_mut().enumerate() {
+        ba.load(a, first + l, &mut sc.tmp);
+        let ok = sc.tmp.iter().all(|x| x.is_finite());
+        if let Some(us) = jacobi_load(&sc.tmp, m, n, &mut sc.ws).filter(|_| ok) {
+            unscale[l] = us;
+            for (x, &y) in sc.w.iter_mut().zip(&sc.ws) {
+                x[l] = y;
+            }
+        } else {
+            *b = true;
+            for x in &mut sc.w {
+                x[l] = T::ZERO;
+            }
+        }
+    }
+    if want {
+        for (i, x) in sc.q.iter_mut().enumerate() {
+            *x = if i % (cols + 1) == 0 { [T::ONE; LANES] } else { [T::ZERO; LANES] };
+        }
+    }
+    let converged = sweep_lanes(&mut sc.w, &mut sc.q, rows, cols, want);
+    let usz = if want { m * k } else { 0 };
+    for l in 0..LANES {
+        if bad[l] || !converged[l] {
+            bad[l] = true;
+            continue;
+        }
+        for (y, x) in sc.ws.iter_mut().zip(&sc.w) {
+            *y = x[l];
+        }
+        let mut qs = [T::ZERO; JACOBI_ROOM * JACOBI_ROOM];
+        if want {
+            for (y, x) in qs.iter_mut().zip(&sc.q) {
+                *y = x[l];
+            }
+        }
+        let d = &mut dst[l * size..(l + 1) * size];
+        let (u, rest) = d.split_at_mut(usz);
+        let (s, v) = rest.split_at_mut(k);
+        let uv = want.then_some((&mut *u, &mut *v));
+        if !jacobi_finish(&sc.ws, &qs, m, n, unscale[l], s, uv) {
+            bad[l] = true;
+            continue;
+        }
+        if want {
+            fix_gauge(u, m, v, n, k);
+        }
+    }
+    bad
+}
+
+/// The sweeps of [`jacobi_lanes`] on `w` and `q` (`rows x cols` and `cols x cols` per
+/// lane), with the order a constant where it is common (unrolled loops) and the widest
+/// instruction set the CPU has. Returns the lanes that converged.
+fn sweep_lanes<T: JacobiElem>(
+    w: &mut [[T; LANES]],
+    q: &mut [[T; LANES]],
+    rows: usize,
+    cols: usize,
+    want: bool,
+) -> [bool; LANES] {
+    struct Kernel<'a, T, const R: usize, const C: usize> {
+        w: &'a mut [[T; LANES]],
+        q: &'a mut [[T; LANES]],
+        rows: usize,
+        cols: usize,
+        want: bool,
+    }
+    impl<T: JacobiElem, const R: usize, const C: usize> pulp::WithSimd for Kernel<'_, T, R, C> {
+        type Output = [bool; LANES];
+        #[inline(always)]
+        fn with_simd<S: pulp::Simd>(self, simd: S) -> [bool; LANES] {
+            let Kernel { w, q, rows, cols, want } = self;
+            let rows = if R > 0 { R } else { rows };
+            let cols = if C > 0 { C } else { cols };
+            sweep_lanes_n(simd, w, q, rows, cols, want)
+        }
+    }
+    fn fixed<T: JacobiElem, const R: usize, const C: usize>(
+        w: &mut [[T; LANES]],
+        q: &mut [[T; LANES]],
+        rows: usize,
+        cols: usize,
+        want: bool,
+    ) -> [bool; LANES] {
+        pulp::Arch::new().dispatch(Kernel::<T, R, C> { w, q, rows, cols, want })
+    }
+    match (rows, cols) {
+        (2, 2) => fixed::<T, 2, 2>(w, q, rows, cols, want),
+        (3, 3) => fixed::<T, 3, 3>(w, q, rows, cols, want),
+        (4, 4) => fixed::<T, 4, 4>(w, q, rows, cols, want),
+        (8, 8) => fixed::<T, 8, 8>(w, q, rows, cols, want),
+        (16, 16) => fixed::<T, 16, 16>(w, q, rows, cols, want),
+        _ => fixed::<T, 0, 0>(w, q, rows, cols, want),
+    }
+}
+
+/// The loop of [`sweep_lanes`].
+// lanes are indexed on purpose (the loops over them vectorise); Float has no SubAssign
+#[allow(clippy::needless_range_loop, clippy::assign_op_pattern)]
+#[inline(always)]
+fn sweep_lanes_n<T: JacobiElem, S: pulp::Simd>(
+    simd: S,
+    w: &mut [[T; LANES]],
+    q: &mut [[T; LANES]],
+    rows: usize,
+    cols: usize,
+    want: bool,
+) -> [bool; LANES] {
+    let w = &mut w[..rows * cols];
+    let q = &mut q[..cols * cols];
+    let tol = T::of(rows as f64) * T::EPSILON;
+    let big = T::ONE / T::EPSILON.sqrt();
+    let mut converged = [false; LANES];
+    for _ in 0..JACOBI_SWEEPS {
+        // rotated[l] != 0: lane l rotated in this sweep
+        let mut rotated = [T::ZERO; LANES];
+        for p in 0..cols {
+            for qq in p + 1..cols {
+                let mut alpha = [T::ZERO; LANES];
+                let mut beta = [T::ZERO; LANES];
+                let mut gamma = [T::ZERO; LANES];
+                // one accumulator per loop (three in one loop do not vectorise)
+                let (wp, wq) = (&w[p * rows..(p + 1) * rows], &w[qq * rows..(qq + 1) * rows]);
+                for x in wp {
+                    for l in 0..LANES {
+                        alpha[l] = alpha[l] + x[l] * x[l];
+                    }
+                }
+                for y in wq {
+                    for l in 0..LANES {
+                        beta[l] = beta[l] + y[l] * y[l];
+                    }
+                }
+                for (x, y) in wp.iter().zip(wq) {
+                    for l in 0..LANES {
+                        gamma[l] = gamma[l] + x[l] * y[l];
+                    }
+                }
+                let mut c = [T::ONE; LANES];
+                let mut s = [T::ZERO; LANES];
+                let mut rot = [T::ZERO; LANES];
+                T::rotations(simd, &alpha, &beta, &gamma, tol, big, &mut c, &mut s, &mut rot);
+                for l in 0..LANES {
+                    rotated[l] = rotated[l] + rot[l];
+                }
+                if rot.iter().all(|&x| x == T::ZERO) {
+                    continue;
+                }
+                rotate_lanes(w, rows, p, qq, &c, &s);
+                if want {
+                    rotate_lanes(q, cols, p, qq, &c, &s);
+                }
+            }
+        }
+        for l in 0..LANES {
+            converged[l] |= rotated[l] == T::ZERO;
+        }
+        if converged.iter().all(|&x| x) {
+            break;
+        }
+    }
+    converged
+}
+
+/// Elements of the Jacobi lane kernel: [`jacobi_rotation`] over the lanes in explicit
+/// SIMD operations (the compiler leaves its selects, divisions and square roots scalar).
+pub(crate) trait JacobiElem: LinalgElem {
+    /// `(c, s)` of [`jacobi_rotation`] for each lane, and `rot` 1 where a lane rotates,
+    /// 0 where it does not; the same operations, so the same bits.
+    #[allow(clippy::too_many_arguments)]
+    fn rotations<S: pulp::Simd>(
+        simd: S,
+        alpha: &[Self; LANES],
+        beta: &[Self; LANES],
+        gamma: &[Self; LANES],
+        tol: Self,
+        big: Self,
+        c: &mut [Self; LANES],
+        s: &mut [Self; LANES],
+        rot: &mut [Self; LANES],
+    );
+}
+
+macro_rules! jacobi_elem {
+    ($t:ty, $as:ident, $as_mut:ident, $splat:ident, $add:ident, $sub:ident, $mul:ident,
+     $div:ident, $sqrt:ident, $abs:ident, $eq:ident, $le:ident, $lt:ident, $gt:ident,
+     $or:ident, $sel:ident) => {
+        impl JacobiElem for $t {
+            #[inline(always)]
+            fn rotations<S: pulp::Simd>(
+                simd: S,
+                alpha: &[$t; LANES],
+                beta: &[$t; LANES],
+                gamma: &[$t; LANES],
+                tol: $t,
+                big: $t,
+                c: &mut [$t; LANES],
+                s: &mut [$t; LANES],
+                rot: &mut [$t; LANES],
+            ) {
+                let (av, at) = S::$as(alpha);
+                let (bv, _) = S::$as(beta);
+                let (gv, _) = S::$as(gamma);
+                let done = LANES - at.len();
+                {
+                    let (cv, _) = S::$as_mut(&mut c[..]);
+                    let (sv, _) = S::$as_mut(&mut s[..]);
+                    let (rv, _) = S::$as_mut(&mut rot[..]);
+                    let zero = simd.$splat(0.0);
+                    let one = simd.$splat(1.0);
+                    let two = simd.$splat(2.0);
+                    let tolv = simd.$splat(tol);
+                    let bigv = simd.$splat(big);
+                    for i in 0..av.len() {
+                        let (a, b, g) = (av[i], bv[i], gv[i]);
+                        let ab = simd.$sqrt(simd.$mul(a, b));
+                        let skip = simd
+                            .$or(simd.$eq(g, zero), simd.$le(simd.$abs(g), simd.$mul(tolv, ab)));
+                        let zeta = simd.$div(simd.$sub(b, a), simd.$mul(two, g));
+                        let sg = simd.$sel(simd.$lt(zeta, zero), simd.$splat(-1.0), one);
+                        let az = simd.$abs(zeta);
+                        let t_big = simd.$div(one, simd.$mul(two, zeta));
+                        let root = simd.$sqrt(simd.$add(one, simd.$mul(zeta, zeta)));
+                        let t_small = simd.$div(sg, simd.$add(az, root));
+                        let t = simd.$sel(simd.$gt(az, bigv), t_big, t_small);
+                        let cl = simd.$div(one, simd.$sqrt(simd.$add(one, simd.$mul(t, t))));
+                        let sl = simd.$mul(cl, t);
+                        cv[i] = simd.$sel(skip, one, cl);
+                        sv[i] = simd.$sel(skip, zero, sl);
+                        rv[i] = simd.$sel(skip, zero, one);
+                    }
+                }
+                // lanes beyond a whole number of vectors: the scalar formula
+                for l in done..LANES {
+                    let (cl, sl, r) = jacobi_rotation(alpha[l], beta[l], gamma[l], tol, big);
+                    c[l] = cl;
+                    s[l] = sl;
+                    rot[l] = if r { 1.0 } else { 0.0 };
+                }
+            }
+        }
+    };
+}
+
+jacobi_elem!(
+    f64,
+    as_simd_f64s,
+    as_mut_simd_f64s,
+    splat_f64s,
+    add_f64s,
+    sub_f64s,
+    mul_f64s,
+    div_f64s,
+    sqrt_f64s,
+    abs_f64s,
+    equal_f64s,
+    less_than_or_equal_f64s,
+    less_than_f64s,
+    greater_than_f64s,
+    or_m64s,
+    select_f64s
+);
+jacobi_elem!(
+    f32,
+    as_simd_f32s,
+    as_mut_simd_f32s,
+    splat_f32s,
+    add_f32s,
+    sub_f32s,
+    mul_f32s,
+    div_f32s,
+    sqrt_f32s,
+    abs_f32s,
+    equal_f32s,
+    less_than_or_equal_f32s,
+    less_than_f32s,
+    greater_than_f32s,
+    or_m32s,
+    select_f32s
+);
+
+/// [`rotate`] over the lanes, each with its own `(c, s)`.
+#[allow(clippy::needless_range_loop)]
+#[inline(always)]
+fn rotate_lanes<T: LinalgElem>(
+    x: &mut [[T; LANES]],
+    rows: usize,
+    p: usize,
+    q: usize,
+    c: &[T; LANES],
+    s: &[T; LANES],
+) {
+    let (lo, hi) = x.split_at_mut(q * rows);
+    let xp = &mut lo[p * rows..(p + 1) * rows];
+    let xq = &mut hi[..rows];
+    for (a, b) in xp.iter_mut().zip(xq.iter_mut()) {
+        for l in 0..LANES {
+            let (ap, bq) = (a[l], b[l]);
+            a[l] = c[l] * ap - s[l] * bq;
+            b[l] = s[l] * ap + c[l] * bq;
+        }
+    }
+}
+
+/// The VJP of a reduced SVD `A = U diag(S) Vh` (`u: (*, m, k)`, `s: (*, k)` contiguous,
+/// `vh: (*, k, n)`) from the cotangents (`None` is zero; `gs` contiguous), fused per
+/// matrix: the formula and the degenerate-pair handling of the tensor-op VJP
+/// (`crate::linalg::svd`), the classification of pairs in f64 as there. Returns `gA`
+/// column-major `(*, m, n)` with its layout; a failure of any matrix fails the batch (a
+/// gap failure first, as the tensor path reports).
+pub(crate) fn svd_backward<T: LinalgElem>(
+    u: (&[T], &Layout),
+    s: &[T],
+    vh: (&[T], &Layout),
+    gu: Option<(&[T], &Layout)>,
+    gs: Option<&[T]>,
+    gvh: Option<(&[T], &Layout)>,
+) -> Result<(Vec<T>, Layout), SvdGradFail> {
+    let bu = Batch::of(u.1);
+    let bv = Batch::of(vh.1);
+    let (m, k, n) = (bu.m, bu.n, bv.n);
+    let bgu = gu.map(|g| Batch::of(g.1));
+    let bgv = gvh.map(|g| Batch::of(g.1));
+    let size = m * n;
+    let len = bu.len();
+    let layout = colmajor_layout(&bu.dims, m, n);
+    let mut out = crate::backend::cpu::pool::overwritten(len * size, T::ZERO);
+    // 1: gap failure, 2: zero failure (the first matrix of each kind)
+    let gap = AtomicUsize::new(usize::MAX);
+    let zero = AtomicUsize::new(usize::MAX);
+    let wide = m < n;
+    let r = m.max(n);
+    let vector = gu.is_some() || gvh.is_some();
+    // scratch: U' (r x k), V' (k x k), gU' (r x k), gV' (k x k), Uᵀ' gU', V'ᵀ gV',
+    // inner (k x k), gA' (r x k), one column-major block of U or Vh (m x k / k x n)
+    let kk = k * k;
+    let scratch = 3 * r * k + 5 * kk + m.max(k) * n.max(k);
+    let work = r * k * k * 6;
+    let one = |i: usize, dst: &mut [T], tmp: &mut Vec<T>, _: Par| {
+        tmp.clear();
+        tmp.resize(scratch, T::ZERO);
+        let (uu, rest) = tmp.split_at_mut(r * k);
+        let (vv, rest) = rest.split_at_mut(kk);
+        let (gu_, rest) = rest.split_at_mut(r * k);
+        let (gv_, rest) = rest.split_at_mut(kk);
+        let (utgu, rest) = rest.split_at_mut(kk);
+        let (vtgv, rest) = rest.split_at_mut(kk);
+        let (inner, rest) = rest.split_at_mut(kk);
+        let (ga, blk) = rest.split_at_mut(r * k);
+        let sv = &s[i * k..(i + 1) * k];
+        let gsv = gs.map(|g| &g[i * k..(i + 1) * k]);
+        // U' = U, V' = V (tall) or U' = V, V' = U (wide), column-major; V = Vhᵀ
+        let load_u = |dst: &mut [T], blk: &mut [T], b: &Batch, d: &[T]| {
+            let blk = &mut blk[..m * k];
+            b.load(d, i, blk);
+            dst.copy_from_slice(blk);
+        };
+        let load_v = |dst: &mut [T], blk: &mut [T], b: &Batch, d: &[T]| {
+            // Vh (k x n) column-major: V[r, c] = Vh[c, r]
+            let blk = &mut blk[..k * n];
+            b.load(d, i, blk);
+            for c in 0..k {
+                for rr in 0..n {
+                    dst[c * n + rr] = blk[rr * k + c];
+                }
+            }
+        };
+        let (has_gu, has_gv) = if wide {
+            load_v(uu, blk, &bv, vh.0);
+            load_u(vv, blk, &bu, u.0);
+            if let (Some(b), Some(g)) = (&bgv, gvh) {
+                load_v(gu_, blk, b, g.0);
+            }
+            if let (Some(b), Some(g)) = (&bgu, gu) {
+                load_u(gv_, blk, b, g.0);
+            }
+            (gvh.is_some(), gu.is_some())
+        } else {
+            load_u(uu, blk, &bu, u.0);
+            load_v(vv, blk, &bv, vh.0);
+            if let (Some(b), Some(g)) = (&bgu, gu) {
+                load_u(gu_, blk, b, g.0);
+            }
+            if let (Some(b), Some(g)) = (&bgv, gvh) {
+                load_v(gv_, blk, b, g.0);
+            }
+            (gu.is_some(), gvh.is_some())
+        };
+        // X = Aᵀ B for column-major A, B (rows x k)
+        let atb = |x: &mut [T], a: &[T], b: &[T], rows: usize| {
+            for c in 0..k {
+                for rr in 0..k {
+                    let (ac, bc) = (&a[rr * rows..(rr + 1) * rows], &b[c * rows..(c + 1) * rows]);
+                    let mut acc = T::ZERO;
+                    for (&p, &q) in ac.iter().zip(bc) {
+                        acc += p * q;
+                    }
+                    x[c * k + rr] = acc;
+                }
+            }
+        };
+        inner.fill(T::ZERO);
+        if vector {
+            if has_gu {
+                atb(utgu, uu, gu_, r);
+            }
+            if has_gv {
+                atb(vtgv, vv, gv_, k);
+            }
+            if let Err(f) = fill_inner(inner, utgu, vtgv, has_gu, has_gv, sv, gsv, k) {
+                let at = if f == SvdGradFail::Gap { &gap } else { &zero };
+                at.fetch_min(i, Ordering::Relaxed);
+                return;
+            }
+        }
+        if let Some(g) = gsv {
+            for j in 0..k {
+                inner[j * k + j] += g[j];
+            }
+        }
+        // gA' = U' inner
+        for c in 0..k {
+            let col = &mut ga[c * r..(c + 1) * r];
+            col.fill(T::ZERO);
+            for p in 0..k {
+                let x = inner[c * k + p];
+                for (y, &uv) in col.iter_mut().zip(&uu[p * r..(p + 1) * r]) {
+                    *y += uv * x;
+                }
+            }
+        }
+        if has_gu && r > k {
+            // + (I − U'U'ᵀ) gU' S⁻¹ (utgu = U'ᵀ gU')
+            let eps = T::EPSILON.to_f64();
+            let smax = sv[0].to_f64();
+            let zero_tol = (k as f64) * eps * smax;
+            let gmax = gu_.iter().fold(0.0f64, |a, x| a.max(x.to_f64().abs()));
+            let thr = eps.sqrt() * gmax.max(f64::MIN_POSITIVE);
+            for c in 0..k {
+                // the column c of the projection, into the last column of gu_ in place
+                let pc = &mut gu_[c * r..(c + 1) * r];
+                for p in 0..k {
+                    let x = utgu[c * k + p];
+                    for (y, &uv) in pc.iter_mut().zip(&uu[p * r..(p + 1) * r]) {
+                        *y -= uv * x;
+                    }
+                }
+                if sv[c].to_f64() <= zero_tol {
+                    if pc.iter().any(|x| x.to_f64().abs() > thr) {
+                        zero.fetch_min(i, Ordering::Relaxed);
+                        return;
+                    }
+                    continue;
+                }
+                let inv = T::ONE / sv[c];
+                for (y, &p) in ga[c * r..(c + 1) * r].iter_mut().zip(pc.iter()) {
+                    *y += p * inv;
+                }
+            }
+        }
+        // gA' V'ᵀ (r x k), transposed into gA when wide
+        for c in 0..k {
+            let col = &mut gu_[c * r..(c + 1) * r];
+            col.fill(T::ZERO);
+            for p in 0..k {
+                let x = vv[p * k + c];
+                for (y, &g) in col.iter_mut().zip(&ga[p * r..(p + 1) * r]) {
+                    *y += g * x;
+                }
+            }
+        }
+        if wide {
+            for c in 0..k {
+                for rr in 0..r {
+                    dst[rr * m + c] = gu_[c * r + rr];
+                }
+            }
+        } else {
+            dst.copy_from_slice(&gu_[..size]);
+        }
+    };
+    for_each_matrix(&mut out, size, work, false, one);
+    if gap.load(Ordering::Relaxed) != usize::MAX {
+        return Err(SvdGradFail::Gap);
+    }
+    if zero.load(Ordering::Relaxed) != usize::MAX {
+        return Err(SvdGradFail::Zero);
+    }
+    Ok((out, layout))
+}
+
+/// The off-diagonal part of the inner matrix of [`svd_backward`] (`k x k`,
+/// column-major): `(skU_ij s_j + s_i skV_ij) / (s_j² − s_i²)` for pairs with a gap,
+/// `(skU − skV)_ij / (2 (s_i + s_j))` for degenerate pairs with `s > 0` whose loss is
+/// invariant, 0 within a zero block; `skU = UᵀgU − (UᵀgU)ᵀ` from `utgu` (likewise `V`).
+#[allow(clippy::too_many_arguments)]
+fn fill_inner<T: LinalgElem>(
+    inner: &mut [T],
+    utgu: &[T],
+    vtgv: &[T],
+    has_gu: bool,
+    has_gv: bool,
+    s: &[T],
+    gs: Option<&[T]>,
+    k: usize,
+) -> Result<(), SvdGradFail> {
+    let eps = T::EPSILON.to_f64();
+    let tiny = f64::MIN_POSITIVE;
+    let smax = s[0].to_f64();
+    let gap_tol = 16.0 * (k as f64) * eps * smax * smax;
+    let zero_tol = (k as f64) * eps * smax;
+    let maxabs = |x: &[T], on: bool| {
+        if on {
+            x.iter().fold(0.0f64, |a, v| a.max(v.to_f64().abs()))
+        } else {
+            0.0
+        }
+    };
+    let sc = maxabs(utgu, has_gu) + maxabs(vtgv, has_gv);
+    let thr = eps.sqrt() * sc.max(tiny);
+    let thr_s = eps.sqrt() * gs.map_or(0.0, |g| maxabs(g, true)).max(tiny);
+    // entry (i, j) of a column-major k x k block
+    let sk = |x: &[T], on: bool, i: usize, j: usize| {
+        if on {
+            x[j * k + i] - x[i * k + j]
+        } else {
+            T::ZERO
+        }
+    };
+    for j in 0..k {
+        for i in 0..k {
+            if i == j {
+                continue;
+            }
+            let (a, c) = (sk(utgu, has_gu, i, j), sk(vtgv, has_gv, i, j));
+            let (si, sj) = (s[i].to_f64(), s[j].to_f64());
+            let idx = j * k + i;
+            if (sj * sj - si * si).abs() > gap_tol {
+                let e = s[j] * s[j] - s[i] * s[i];
+                inner[idx] = (a * s[j] + s[i] * c) / e;
+                continue;
+            }
+            let (af, cf) = (a.to_f64(), c.to_f64());
+            if si <= zero_tol && sj <= zero_tol {
+                if af.abs() > thr || cf.abs() > thr {
+                    return Err(SvdGradFail::Gap);
+                }
+                continue;
+            }
+            let dgs = gs.map_or(0.0, |g| g[i].to_f64() - g[j].to_f64());
+            if (af + cf).abs() > thr || dgs.abs() > thr_s {
+                return Err(SvdGradFail::Gap);
+            }
+            inner[idx] = (a - c) / ((s[j] + s[i]) * T::of(2.0));
+        }
+    }
+    Ok(())
 }
 
 thread_local! {
@@ -203,13 +852,18 @@ fn fix_gauge<T: LinalgElem>(u: &mut [T], m: usize, v: &mut [T], n: usize, cols: 
     }
 }
 
-/// The SVD of each matrix of `a` (layout `l`, `(*, m, n)`): singular values in
+/// The SVD of each matrix of `a` (layout `l`, `(*, m, n)`), per matrix: one-sided Jacobi
+/// up to [`JACOBI_MAX`] (up to [`JACOBI_ROOM`] in batches of at least [`LANES`] matrices,
+/// every matrix of such a batch alike: in lanes or alone, the same bits; so a matrix of
+/// 9 to 16 rows or columns may differ in the last bits from the same matrix decomposed
+/// alone, by faer), faer's SVD otherwise and for matrices Jacobi does not finish (a zero
+/// singular value with vectors asked, `full`, no convergence). Singular values in
 /// descending order; with `want_uv`, `U` and `V` (`full`: `m x m` and `n x n`, else
 /// `m x k` and `n x k`). Gauge: the entry of largest magnitude of each column of `U` is
 /// positive (the first such entry on ties), the matching column of `V` flipped with it;
 /// for `full` the completion columns follow the same rule, each on its own. `Err(i)`: matrix
 /// `i` has a non-finite entry or did not converge.
-pub(crate) fn svd<T: LinalgElem>(
+pub(crate) fn svd<T: JacobiElem>(
     a: &[T],
     l: &Layout,
     want_uv: bool,
@@ -238,6 +892,10 @@ pub(crate) fn svd<T: LinalgElem>(
     } else {
         ComputeSvdVectors::Thin
     };
+    // Jacobi up to JACOBI_MAX, and up to JACOBI_ROOM for batches of a lane group or more
+    // (each matrix of such a batch alike, in lanes or alone: the same bits)
+    let lanes = len >= LANES && m.max(n) <= JACOBI_ROOM && k > 0;
+    let jacobi = (m.max(n) <= JACOBI_MAX || lanes) && (!want_uv || ku == k && kv == k);
     let one = |i: usize, dst: &mut [T], tmp: &mut Vec<T>, par: Par| {
         let (u, rest) = dst.split_at_mut(usz);
         let (s, v) = rest.split_at_mut(k);
@@ -258,7 +916,7 @@ pub(crate) fn svd<T: LinalgElem>(
             failed.fetch_min(i, Ordering::Relaxed);
             return;
         }
-        if m.max(n) <= JACOBI_MAX && (!want_uv || ku == k && kv == k) {
+        if jacobi {
             let uv = want_uv.then_some((&mut *u, &mut *v));
             if jacobi_small(tmp, m, n, s, uv) {
                 if want_uv {
@@ -297,7 +955,19 @@ pub(crate) fn svd<T: LinalgElem>(
             }
         }
     };
-    for_each_matrix(&mut packed, size, work, work >= PAR_WORK, one);
+    if jacobi && lanes {
+        let one = &one;
+        let scratch = || LaneScratch::new(m, n);
+        let group = |sc: &mut LaneScratch<T>, first: usize, o: &mut [T]| {
+            let bad = jacobi_lanes(&ba, a, first, want_uv, o, size, sc);
+            for (l, _) in bad.iter().enumerate().filter(|(_, &b)| b) {
+                one(first + l, &mut o[l * size..(l + 1) * size], &mut sc.tmp, Par::Seq);
+            }
+        };
+        for_each_lane_group(&mut packed, size, work, scratch, group, one);
+    } else {
+        for_each_matrix(&mut packed, size, work, work >= PAR_WORK, one);
+    }
     let f = failed.load(Ordering::Relaxed);
     if f != usize::MAX {
         return Err(f);
