@@ -363,6 +363,18 @@ impl<T: Copy + Sync> RowKernel<T, 3> for WhereRow<'_, T> {
                     c[i..i + len].iter().zip(&f[k..k + len]).map(|(&c, &y)| [y, x][usize::from(c)]),
                 );
             }
+            // one branch transposed (the mask and the other branch contiguous)
+            [1, b, 1] if b > 1 => out.put(
+                len,
+                c[i..i + len].iter().zip(strided_run(t, j, len, b).zip(&f[k..k + len])).map(pick),
+            ),
+            [1, 1, d] if d > 1 => out.put(
+                len,
+                c[i..i + len]
+                    .iter()
+                    .zip(t[j..j + len].iter().zip(strided_run(f, k, len, d)))
+                    .map(pick),
+            ),
             [a, b, d] => out.put(
                 len,
                 (0..len).map(|e| [f[k + e * d], t[j + e * b]][usize::from(c[i + e * a])]),
