@@ -15,7 +15,7 @@ use crate::error::{Error, Result};
 use crate::layout::Layout;
 use crate::shape::Shape;
 use pool::Pooled;
-use strided::walk;
+use strided::{eval, eval_fresh, walk, MapRow, WhereRow, ZipRow};
 
 /// A host buffer of one dtype.
 #[derive(Debug, Clone)]
@@ -61,18 +61,20 @@ macro_rules! map_any {
 
 /// Elements of `v` at the offsets of `l`, in row-major order, in a fresh (uncached)
 /// vector: for buffers handed to users.
-pub(crate) fn collect_strided<T: Copy>(v: &[T], l: &Layout) -> Vec<T> {
+pub(crate) fn collect_strided<T: Copy + Sync>(v: &[T], l: &Layout) -> Vec<T> {
     if let Some(r) = l.contiguous_range() {
         return v[r].to_vec();
     }
-    let mut out = Vec::with_capacity(l.numel());
-    walk(l.dims(), [l.strides()], [l.offset()], |[o]| out.push(v[o]));
-    out
+    eval_fresh(l.dims(), [l.strides()], [l.offset()], &MapRow { v, f: |x| x })
 }
 
 /// Elements of `v` at the offsets of `l`, in row-major order, mapped through `f`.
 #[inline]
-pub(crate) fn map_strided<T: Copy, U: Pooled>(v: &[T], l: &Layout, f: impl Fn(T) -> U) -> Vec<U> {
+pub(crate) fn map_strided<T: Copy + Sync, U: Pooled>(
+    v: &[T],
+    l: &Layout,
+    f: impl Fn(T) -> U + Sync,
+) -> Vec<U> {
     if let Some(r) = l.contiguous_range() {
         let mut out = pool::take(r.len());
         out.extend(v[r].iter().map(|&x| f(x)));
@@ -83,18 +85,16 @@ pub(crate) fn map_strided<T: Copy, U: Pooled>(v: &[T], l: &Layout, f: impl Fn(T)
         let n = l.numel();
         return if n == 0 { Vec::new() } else { pool::filled(n, f(v[l.offset()])) };
     }
-    let mut out = pool::take(l.numel());
-    walk(l.dims(), [l.strides()], [l.offset()], |[o]| out.push(f(v[o])));
-    out
+    eval(l.dims(), [l.strides()], [l.offset()], &MapRow { v, f })
 }
 
 #[inline]
-fn zip_strided<T: Copy, U: Pooled>(
+fn zip_strided<T: Copy + Sync, U: Pooled>(
     a: &[T],
     al: &Layout,
     b: &[T],
     bl: &Layout,
-    f: impl Fn(T, T) -> U,
+    f: impl Fn(T, T) -> U + Sync,
 ) -> Vec<U> {
     if let (Some(ra), Some(rb)) = (al.contiguous_range(), bl.contiguous_range()) {
         let mut out = pool::take(ra.len());
@@ -112,15 +112,11 @@ fn zip_strided<T: Copy, U: Pooled>(
         out.extend(b[rb].iter().map(|&y| f(x, y)));
         return out;
     }
-    let mut out = pool::take(al.numel());
-    walk(al.dims(), [al.strides(), bl.strides()], [al.offset(), bl.offset()], |[i, j]| {
-        out.push(f(a[i], b[j]));
-    });
-    out
+    eval(al.dims(), [al.strides(), bl.strides()], [al.offset(), bl.offset()], &ZipRow { a, b, f })
 }
 
 /// The elements of `l`, contiguous (a copy).
-fn own<T: Copy + Pooled>(v: &[T], l: &Layout) -> Vec<T> {
+fn own<T: Pooled>(v: &[T], l: &Layout) -> Vec<T> {
     map_strided(v, l, |x| x)
 }
 
@@ -371,7 +367,11 @@ fn reduce_float<T: Float>(v: &[T], l: &Layout, dims: &[usize], op: ReduceOp) -> 
     }
 }
 
-fn to_f32_vec<T: Copy>(v: &[T], l: &Layout, f: impl Fn(T) -> f32) -> (Vec<f32>, Layout) {
+fn to_f32_vec<T: Copy + Sync>(
+    v: &[T],
+    l: &Layout,
+    f: impl Fn(T) -> f32 + Sync,
+) -> (Vec<f32>, Layout) {
     (map_strided(v, l, f), Layout::contiguous(l.shape().clone()))
 }
 
@@ -546,7 +546,7 @@ impl BackendStorage for CpuStorage {
     }
 
     fn cmp(&self, l: &Layout, rhs: &CpuStorage, rl: &Layout, op: CmpOp) -> Result<CpuStorage> {
-        fn go<T: Copy + PartialOrd>(
+        fn go<T: Copy + PartialOrd + Sync>(
             a: &[T],
             al: &Layout,
             b: &[T],
@@ -597,7 +597,7 @@ impl BackendStorage for CpuStorage {
         let CpuStorage::Bool(c) = self else {
             return Err(Error::DTypeMismatch { op: "where", lhs: self.dtype(), rhs: DType::Bool });
         };
-        fn go<T: Copy + Pooled>(
+        fn go<T: Pooled>(
             c: &[bool],
             l: &Layout,
             t: &[T],
@@ -605,14 +605,12 @@ impl BackendStorage for CpuStorage {
             f: &[T],
             fl: &Layout,
         ) -> Vec<T> {
-            let mut out = pool::take(l.numel());
-            walk(
+            eval(
                 l.dims(),
                 [l.strides(), tl.strides(), fl.strides()],
                 [l.offset(), tl.offset(), fl.offset()],
-                |[i, j, k]| out.push(if c[i] { t[j] } else { f[k] }),
-            );
-            out
+                &WhereRow { c, t, f },
+            )
         }
         Ok(match (t, f) {
             (CpuStorage::Bool(a), CpuStorage::Bool(b)) => CpuStorage::Bool(go(c, l, a, tl, b, fl)),

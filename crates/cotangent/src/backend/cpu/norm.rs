@@ -54,25 +54,84 @@ pub(crate) fn vector_norm<T: NormFloat>(v: &[T], l: &Layout, dims: &[usize], ord
         expected *= d;
         ok
     });
+    // the hot orders get their own run kernel (inlined in the loops below, no per-run
+    // dispatch on the order)
+    if ord == 2.0 {
+        runs(v, l.offset(), &kd, &ks, (&sd, &ss), contiguous, len, ord, norm2_slice)
+    } else if ord == 1.0 {
+        runs(v, l.offset(), &kd, &ks, (&sd, &ss), contiguous, len, ord, |xs| lanes(xs, Float::abs))
+    } else {
+        runs(v, l.offset(), &kd, &ks, (&sd, &ss), contiguous, len, ord, |xs| norm_slice(xs, ord))
+    }
+}
+
+/// `norm` of the run of every kept index (`kd`, `ks` from `offset`): a contiguous run of
+/// `len` elements (`contiguous`) or the elements of the reduced dims `(sd, ss)`.
+#[inline(always)]
+fn runs<T: NormFloat>(
+    v: &[T],
+    offset: usize,
+    kd: &[usize],
+    ks: &[usize],
+    (sd, ss): (&[usize], &[usize]),
+    contiguous: bool,
+    len: usize,
+    ord: f64,
+    norm: impl Fn(&[T]) -> T + Sync,
+) -> Vec<T> {
+    let n_out: usize = kd.iter().product();
+    let threads = rayon::current_num_threads();
+    // the runs tile a contiguous block (a contiguous input reduced over its trailing dims):
+    // no offsets to list
+    let tiled = contiguous && (kd.is_empty() || ks.last() == Some(&len)) && {
+        let mut expected = len;
+        kd.iter().zip(ks).rev().all(|(&d, &s)| {
+            let ok = s == expected;
+            expected *= d;
+            ok
+        })
+    };
+    if tiled && n_out > 1 {
+        let xs = &v[offset..offset + n_out * len];
+        if n_out * len >= PAR_ELEMS && threads > 1 {
+            let min_len = (PAR_ELEMS / 4 / len).max(1);
+            return xs.par_chunks_exact(len).with_min_len(min_len).map(&norm).collect();
+        }
+        let mut out = super::pool::take(n_out);
+        out.extend(xs.chunks_exact(len).map(&norm));
+        return out;
+    }
     let mut starts = Vec::with_capacity(n_out);
-    walk(&kd, [&ks], [l.offset()], |[o]| starts.push(o));
+    walk(kd, [ks], [offset], |[o]| starts.push(o));
     let one = |o: usize, buf: &mut Vec<T>| -> T {
         if contiguous {
-            norm_slice(&v[o..o + len], ord)
+            norm(&v[o..o + len])
         } else {
             buf.clear();
-            walk(&sd, [&ss], [o], |[i]| buf.push(v[i]));
-            norm_slice(buf, ord)
+            walk(sd, [ss], [o], |[i]| buf.push(v[i]));
+            norm(buf)
         }
     };
-    if n_out > 1 && n_out * len >= PAR_ELEMS && rayon::current_num_threads() > 1 {
+    if n_out > 1 && n_out * len >= PAR_ELEMS && threads > 1 {
         let min_len = (PAR_ELEMS / 4 / len).max(1);
         starts.par_iter().with_min_len(min_len).map_init(Vec::new, |buf, &o| one(o, buf)).collect()
-    } else if n_out == 1 && contiguous && len >= 2 * PAR_ELEMS && rayon::current_num_threads() > 1 {
+    } else if n_out == 1 && contiguous && len >= 2 * PAR_ELEMS && threads > 1 {
         vec![norm_slice_par(&v[starts[0]..starts[0] + len], ord)]
     } else {
         let mut buf = Vec::new();
         starts.iter().map(|&o| one(o, &mut buf)).collect()
+    }
+}
+
+/// [`norm_slice`] of order 2, inlined: the fast sum, and [`finish`] only when it is out
+/// of range.
+#[inline(always)]
+fn norm2_slice<T: NormFloat>(xs: &[T]) -> T {
+    let s = lanes(xs, |x| x * x);
+    if s.is_finite() && s >= T::MIN_NORMAL / T::EPSILON {
+        s.sqrt()
+    } else {
+        finish(xs, s, 2.0)
     }
 }
 
@@ -224,25 +283,39 @@ pub(crate) fn vector_norm_backward<T: NormFloat>(
         .collect();
     let pm1 = p - T::ONE;
     let pm2 = p - T::of(2.0);
-    let e = move |x: T, s: T| -> T {
-        if ord == 2.0 {
-            x * s
-        } else if ord == 1.0 {
-            x.sign() * s
-        } else if ord < 1.0 {
-            if x == T::ZERO {
-                T::ZERO
-            } else {
+    // the hot orders get their own loops (no dispatch on the order per element)
+    if ord == 2.0 {
+        scale_runs(x, l, dims, &scale, |x, s| x * s)
+    } else if ord == 1.0 {
+        scale_runs(x, l, dims, &scale, |x: T, s| x.sign() * s)
+    } else {
+        scale_runs(x, l, dims, &scale, move |x: T, s: T| -> T {
+            if ord < 1.0 {
+                if x == T::ZERO {
+                    T::ZERO
+                } else {
+                    x.sign() * x.abs().powf(pm1) * s
+                }
+            } else if ord < 2.0 {
                 x.sign() * x.abs().powf(pm1) * s
+            } else {
+                x * x.abs().powf(pm2) * s
             }
-        } else if ord < 2.0 {
-            x.sign() * x.abs().powf(pm1) * s
-        } else {
-            x * x.abs().powf(pm2) * s
-        }
-    };
+        })
+    }
+}
+
+/// `e(x, s)` for every element of `x`, with `s` the scale of its output (the reduced dims
+/// `dims`), contiguous in `l`'s row-major order.
+#[inline(always)]
+fn scale_runs<T: NormFloat>(
+    x: &[T],
+    l: &Layout,
+    dims: &[usize],
+    scale: &[T],
+    e: impl Fn(T, T) -> T + Sync,
+) -> Vec<T> {
     let n = l.numel();
-    let mut out = super::pool::take(n);
     // every output owns one contiguous run (the reduced dims are the trailing ones of a
     // contiguous input): chunks, on all threads when large
     let first = dims.iter().copied().min().unwrap_or(l.rank());
@@ -250,7 +323,8 @@ pub(crate) fn vector_norm_backward<T: NormFloat>(
     if let (Some(r), true) = (l.contiguous_range(), trailing && n > 0) {
         let xs = &x[r];
         let len = n / scale.len().max(1);
-        out.resize(n, T::ZERO);
+        // every element is written below
+        let mut out = super::pool::overwritten(n, T::ZERO);
         if n >= PAR_ELEMS && rayon::current_num_threads() > 1 {
             if scale.len() == 1 {
                 let s = scale[0];
@@ -267,7 +341,7 @@ pub(crate) fn vector_norm_backward<T: NormFloat>(
                     });
             }
         } else {
-            for ((o, xs), &s) in out.chunks_mut(len).zip(xs.chunks(len)).zip(&scale) {
+            for ((o, xs), &s) in out.chunks_mut(len).zip(xs.chunks(len)).zip(scale) {
                 o.iter_mut().zip(xs).for_each(|(o, &x)| *o = e(x, s));
             }
         }
@@ -282,8 +356,8 @@ pub(crate) fn vector_norm_backward<T: NormFloat>(
             acc *= l.dims()[i];
         }
     }
-    walk(l.dims(), [l.strides(), &ostr], [l.offset(), 0], |[i, k]| out.push(e(x[i], scale[k])));
-    out
+    let row = super::strided::ZipRow { a: x, b: scale, f: e };
+    super::strided::eval(l.dims(), [l.strides(), &ostr], [l.offset(), 0], &row)
 }
 
 #[cfg(test)]
@@ -348,6 +422,45 @@ mod tests {
                         };
                         assert!((gx[i * 3 + j] - want).abs() < 1e-14, "{ord} {dim} {i} {j}");
                     }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn tiled_runs_match_strided_runs() {
+        // 5 x 7 x 6 elements, with rows that overflow, underflow, hold NaN, inf or zeros
+        let mut x: Vec<f64> = (0..210).map(|i| (f64::from(i % 13) - 6.0) * 0.37).collect();
+        x[0..6].copy_from_slice(&[1e200, -1e200, 3e199, 0.0, 1.0, 2.0]);
+        x[6..12].copy_from_slice(&[1e-200, 2e-200, -1e-201, 0.0, 0.0, 0.0]);
+        x[12] = f64::NAN;
+        x[18] = f64::INFINITY;
+        x[24..30].fill(0.0);
+        let l = Layout::contiguous(Shape::new(vec![5, 7, 6]));
+        // the same elements through a transposed view: reduced dims not trailing
+        let xt: Vec<f64> = super::super::collect_strided(&x, &l.permute(&[2, 0, 1]));
+        let lt = Layout::contiguous(Shape::new(vec![6, 5, 7])).permute(&[1, 2, 0]);
+        let bits = |v: &[f64]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+        assert_eq!(bits(&super::super::collect_strided(&xt, &lt)), bits(&x));
+        for ord in [2.0, 1.0, 3.0, 0.5, -1.0, 0.0, f64::INFINITY, f64::NEG_INFINITY] {
+            for dims in [vec![2], vec![1, 2], vec![0, 1, 2]] {
+                let a = vector_norm(&x, &l, &dims, ord);
+                let b = vector_norm(&xt, &lt, &dims, ord);
+                let c: Vec<f64> = super::super::collect_strided(&x, &l)
+                    .chunks(dims.iter().map(|&d| l.dims()[d]).product())
+                    .map(|r| norm_slice(r, ord))
+                    .collect();
+                assert_eq!(bits(&a), bits(&c), "{ord} {dims:?}");
+                // the strided path may sum in another order
+                for (&b, &c) in b.iter().zip(&c) {
+                    let ok = b.to_bits() == c.to_bits() || (b - c).abs() <= 1e-14 * c.abs();
+                    assert!(ok, "{ord} {dims:?} transposed: {b} vs {c}");
+                }
+                if ord.is_finite() && ord != 0.0 {
+                    let g: Vec<f64> = (0..a.len()).map(|k| 0.25 + k as f64).collect();
+                    let ga = vector_norm_backward(&x, &l, &dims, ord, &a, &g);
+                    let gb = vector_norm_backward(&xt, &lt, &dims, ord, &a, &g);
+                    assert_eq!(bits(&ga), bits(&gb), "backward {ord} {dims:?}");
                 }
             }
         }

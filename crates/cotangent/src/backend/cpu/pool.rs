@@ -24,7 +24,7 @@ const MAX_BYTES: usize = 1 << 30;
 const MAX_BUFFERS: usize = 64;
 
 /// Element types of CPU buffers; f32 and f64 have a cache.
-pub(crate) trait Pooled: Sized + Clone + 'static {
+pub(crate) trait Pooled: Copy + Default + Send + Sync + 'static {
     /// The cache of this type, if it has one.
     fn pool() -> Option<&'static Mutex<Vec<Vec<Self>>>> {
         None
