@@ -571,7 +571,7 @@ pub(crate) fn eigh<T: LinalgElem>(
     if (2..=LANES_MAX_N).contains(&n) && count > 1 {
         let work = n * n * n * 8;
         for_each_lane_group(n, work, &mut w, v.as_deref_mut(), |first, len, out, bufs| {
-            jacobi_lanes(a, &b, first, len, upper, out, bufs)
+            jacobi_lanes(a, &b, first, len, upper, out, bufs);
         });
     } else if n > 0 && count > 0 {
         let work = (n * n * n * if n <= SMALL_N { 8 } else { 10 }).max(1);
@@ -682,7 +682,7 @@ fn jacobi_lanes<T: LinalgElem>(
             }
         };
     }
-    by_order!(2 3 4 8 16)
+    by_order!(2 3 4 8 16);
 }
 
 /// [`jacobi_lanes`] for the order `n` (a constant where it is small): the operations of
@@ -779,7 +779,7 @@ fn jacobi_lanes_n<T: LinalgElem>(
                 }
             }
         }
-        for f in floor.iter_mut() {
+        for f in &mut floor {
             *f = eps * *f;
         }
         let mut rotated = false;
@@ -952,7 +952,7 @@ fn for_each_lane_group<T: LinalgElem>(
                 .enumerate()
                 .for_each(|(t, (wc, vc))| range(t * per, wc, Some(vc))),
             None => {
-                w.par_chunks_mut(n * per).enumerate().for_each(|(t, wc)| range(t * per, wc, None))
+                w.par_chunks_mut(n * per).enumerate().for_each(|(t, wc)| range(t * per, wc, None));
             }
         }
     } else {
