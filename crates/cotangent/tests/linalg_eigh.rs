@@ -471,15 +471,19 @@ fn lane_batches_match_single_matrices() {
 fn lane_batches_are_deterministic_across_thread_counts() {
     // a batch large enough to be split across rayon tasks: the same bits with one thread
     // and with several
-    let a = sym(&[1000, 4, 4], 131);
-    let e = eigh(&a, Uplo::Lower).unwrap();
-    let pool = rayon::ThreadPoolBuilder::new().num_threads(1).build().unwrap();
-    let e1 = pool.install(|| eigh(&a, Uplo::Lower).unwrap());
-    assert_eq!(e.eigenvalues.to_vec_f64(), e1.eigenvalues.to_vec_f64());
-    assert_eq!(e.eigenvectors.to_vec_f64(), e1.eigenvectors.to_vec_f64());
-    let pool = rayon::ThreadPoolBuilder::new().num_threads(3).build().unwrap();
-    let e3 = pool.install(|| eigh(&a, Uplo::Lower).unwrap());
-    assert_eq!(e.eigenvectors.to_vec_f64(), e3.eigenvectors.to_vec_f64());
+    for (count, n) in [(1000, 4), (203, 9), (77, 16)] {
+        let a = sym(&[count, n, n], 131);
+        let e = eigh(&a, Uplo::Lower).unwrap();
+        let w = eigvalsh(&a, Uplo::Lower).unwrap();
+        for threads in [1, 3] {
+            let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build().unwrap();
+            let et = pool.install(|| eigh(&a, Uplo::Lower).unwrap());
+            assert_eq!(e.eigenvalues.to_vec_f64(), et.eigenvalues.to_vec_f64());
+            assert_eq!(e.eigenvectors.to_vec_f64(), et.eigenvectors.to_vec_f64());
+            let wt = pool.install(|| eigvalsh(&a, Uplo::Lower).unwrap());
+            assert_eq!(w.to_vec_f64(), wt.to_vec_f64());
+        }
+    }
 }
 
 /// The gradient of `outs` (with cotangents `cots`) at `a`, with and without recording the
