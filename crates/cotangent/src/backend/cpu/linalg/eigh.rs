@@ -820,25 +820,23 @@ fn jacobi_lanes_n<T: LinalgElem>(
                 a[p * n + p] = npp;
                 a[q * n + q] = nqq;
                 a[q * n + p] = npq;
-                // rows p and q, in the upper triangle only (A(i, j), i <= j, at j n + i):
-                // the lower one is not read again
-                let mut rotate = |gi: usize, hi: usize| {
-                    let (g, h) = (a[gi], a[hi]);
-                    let (gp, hq) = (&mut a[gi], &mut [T::ZERO; LANES]);
+                a[p * n + q] = npq;
+                for k in 0..n {
+                    if k == p || k == q {
+                        continue;
+                    }
+                    let g = a[p * n + k];
+                    let h = a[q * n + k];
+                    let mut gp = [T::ZERO; LANES];
+                    let mut hq = [T::ZERO; LANES];
                     for l in 0..LANES {
                         gp[l] = g[l] - s[l] * (h[l] + g[l] * tau[l]);
                         hq[l] = h[l] + s[l] * (g[l] - h[l] * tau[l]);
                     }
-                    a[hi] = *hq;
-                };
-                for k in 0..p {
-                    rotate(p * n + k, q * n + k);
-                }
-                for k in p + 1..q {
-                    rotate(k * n + p, q * n + k);
-                }
-                for k in q + 1..n {
-                    rotate(k * n + p, k * n + q);
+                    a[p * n + k] = gp;
+                    a[k * n + p] = gp;
+                    a[q * n + k] = hq;
+                    a[k * n + q] = hq;
                 }
                 if vectors {
                     for k in 0..n {
