@@ -37,6 +37,9 @@ fn cpu(t: &Tensor) -> (&CpuStorage, &Layout) {
 /// Up to this order the VJP is fused per matrix when the backward pass is not recorded.
 const FUSED_N: usize = 32;
 
+/// The same when only the eigenvalues have a cotangent (`gA = V diag(gw) Vᵀ`).
+const FUSED_VALUES_N: usize = 4;
+
 /// The error of a loss that depends on the basis of a repeated eigenvalue's eigenspace.
 fn not_differentiable() -> Error {
     Error::NotDifferentiable {
@@ -106,7 +109,9 @@ impl Op for EighOp {
         let (w, v) = (cx.output(0)?, cx.output(1)?);
         let n = v.dims()[v.rank() - 1];
         let same = |g: Option<&Tensor>| g.is_none_or(|g| g.dtype() == v.dtype());
-        if n <= FUSED_N && !cx.create_graph() && same(gw) && same(gv) {
+        // without gV the tensor ops are two batched products, as fast from n = 8 or so
+        let fused_n = if gv.is_some() { FUSED_N } else { FUSED_VALUES_N };
+        if n <= fused_n && !cx.create_graph() && same(gw) && same(gv) {
             // fast path (not recorded): the same formula fused per matrix
             return match v.storage().cpu().eigh_backward(
                 v.layout(),
