@@ -223,6 +223,18 @@ pub(crate) trait BackendStorage: Sized {
         vectors: bool,
     ) -> Result<(Self, Option<(Self, Layout)>, Option<usize>)>;
 
+    /// The gradient of [`eigh`](Self::eigh)'s outputs, `self = V: (*, n, n)` with the
+    /// eigenvalues `w: (*, n)`, from the cotangents (`None` is zero), fused (no recording;
+    /// the VJP's fast path): contiguous `(*, n, n)`, or `None` where the gradient is
+    /// undefined (a cotangent not negligible at a repeated eigenvalue).
+    fn eigh_backward(
+        &self,
+        l: &Layout,
+        w: (&Self, &Layout),
+        gw: Option<(&Self, &Layout)>,
+        gv: Option<(&Self, &Layout)>,
+    ) -> Result<Option<(Self, Layout)>>;
+
     /// `exp(A)` of each square `self: (*, n, n)` (scaling and squaring with Padé
     /// approximants), column-major, with its layout.
     fn matrix_exp(&self, l: &Layout) -> Result<(Self, Layout)>;

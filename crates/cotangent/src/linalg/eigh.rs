@@ -29,6 +29,28 @@ pub struct Eigh {
 #[derive(Debug)]
 struct EighOp;
 
+/// The CPU storage of `t` with its layout.
+fn cpu(t: &Tensor) -> (&CpuStorage, &Layout) {
+    (t.storage().cpu(), t.layout())
+}
+
+/// Up to this order the VJP is fused per matrix when the backward pass is not recorded.
+const FUSED_N: usize = 32;
+
+/// The same when only the eigenvalues have a cotangent (`gA = V diag(gw) Vᵀ`).
+const FUSED_VALUES_N: usize = 4;
+
+/// The error of a loss that depends on the basis of a repeated eigenvalue's eigenspace.
+fn not_differentiable() -> Error {
+    Error::NotDifferentiable {
+        op: OP,
+        reason: "the eigenvectors of a repeated eigenvalue are not unique, and the loss \
+                 depends on the basis chosen within its eigenspace, so the gradient is \
+                 undefined; use a loss that depends only on the eigenspace (e.g. its \
+                 projector) or on the eigenvalues",
+    }
+}
+
 /// Which pairs `(i, j)` of each matrix have a (numerically) zero gap `w_j − w_i`
 /// (the diagonal included), as a `Bool` tensor `(*, n, n)`; `Err(NotDifferentiable)` if
 /// the projected cotangent `skew` is not negligible at such a pair off the diagonal.
@@ -51,13 +73,7 @@ fn degenerate_pairs(w: &Tensor, skew: &Tensor) -> Result<Tensor> {
                 // NaN gaps are not degenerate: the NaN goes through
                 let degenerate = i == j || (wb[j] - wb[i]).abs() <= gap_tol;
                 if degenerate && i != j && sb[i * n + j].abs() > skew_tol && smax > 0.0 {
-                    return Err(Error::NotDifferentiable {
-                        op: OP,
-                        reason: "the eigenvectors of a repeated eigenvalue are not unique, and \
-                                 the loss depends on the basis chosen within its eigenspace, so \
-                                 the gradient is undefined; use a loss that depends only on the \
-                                 eigenspace (e.g. its projector) or on the eigenvalues",
-                    });
+                    return Err(not_differentiable());
                 }
                 mb[i * n + j] = degenerate;
             }
@@ -91,6 +107,22 @@ impl Op for EighOp {
             return Ok(vec![None]);
         }
         let (w, v) = (cx.output(0)?, cx.output(1)?);
+        let n = v.dims()[v.rank() - 1];
+        let same = |g: Option<&Tensor>| g.is_none_or(|g| g.dtype() == v.dtype());
+        // without gV the tensor ops are two batched products, as fast from n = 8 or so
+        let fused_n = if gv.is_some() { FUSED_N } else { FUSED_VALUES_N };
+        if n <= fused_n && !cx.create_graph() && same(gw) && same(gv) {
+            // fast path (not recorded): the same formula fused per matrix
+            return match v.storage().cpu().eigh_backward(
+                v.layout(),
+                cpu(&w),
+                gw.map(cpu),
+                gv.map(cpu),
+            )? {
+                Some((s, l)) => Ok(vec![Some(from_kernel(s, l))]),
+                None => Err(not_differentiable()),
+            };
+        }
         let inner = match gv {
             None => gw.map(|gw| gw.diag_embed(0, -2, -1)).transpose()?,
             Some(gv) => {
@@ -145,9 +177,13 @@ fn kernel(a: &Tensor, uplo: Uplo, vectors: bool) -> Result<(Tensor, Option<Tenso
 /// component of largest magnitude of each eigenvector (the first one on ties) is positive.
 /// PyTorch (LAPACK's `syevd`) may return other signs.
 ///
-/// Computed by own allocation-free loops for small matrices, rayon over the batch (cyclic
-/// Jacobi rotations for `n <= 4`, Householder tridiagonalisation and the implicit QL
-/// iteration for `n <= 16`), and by faer's tridiagonal divide and conquer above.
+/// Computed by own allocation-free loops for small matrices, rayon over the batch: a
+/// batch of matrices with `n <= 16` by cyclic Jacobi rotations on eight matrices at once
+/// (one per SIMD lane); a single matrix by cyclic Jacobi for `n <= 4`, by Householder
+/// tridiagonalisation and the implicit QL iteration for `n <= 16`; faer's tridiagonal
+/// divide and conquer above. So for `5 <= n <= 16` a matrix in a batch may differ from
+/// the same matrix alone in the last bits (another algorithm); for `n <= 4` it gets the
+/// same bits. A given input gives the same bits on every run, whatever the thread count.
 ///
 /// Non-finite input: a NaN or an infinity in the triangle read fails with
 /// `NoConvergence { batch }` (the first such matrix of the batch), checked before any

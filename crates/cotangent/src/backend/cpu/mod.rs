@@ -1239,6 +1239,42 @@ impl BackendStorage for CpuStorage {
         })
     }
 
+    fn eigh_backward(
+        &self,
+        l: &Layout,
+        w: (&CpuStorage, &Layout),
+        gw: Option<(&CpuStorage, &Layout)>,
+        gv: Option<(&CpuStorage, &Layout)>,
+    ) -> Result<Option<(CpuStorage, Layout)>> {
+        macro_rules! slice {
+            ($v:ident, $x:expr) => {
+                match $x {
+                    None => None,
+                    Some((CpuStorage::$v(d), dl)) => Some((d.as_slice(), dl)),
+                    Some((o, _)) => {
+                        return Err(Error::DTypeMismatch {
+                            op: "linalg.eigh",
+                            lhs: self.dtype(),
+                            rhs: o.dtype(),
+                        })
+                    }
+                }
+            };
+        }
+        macro_rules! go {
+            ($v:ident, $a:expr) => {{
+                let ww = slice!($v, Some(w)).unwrap_or((&[], w.1));
+                linalg::eigh::eigh_backward(ww, (&$a[..], l), slice!($v, gw), slice!($v, gv))
+                    .map(|(g, gl)| (CpuStorage::$v(g), gl))
+            }};
+        }
+        Ok(match self {
+            CpuStorage::F32(a) => go!(F32, a),
+            CpuStorage::F64(a) => go!(F64, a),
+            _ => return Err(unsupported("linalg.eigh", self.dtype())),
+        })
+    }
+
     fn matrix_exp(&self, l: &Layout) -> Result<(CpuStorage, Layout)> {
         Ok(match self {
             CpuStorage::F32(a) => {

@@ -1,17 +1,24 @@
 //! The symmetric eigendecomposition `A = V diag(w) Vᵀ`, batched, reading one triangle.
 //!
-//! - tiny matrices (`n <= ROTATE_N`): an allocation-free cyclic Jacobi loop per matrix
+//! - batches (more than one matrix) of small ones (`2 <= n <= SMALL_N`): the cyclic Jacobi
+//!   loop below run on [`LANES`] matrices at once, one per SIMD lane ([`jacobi_lanes`]),
+//!   lane groups split over rayon; to `n = ROTATE_N` each matrix gets exactly the result
+//!   of the scalar loop (the same operations), above it differs from a single matrix's
+//!   (tridiagonal QL) by rounding;
+//! - single tiny matrices (`n <= ROTATE_N`): an allocation-free cyclic Jacobi loop
 //!   (rotations skip entries negligible relative to their diagonal, Demmel & Veselić's
-//!   criterion, or to the largest diagonal entry), with rayon over the batch; with eigenvectors, the eigenvalues
+//!   criterion, or to the largest diagonal entry); with eigenvectors, the eigenvalues
 //!   are then the Rayleigh quotients of the final vectors with the original matrix (the
 //!   rotated diagonal accumulates a rounding per rotation);
-//! - small ones (`n <= SMALL_N`): Householder tridiagonalisation and the implicit QL
-//!   iteration (EISPACK's `tred2` + `tql2`), allocation-free per matrix, rayon over the
-//!   batch;
+//! - single small ones (`n <= SMALL_N`): Householder tridiagonalisation and the implicit
+//!   QL iteration (EISPACK's `tred2` + `tql2`), allocation-free;
 //! - larger ones: faer's self-adjoint eigendecomposition (Householder tridiagonalisation,
 //!   then divide and conquer), sequential below `PAR_N`.
 //!
-//! Both paths then sort the eigenvalues ascending and apply one sign gauge: each
+//! The results of a batch do not depend on the thread count (the lane groups are fixed
+//! by the batch alone). [`eigh_backward`] is the VJP fused per matrix.
+//!
+//! Every path then sorts the eigenvalues ascending and apply one sign gauge: each
 //! eigenvector's component of largest magnitude (the first one on ties) is made positive.
 //! A matrix whose read triangle holds a NaN or an infinity is not decomposed (no loop runs
 //! on it): its outputs are NaN, and it is reported as failed (the first such matrix).
@@ -188,7 +195,10 @@ fn rayleigh<T: LinalgElem>(a0: &[T], n: usize, scale: T, w: &mut [T], v: &[T]) {
         let mut acc = T::ZERO;
         for (k, &vkj) in vj.iter().enumerate() {
             let ak = &a0[k * n..(k + 1) * n];
-            let y: T = ak.iter().zip(vj).map(|(&x, &y)| x * inv * y).sum();
+            let mut y = T::ZERO;
+            for (&x, &z) in ak.iter().zip(vj) {
+                y += x * inv * z;
+            }
             acc += y * vkj;
         }
         *wj = acc * scale;
@@ -558,7 +568,12 @@ pub(crate) fn eigh<T: LinalgElem>(
     } else {
         None
     };
-    if n > 0 && count > 0 {
+    if (2..=LANES_MAX_N).contains(&n) && count > 1 {
+        let work = n * n * n * 8;
+        for_each_lane_group(n, work, &mut w, v.as_deref_mut(), |first, len, out, bufs| {
+            jacobi_lanes(a, &b, first, len, upper, out, bufs);
+        });
+    } else if n > 0 && count > 0 {
         let work = (n * n * n * if n <= SMALL_N { 8 } else { 10 }).max(1);
         let parallel = count > 1 && n < PAR_N && count * work >= 2 * TASK_WORK;
         let per_task = if parallel { (TASK_WORK / work).max(1) } else { count };
@@ -597,4 +612,538 @@ pub(crate) fn eigh<T: LinalgElem>(
     // a failed matrix has NaN eigenvalues; a decomposed one never has
     let failed = w.chunks_exact(n.max(1)).position(|c| c.iter().any(|x| x.is_nan()));
     (w, v.map(|v| (v, vl)), failed)
+}
+
+/// Matrices decomposed together by the lane kernel (one per lane: every operation runs
+/// over the lanes, which the compiler vectorises).
+const LANES: usize = 8;
+/// Up to this order a batch goes through the lane kernel ([`jacobi_lanes`]).
+const LANES_MAX_N: usize = SMALL_N;
+
+/// Scratch of the lane kernel: the matrices, their copy and the eigenvectors, per lane.
+#[derive(Default)]
+struct LaneBufs<T> {
+    a: Vec<[T; LANES]>,
+    a0: Vec<[T; LANES]>,
+    v: Vec<[T; LANES]>,
+}
+
+/// The outputs of one lane group: `count * n` eigenvalues and, if wanted, `count * n * n`
+/// eigenvector entries (column-major per matrix).
+struct LaneOut<'a, T> {
+    w: &'a mut [T],
+    v: Option<&'a mut [T]>,
+}
+
+/// The matrices `first..first + count` (`count <= LANES`) of `b`, decomposed at once by
+/// the cyclic Jacobi loop of [`jacobi`] run over the lanes ([`jacobi_lanes_n`]), then
+/// finished one at a time as [`one`] finishes them (Rayleigh quotients, sorting, gauge).
+#[allow(clippy::too_many_arguments)]
+fn jacobi_lanes<T: LinalgElem>(
+    data: &[T],
+    b: &Batch,
+    first: usize,
+    count: usize,
+    upper: bool,
+    out: LaneOut<'_, T>,
+    bufs: &mut LaneBufs<T>,
+) {
+    struct Kernel<'a, 'b, T, const N: usize> {
+        data: &'a [T],
+        b: &'a Batch,
+        first: usize,
+        count: usize,
+        upper: bool,
+        out: LaneOut<'b, T>,
+        bufs: &'a mut LaneBufs<T>,
+    }
+    impl<T: LinalgElem, const N: usize> pulp::WithSimd for Kernel<'_, '_, T, N> {
+        type Output = ();
+        #[inline(always)]
+        fn with_simd<S: pulp::Simd>(self, _: S) {
+            let Kernel { data, b, first, count, upper, out, bufs } = self;
+            let n = if N > 0 { N } else { b.n };
+            jacobi_lanes_n(data, b, first, count, upper, out, bufs, n);
+        }
+    }
+    let n = b.n;
+    for buf in [&mut bufs.a, &mut bufs.a0, &mut bufs.v] {
+        buf.resize(n * n, [T::ZERO; LANES]);
+    }
+    macro_rules! by_order {
+        ($($k:literal)*) => {
+            match n {
+                $($k => pulp::Arch::new().dispatch(Kernel::<T, $k> {
+                    data, b, first, count, upper, out, bufs
+                }),)*
+                _ => pulp::Arch::new().dispatch(Kernel::<T, 0> {
+                    data, b, first, count, upper, out, bufs
+                }),
+            }
+        };
+    }
+    by_order!(2 3 4 8 16);
+}
+
+/// [`jacobi_lanes`] for the order `n` (a constant where it is small): the operations of
+/// [`jacobi_n`] and [`rayleigh`] in the same order, each lane rotating only where the
+/// scalar loop rotates (elsewhere the rotation is the identity, `t = 0`); the sweeps go on
+/// until no lane rotates (a converged lane is left unchanged by further sweeps), so each
+/// lane gets the scalar loop's result (up to the sign of zero entries).
+// lanes are indexed on purpose (the loops over them vectorise)
+#[allow(clippy::needless_range_loop, clippy::too_many_arguments)]
+#[inline(always)]
+fn jacobi_lanes_n<T: LinalgElem>(
+    data: &[T],
+    b: &Batch,
+    first: usize,
+    count: usize,
+    upper: bool,
+    out: LaneOut<'_, T>,
+    bufs: &mut LaneBufs<T>,
+    n: usize,
+) {
+    let nn = n * n;
+    let a = &mut bufs.a[..nn];
+    let a0 = &mut bufs.a0[..nn];
+    let v = &mut bufs.v[..nn];
+    let vectors = out.v.is_some();
+    // load (unused and non-finite lanes hold zeros: they converge at once)
+    let mut bad = [false; LANES];
+    for l in 0..LANES {
+        if l >= count {
+            for x in a.iter_mut() {
+                x[l] = T::ZERO;
+            }
+            continue;
+        }
+        let off = b.offsets[first + l];
+        let mut finite = true;
+        for j in 0..n {
+            for k in j..n {
+                let x = if upper {
+                    data[off + j * b.rs + k * b.cs]
+                } else {
+                    data[off + k * b.rs + j * b.cs]
+                };
+                finite &= x.is_finite();
+                a[j * n + k][l] = x;
+                a[k * n + j][l] = x;
+            }
+        }
+        if !finite {
+            bad[l] = true;
+            for x in a.iter_mut() {
+                x[l] = T::ZERO;
+            }
+        }
+    }
+    if vectors {
+        a0.copy_from_slice(a);
+        for x in v.iter_mut() {
+            *x = [T::ZERO; LANES];
+        }
+        for j in 0..n {
+            v[j * n + j] = [T::ONE; LANES];
+        }
+    }
+    // scale each lane by a power of two near its largest entry (exact)
+    let mut amax = [T::ZERO; LANES];
+    for x in a.iter() {
+        for l in 0..LANES {
+            if x[l].abs() > amax[l] {
+                amax[l] = x[l].abs();
+            }
+        }
+    }
+    let mut scale = [T::ONE; LANES];
+    for l in 0..LANES {
+        if amax[l] != T::ZERO {
+            scale[l] = pow2_near(amax[l]);
+        }
+    }
+    for x in a.iter_mut() {
+        for l in 0..LANES {
+            x[l] /= scale[l];
+        }
+    }
+    let eps = T::EPSILON;
+    let huge = T::of(1e30);
+    for _ in 0..MAX_SWEEPS {
+        let mut floor = [T::ZERO; LANES];
+        for i in 0..n {
+            let d = a[i * n + i];
+            for l in 0..LANES {
+                if d[l].abs() > floor[l] {
+                    floor[l] = d[l].abs();
+                }
+            }
+        }
+        for f in &mut floor {
+            *f = eps * *f;
+        }
+        let mut rotated = false;
+        for p in 0..n {
+            for q in p + 1..n {
+                let (apq, app, aqq) = (a[q * n + p], a[p * n + p], a[q * n + q]);
+                let mut rot = [false; LANES];
+                let mut t = [T::ZERO; LANES];
+                for l in 0..LANES {
+                    let x = apq[l].abs();
+                    let skip = (x <= floor[l]) | (x <= eps * (app[l].abs() * aqq[l].abs()).sqrt());
+                    rot[l] = !skip;
+                    let den = if skip { T::ONE } else { apq[l] + apq[l] };
+                    let theta = (aqq[l] - app[l]) / den;
+                    let t_far = T::ONE / (theta + theta);
+                    let t_near = T::ONE / (theta.abs() + (theta * theta + T::ONE).sqrt());
+                    let t_near = if theta < T::ZERO { -t_near } else { t_near };
+                    let tl = if theta.abs() > huge { t_far } else { t_near };
+                    t[l] = if skip { T::ZERO } else { tl };
+                }
+                if !rot.iter().any(|&r| r) {
+                    continue;
+                }
+                rotated = true;
+                let mut s = [T::ZERO; LANES];
+                let mut tau = [T::ZERO; LANES];
+                let (mut npp, mut nqq, mut npq) = (app, aqq, apq);
+                for l in 0..LANES {
+                    let c = T::ONE / (t[l] * t[l] + T::ONE).sqrt();
+                    s[l] = t[l] * c;
+                    tau[l] = s[l] / (T::ONE + c);
+                    if rot[l] {
+                        npp[l] = app[l] - t[l] * apq[l];
+                        nqq[l] = aqq[l] + t[l] * apq[l];
+                        npq[l] = T::ZERO;
+                    }
+                }
+                a[p * n + p] = npp;
+                a[q * n + q] = nqq;
+                a[q * n + p] = npq;
+                a[p * n + q] = npq;
+                for k in 0..n {
+                    if k == p || k == q {
+                        continue;
+                    }
+                    let g = a[p * n + k];
+                    let h = a[q * n + k];
+                    let mut gp = [T::ZERO; LANES];
+                    let mut hq = [T::ZERO; LANES];
+                    for l in 0..LANES {
+                        gp[l] = g[l] - s[l] * (h[l] + g[l] * tau[l]);
+                        hq[l] = h[l] + s[l] * (g[l] - h[l] * tau[l]);
+                    }
+                    a[p * n + k] = gp;
+                    a[k * n + p] = gp;
+                    a[q * n + k] = hq;
+                    a[k * n + q] = hq;
+                }
+                if vectors {
+                    for k in 0..n {
+                        let g = v[p * n + k];
+                        let h = v[q * n + k];
+                        let (x, y) = (&mut [T::ZERO; LANES], &mut [T::ZERO; LANES]);
+                        for l in 0..LANES {
+                            x[l] = g[l] - s[l] * (h[l] + g[l] * tau[l]);
+                            y[l] = h[l] + s[l] * (g[l] - h[l] * tau[l]);
+                        }
+                        v[p * n + k] = *x;
+                        v[q * n + k] = *y;
+                    }
+                }
+            }
+        }
+        if !rotated {
+            break;
+        }
+    }
+    // eigenvalues: the diagonal scaled back, or the Rayleigh quotients of the vectors
+    let mut w = [[T::ZERO; LANES]; SMALL_N];
+    for j in 0..n {
+        for l in 0..LANES {
+            w[j][l] = a[j * n + j][l] * scale[l];
+        }
+    }
+    if vectors {
+        let mut inv = [T::ZERO; LANES];
+        for l in 0..LANES {
+            inv[l] = T::ONE / scale[l];
+        }
+        for j in 0..n {
+            let mut acc = [T::ZERO; LANES];
+            for k in 0..n {
+                let mut y = [T::ZERO; LANES];
+                for i in 0..n {
+                    let (x, z) = (a0[k * n + i], v[j * n + i]);
+                    for l in 0..LANES {
+                        y[l] += x[l] * inv[l] * z[l];
+                    }
+                }
+                let z = v[j * n + k];
+                for l in 0..LANES {
+                    acc[l] += y[l] * z[l];
+                }
+            }
+            for l in 0..LANES {
+                w[j][l] = acc[l] * scale[l];
+            }
+        }
+    } else {
+        // as the scalar loop: a zero matrix has zero eigenvalues (not -0)
+        for l in 0..LANES {
+            if amax[l] == T::ZERO {
+                for wj in w.iter_mut().take(n) {
+                    wj[l] = T::ZERO;
+                }
+            }
+        }
+    }
+    let LaneOut { w: wout, v: mut vout } = out;
+    for (l, wl) in wout.chunks_exact_mut(n).enumerate().take(count) {
+        let mut vl = vout.as_deref_mut().map(|vo| &mut vo[l * nn..(l + 1) * nn]);
+        if bad[l] {
+            wl.fill(T::NAN);
+            if let Some(vl) = vl {
+                vl.fill(T::NAN);
+            }
+            continue;
+        }
+        for (j, x) in wl.iter_mut().enumerate() {
+            *x = w[j][l];
+        }
+        if let Some(vl) = vl.as_deref_mut() {
+            for (x, y) in vl.iter_mut().zip(v.iter()) {
+                *x = y[l];
+            }
+        }
+        sort_and_gauge(wl, vl);
+    }
+}
+
+/// Runs a batch of `count` matrices of order `n` in lane groups: `group(first, len,
+/// out, scratch)` on each run of up to [`LANES`] consecutive matrices (`len` of them; the
+/// outputs their slices of `w` and `v`), split across rayon tasks (a multiple of
+/// [`LANES`] matrices each, independent of the thread count) when there is enough `work`
+/// per matrix.
+fn for_each_lane_group<T: LinalgElem>(
+    n: usize,
+    work: usize,
+    w: &mut [T],
+    v: Option<&mut [T]>,
+    group: impl Fn(usize, usize, LaneOut<'_, T>, &mut LaneBufs<T>) + Sync,
+) {
+    let count = w.len() / n;
+    let range = |start: usize, w: &mut [T], mut v: Option<&mut [T]>| {
+        let mut bufs = LaneBufs::default();
+        for (g, wc) in w.chunks_mut(n * LANES).enumerate() {
+            let len = wc.len() / n;
+            let vc = v.as_deref_mut().map(|v| &mut v[g * LANES * n * n..][..len * n * n]);
+            group(start + g * LANES, len, LaneOut { w: wc, v: vc }, &mut bufs);
+        }
+    };
+    if count * work >= 2 * TASK_WORK {
+        let per = (TASK_WORK / work.max(1)).max(1).div_ceil(LANES) * LANES;
+        match v {
+            Some(v) => w
+                .par_chunks_mut(n * per)
+                .zip(v.par_chunks_mut(n * n * per))
+                .enumerate()
+                .for_each(|(t, (wc, vc))| range(t * per, wc, Some(vc))),
+            None => {
+                w.par_chunks_mut(n * per).enumerate().for_each(|(t, wc)| range(t * per, wc, None));
+            }
+        }
+    } else {
+        range(0, w, v);
+    }
+}
+
+/// The VJP of [`eigh`], fused per matrix (the backward pass's fast path when it is not
+/// recorded): `gA = V (diag(gw) + F ∘ skew(VᵀgV)) Vᵀ`, `F_ij = 1/(w_j − w_i)`, from the
+/// eigenvalues `w: (*, n)`, the eigenvectors `v: (*, n, n)` and the cotangents (`None`
+/// is zero; not both), as `crate::linalg::eigh`'s tensor-op VJP computes it, with the
+/// same rule at a zero gap (the pair's term is dropped where the projected cotangent is
+/// negligible). Returns `gA` (contiguous `(*, n, n)`), or `None` if at some matrix the
+/// cotangent is not negligible at a zero gap (the gradient is undefined there).
+pub(crate) fn eigh_backward<T: LinalgElem>(
+    w: (&[T], &Layout),
+    v: (&[T], &Layout),
+    gw: Option<(&[T], &Layout)>,
+    gv: Option<(&[T], &Layout)>,
+) -> Option<(Vec<T>, Layout)> {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    let bv = Batch::of(v.1);
+    let n = bv.n;
+    // a vector layout (*, n) read as a batch of n x 1 matrices
+    let column = |l: &Layout| {
+        let mut dims = l.dims().to_vec();
+        dims.push(1);
+        let mut strides = l.strides().to_vec();
+        strides.push(1);
+        Batch::of(&Layout::new(dims.into(), strides, l.offset()))
+    };
+    let bw = column(w.1);
+    let bgw = gw.map(|g| column(g.1));
+    let bgv = gv.map(|g| Batch::of(g.1));
+    let size = n * n;
+    let count = bv.len();
+    let mut out = crate::backend::cpu::pool::overwritten(count * size, T::ZERO);
+    let layout = Layout::contiguous(v.1.shape().clone());
+    if size == 0 || count == 0 {
+        return Some((out, layout));
+    }
+    let degenerate = AtomicBool::new(false);
+    let eps = T::EPSILON.to_f64();
+    let one = |i: usize, dst: &mut [T], tmp: &mut Vec<T>, _: faer::Par| {
+        // scratch: V, then X = VᵀgV and the middle matrix M, then V M (column-major)
+        tmp.resize(3 * size + 2 * n, T::ZERO);
+        let (vm, rest) = tmp.split_at_mut(size);
+        let (x, rest) = rest.split_at_mut(size);
+        let (y, rest) = rest.split_at_mut(size);
+        let (wi, gwi) = rest.split_at_mut(n);
+        bv.load(v.0, i, vm);
+        bw.load(w.0, i, wi);
+        match (gw, &bgw) {
+            (Some(g), Some(b)) => b.load(g.0, i, gwi),
+            _ => gwi.fill(T::ZERO),
+        }
+        if !backward_one(
+            n,
+            vm,
+            wi,
+            gwi,
+            gv.zip(bgv.as_ref()).map(|(g, b)| (g.0, b, i)),
+            x,
+            y,
+            dst,
+            eps,
+        ) {
+            degenerate.store(true, Ordering::Relaxed);
+        }
+    };
+    super::for_each_matrix(&mut out, size, 6 * n * n * n, false, one);
+    if degenerate.load(Ordering::Relaxed) {
+        return None;
+    }
+    Some((out, layout))
+}
+
+/// One matrix of [`eigh_backward`]: `vm` is `V` (column-major), `wi` and `gwi` the
+/// eigenvalues and their cotangent, `gv` the eigenvectors' cotangent (matrix `i` of a
+/// batch), `x` and `y` scratch; `gA` (row-major) into `dst`. False if the gradient is
+/// undefined (a cotangent not negligible at a zero gap).
+#[allow(clippy::too_many_arguments)]
+fn backward_one<T: LinalgElem>(
+    n: usize,
+    vm: &[T],
+    wi: &[T],
+    gwi: &[T],
+    gv: Option<(&[T], &Batch, usize)>,
+    x: &mut [T],
+    y: &mut [T],
+    dst: &mut [T],
+    eps: f64,
+) -> bool {
+    macro_rules! by_order {
+        ($($k:literal)*) => {
+            match n {
+                $($k => backward_n::<T, $k>(n, vm, wi, gwi, gv, x, y, dst, eps),)*
+                _ => backward_n::<T, 0>(n, vm, wi, gwi, gv, x, y, dst, eps),
+            }
+        };
+    }
+    by_order!(1 2 3 4 8 16)
+}
+
+/// [`backward_one`] for the order `N` (`N = 0`: `n`).
+#[allow(clippy::too_many_arguments)]
+#[inline(always)]
+fn backward_n<T: LinalgElem, const N: usize>(
+    n: usize,
+    vm: &[T],
+    wi: &[T],
+    gwi: &[T],
+    gv: Option<(&[T], &Batch, usize)>,
+    x: &mut [T],
+    m: &mut [T],
+    dst: &mut [T],
+    eps: f64,
+) -> bool {
+    let n = if N == 0 { n } else { N };
+    let size = n * n;
+    let (vm, x, m, dst) = (&vm[..size], &mut x[..size], &mut m[..size], &mut dst[..size]);
+    // the middle matrix M (column-major): diag(gw) + F ∘ skew(VᵀgV)
+    m.fill(T::ZERO);
+    if let Some((g, b, i)) = gv {
+        // gV column-major into dst (scratch), then X = VᵀgV: X_ij = v_i · gv_j
+        b.load(g, i, dst);
+        for j in 0..n {
+            let gj = &dst[j * n..(j + 1) * n];
+            for i in 0..n {
+                let vi = &vm[i * n..(i + 1) * n];
+                let mut s = T::ZERO;
+                for k in 0..n {
+                    s += vi[k] * gj[k];
+                }
+                x[j * n + i] = s;
+            }
+        }
+        let half = T::of(0.5);
+        let mut smax = 0.0f64;
+        for j in 0..n {
+            for i in 0..n {
+                // skew_ij = (X_ij − X_ji) / 2, kept in m for now
+                let sk = (x[j * n + i] - x[i * n + j]) * half;
+                m[j * n + i] = sk;
+                smax = smax.max(sk.to_f64().abs());
+            }
+        }
+        let wmax = wi.iter().fold(0.0f64, |mx, w| mx.max(w.to_f64().abs()));
+        let gap_tol = 8.0 * n as f64 * eps * wmax;
+        let skew_tol = eps.sqrt() * smax;
+        for j in 0..n {
+            for i in 0..n {
+                let sk = m[j * n + i];
+                // NaN gaps are not degenerate: the NaN goes through
+                let degenerate = i == j || (wi[j].to_f64() - wi[i].to_f64()).abs() <= gap_tol;
+                m[j * n + i] = if degenerate {
+                    if i != j && sk.to_f64().abs() > skew_tol && smax > 0.0 {
+                        return false;
+                    }
+                    T::ZERO
+                } else {
+                    sk / (wi[j] - wi[i])
+                };
+            }
+        }
+    }
+    for i in 0..n {
+        m[i * n + i] += gwi[i];
+    }
+    // X = V M (column-major)
+    for j in 0..n {
+        let xj = &mut x[j * n..(j + 1) * n];
+        xj.fill(T::ZERO);
+        for k in 0..n {
+            let mkj = m[j * n + k];
+            let vk = &vm[k * n..(k + 1) * n];
+            for r in 0..n {
+                xj[r] += vk[r] * mkj;
+            }
+        }
+    }
+    // gA = X Vᵀ, row-major: gA_rc = Σ_k X_rk V_ck; column by column of Vᵀ
+    dst.fill(T::ZERO);
+    for k in 0..n {
+        let xk = &x[k * n..(k + 1) * n];
+        let vk = &vm[k * n..(k + 1) * n];
+        for r in 0..n {
+            let xr = xk[r];
+            let row = &mut dst[r * n..(r + 1) * n];
+            for c in 0..n {
+                row[c] += xr * vk[c];
+            }
+        }
+    }
+    true
 }
