@@ -201,7 +201,10 @@ fn fixed_run<
 
 /// Whether the shape `(m, k, n)` has an unrolled kernel in [`fixed_dispatch`].
 fn has_fixed((m, k, n): (usize, usize, usize)) -> bool {
-    (1..=4).contains(&m) && ((k == m && n == m) || (k == 1 && n == m) || (k == m && n == 1))
+    let square = k == m && n == m;
+    let outer = k == 1 && n == m;
+    let matvec = k == m && n == 1;
+    (1..=4).contains(&m) && (square || outer || matvec)
 }
 
 /// Runs [`fixed_run`] for the shape `(m, k, n)` if it has an instance (`m = k = n <= 4`,
