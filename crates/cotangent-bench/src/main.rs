@@ -9,6 +9,11 @@
 //! ```
 //!
 //! Ops not implemented yet are skipped; the op table grows with the library.
+//!
+//! Three product ops are not in `torch_linalg.py`; `scripts/bench_products_torch.py` times
+//! them in PyTorch with the same record fields: `addmm` (`addmm(C, A, B).sum()`, square
+//! sizes), `baddbmm` (`baddbmm(C, A, B).sum()`, batched shapes) and `linear`
+//! (`linear(x, W, b).sum()` with `x: (64, n)`, `W: (n, n)`, `b: (n)`; square sizes `n`).
 
 use std::io::Write;
 use std::time::Instant;
@@ -37,6 +42,9 @@ const OPS: &[&str] = &[
     "eigh",
     "eigvalsh",
     "matrix_exp",
+    "addmm",
+    "baddbmm",
+    "linear",
 ];
 const SQUARE: &[usize] = &[4, 16, 64, 256, 1024];
 const BATCHED: &[(usize, usize)] = &[(4096, 4), (1024, 16)];
@@ -135,6 +143,16 @@ fn inputs(
         "mm" | "bmm" | "matmul" => {
             Ok(vec![Tensor::randn(shape.clone(), dt, gen)?, Tensor::randn(shape, dt, gen)?])
         }
+        "addmm" | "baddbmm" => Ok(vec![
+            Tensor::randn(shape.clone(), dt, gen)?,
+            Tensor::randn(shape.clone(), dt, gen)?,
+            Tensor::randn(shape, dt, gen)?,
+        ]),
+        "linear" => Ok(vec![
+            Tensor::randn((64, n), dt, gen)?,
+            Tensor::randn((n, n), dt, gen)?.div_scalar((n as f64).sqrt())?,
+            Tensor::randn(n, dt, gen)?,
+        ]),
         "cholesky" => {
             // g gᵀ / n + I
             let g = Tensor::randn(shape, dt, gen)?;
@@ -205,6 +223,9 @@ fn forward(op: &str, xs: &[Tensor]) -> Result<Vec<Tensor>> {
         "eigvalsh" => vec![linalg::eigvalsh(&xs[0], Uplo::Lower)?],
         // not in torch_linalg.py: compare with matrix_exp(I + 0.5 N(0, 1) / √n).sum()
         "matrix_exp" => vec![linalg::matrix_exp(&xs[0])?],
+        "addmm" => vec![xs[0].addmm(&xs[1], &xs[2], 1.0, 1.0)?],
+        "baddbmm" => vec![xs[0].baddbmm(&xs[1], &xs[2], 1.0, 1.0)?],
+        "linear" => vec![xs[0].linear(&xs[1], Some(&xs[2]))?],
         _ => {
             return Err(cotangent::Error::Unsupported {
                 op: "cotangent-bench",
@@ -228,7 +249,11 @@ fn loss(op: &str, ys: &[Tensor]) -> Result<Tensor> {
 }
 
 fn applicable(op: &str, batch: Option<usize>) -> bool {
-    !(op == "mm" && batch.is_some() || op == "bmm" && batch.is_none())
+    match op {
+        "mm" | "addmm" | "linear" => batch.is_none(),
+        "bmm" | "baddbmm" => batch.is_some(),
+        _ => true,
+    }
 }
 
 struct Timing {
