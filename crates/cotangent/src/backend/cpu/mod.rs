@@ -375,6 +375,20 @@ fn to_f32_vec<T: Copy + Sync>(
     (map_strided(v, l, f), Layout::contiguous(l.shape().clone()))
 }
 
+/// An extra operand of a fused kernel (`op.0`, whose main operand has dtype `op.1`) as
+/// `&[T]`, the main operand's element type; `DTypeMismatch` naming the op otherwise.
+fn typed<'a, T: Element>((op, lhs): (&'static str, DType), x: &'a CpuStorage) -> Result<&'a [T]> {
+    x.as_slice::<T>().ok_or(Error::DTypeMismatch { op, lhs, rhs: x.dtype() })
+}
+
+/// [`typed`] for an optional strided operand.
+fn typed_opt<'a, T: Element>(
+    op: (&'static str, DType),
+    x: Option<(&'a CpuStorage, &'a Layout)>,
+) -> Result<Option<(&'a [T], &'a Layout)>> {
+    x.map(|(d, l)| Ok((typed(op, d)?, l))).transpose()
+}
+
 impl CpuStorage {
     /// The buffer as a slice of `T`, if it has that dtype.
     pub(crate) fn as_slice<T: Element>(&self) -> Option<&[T]> {
@@ -1111,26 +1125,12 @@ impl BackendStorage for CpuStorage {
         gq: Option<(&CpuStorage, &Layout)>,
         gr: Option<(&CpuStorage, &Layout)>,
     ) -> Result<(CpuStorage, Layout)> {
-        macro_rules! slice {
-            ($v:ident, $x:expr) => {
-                match $x {
-                    None => None,
-                    Some((CpuStorage::$v(d), dl)) => Some((d.as_slice(), dl)),
-                    Some((o, _)) => {
-                        return Err(Error::DTypeMismatch {
-                            op: "linalg.qr",
-                            lhs: self.dtype(),
-                            rhs: o.dtype(),
-                        })
-                    }
-                }
-            };
-        }
+        let op = ("linalg.qr", self.dtype());
         macro_rules! go {
             ($v:ident, $a:expr) => {{
-                let rr = slice!($v, Some(r)).unwrap_or((&[], r.1));
-                let (g, gl) =
-                    linalg::qr::qr_backward((&$a[..], l), rr, slice!($v, gq), slice!($v, gr));
+                let rr = (typed(op, r.0)?, r.1);
+                let (gq, gr) = (typed_opt(op, gq)?, typed_opt(op, gr)?);
+                let (g, gl) = linalg::qr::qr_backward((&$a[..], l), rr, gq, gr);
                 (CpuStorage::$v(g), gl)
             }};
         }
@@ -1150,40 +1150,17 @@ impl BackendStorage for CpuStorage {
         gs: Option<&CpuStorage>,
         gvh: Option<(&CpuStorage, &Layout)>,
     ) -> Result<std::result::Result<(CpuStorage, Layout), super::SvdGradFail>> {
-        let mismatch = |o: &CpuStorage| Error::DTypeMismatch {
-            op: "linalg.svd",
-            lhs: self.dtype(),
-            rhs: o.dtype(),
-        };
-        macro_rules! sl {
-            ($v:ident, $x:expr) => {
-                match $x {
-                    CpuStorage::$v(d) => d.as_slice(),
-                    o => return Err(mismatch(o)),
-                }
-            };
-        }
+        let op = ("linalg.svd", self.dtype());
         macro_rules! go {
             ($v:ident, $a:expr) => {{
-                let gu = match gu {
-                    Some((d, dl)) => Some((sl!($v, d), dl)),
-                    None => None,
-                };
-                let gvh = match gvh {
-                    Some((d, dl)) => Some((sl!($v, d), dl)),
-                    None => None,
-                };
-                let gs = match gs {
-                    Some(d) => Some(sl!($v, d)),
-                    None => None,
-                };
+                let gs = gs.map(|d| typed(op, d)).transpose()?;
                 let r = linalg::svd::svd_backward(
                     (&$a[..], l),
-                    sl!($v, s),
-                    (sl!($v, vh.0), vh.1),
-                    gu,
+                    typed(op, s)?,
+                    (typed(op, vh.0)?, vh.1),
+                    typed_opt(op, gu)?,
                     gs,
-                    gvh,
+                    typed_opt(op, gvh)?,
                 );
                 r.map(|(g, gl)| (CpuStorage::$v(g), gl))
             }};
@@ -1246,25 +1223,12 @@ impl BackendStorage for CpuStorage {
         gw: Option<(&CpuStorage, &Layout)>,
         gv: Option<(&CpuStorage, &Layout)>,
     ) -> Result<Option<(CpuStorage, Layout)>> {
-        macro_rules! slice {
-            ($v:ident, $x:expr) => {
-                match $x {
-                    None => None,
-                    Some((CpuStorage::$v(d), dl)) => Some((d.as_slice(), dl)),
-                    Some((o, _)) => {
-                        return Err(Error::DTypeMismatch {
-                            op: "linalg.eigh",
-                            lhs: self.dtype(),
-                            rhs: o.dtype(),
-                        })
-                    }
-                }
-            };
-        }
+        let op = ("linalg.eigh", self.dtype());
         macro_rules! go {
             ($v:ident, $a:expr) => {{
-                let ww = slice!($v, Some(w)).unwrap_or((&[], w.1));
-                linalg::eigh::eigh_backward(ww, (&$a[..], l), slice!($v, gw), slice!($v, gv))
+                let ww = (typed(op, w.0)?, w.1);
+                let (gw, gv) = (typed_opt(op, gw)?, typed_opt(op, gv)?);
+                linalg::eigh::eigh_backward(ww, (&$a[..], l), gw, gv)
                     .map(|(g, gl)| (CpuStorage::$v(g), gl))
             }};
         }
