@@ -93,12 +93,16 @@ fn runs<T: NormFloat>(
     };
     if tiled && n_out > 1 {
         let xs = &v[offset..offset + n_out * len];
-        if n_out * len >= PAR_ELEMS && threads > 1 {
-            let min_len = (PAR_ELEMS / 4 / len).max(1);
-            return xs.par_chunks_exact(len).with_min_len(min_len).map(&norm).collect();
+        // every element is written below
+        let mut out = super::pool::overwritten(n_out, T::ZERO);
+        let per = runs_per_task(n_out, len);
+        if per < n_out {
+            out.par_chunks_mut(per).zip(xs.par_chunks(per * len)).for_each(|(out, xs)| {
+                pulp::Arch::new().dispatch(TiledRuns { xs, len, ord, out, norm: &norm });
+            });
+        } else {
+            pulp::Arch::new().dispatch(TiledRuns { xs, len, ord, out: &mut out, norm: &norm });
         }
-        let mut out = super::pool::take(n_out);
-        out.extend(xs.chunks_exact(len).map(&norm));
         return out;
     }
     let mut starts = Vec::with_capacity(n_out);
@@ -120,6 +124,85 @@ fn runs<T: NormFloat>(
     } else {
         let mut buf = Vec::new();
         starts.iter().map(|&o| one(o, &mut buf)).collect()
+    }
+}
+
+/// The norms of the consecutive runs of `len` elements that tile `xs`, appended to `out`,
+/// compiled for the machine's SIMD level (Rust never contracts `a * b + c` into a fused
+/// multiply-add, so the bits are those of the baseline build). Order 2 on runs of a
+/// multiple of 8 elements goes four runs at a time ([`norm2_groups`]).
+struct TiledRuns<'a, T, F> {
+    xs: &'a [T],
+    len: usize,
+    ord: f64,
+    out: &'a mut [T],
+    norm: &'a F,
+}
+
+/// Elements from which the runs that tile a contiguous block (a norm over the trailing
+/// dims of a contiguous tensor, and its backward) are split across rayon's threads: one
+/// task per thread, each with the same runs forward and backward, so that each thread's
+/// part of the block stays in its core's cache between the two passes. (The norm of a run
+/// does not depend on the split.)
+const PAR_TILED: usize = 1 << 15;
+
+/// Runs per task for `n_out` runs of `len` elements tiling a block: all of them (one task)
+/// below [`PAR_TILED`] elements or on one thread, else an equal share per thread, a
+/// multiple of 4 runs.
+fn runs_per_task(n_out: usize, len: usize) -> usize {
+    let threads = rayon::current_num_threads();
+    if n_out * len < PAR_TILED || threads < 2 {
+        return n_out;
+    }
+    n_out.div_ceil(threads).next_multiple_of(4)
+}
+
+impl<T: NormFloat, F: Fn(&[T]) -> T> pulp::WithSimd for TiledRuns<'_, T, F> {
+    type Output = ();
+    #[inline(always)]
+    fn with_simd<S: pulp::Simd>(self, _: S) {
+        let TiledRuns { xs, len, ord, out, norm } = self;
+        if ord == 2.0 && len % 8 == 0 {
+            norm2_groups(xs, len, out);
+        } else {
+            for (o, run) in out.iter_mut().zip(xs.chunks_exact(len)) {
+                *o = norm(run);
+            }
+        }
+    }
+}
+
+/// [`norm2_slice`] of every run of `len` (a multiple of 8) elements tiling `xs`, four runs
+/// at a time: the same sums in the same order (so the same bits), with the range check
+/// and the square roots of four runs together.
+#[inline(always)]
+fn norm2_groups<T: NormFloat>(xs: &[T], len: usize, out: &mut [T]) {
+    let tiny = T::MIN_NORMAL / T::EPSILON;
+    let mut groups = xs.chunks_exact(4 * len);
+    let mut outs = out.chunks_exact_mut(4);
+    for (g, o) in (&mut groups).zip(&mut outs) {
+        let mut s = [T::ZERO; 4];
+        for (r, run) in g.chunks_exact(len).enumerate() {
+            let mut acc = [T::ZERO; 8];
+            for c in run.chunks_exact(8) {
+                for k in 0..8 {
+                    acc[k] += c[k] * c[k];
+                }
+            }
+            // lanes()'s tree (its remainder term is 0 here, and s + 0 = s for s >= 0)
+            s[r] =
+                ((acc[0] + acc[4]) + (acc[1] + acc[5])) + ((acc[2] + acc[6]) + (acc[3] + acc[7]));
+        }
+        if s.iter().all(|&s| s.is_finite() && s >= tiny) {
+            o.copy_from_slice(&s.map(Float::sqrt));
+        } else {
+            for ((o, run), &s) in o.iter_mut().zip(g.chunks_exact(len)).zip(&s) {
+                *o = if s.is_finite() && s >= tiny { s.sqrt() } else { finish(run, s, 2.0) };
+            }
+        }
+    }
+    for (o, run) in outs.into_remainder().iter_mut().zip(groups.remainder().chunks_exact(len)) {
+        *o = norm2_slice(run);
     }
 }
 
@@ -264,23 +347,29 @@ pub(crate) fn vector_norm_backward<T: NormFloat>(
     g: &[T],
 ) -> Vec<T> {
     let p = T::of(ord);
-    let scale: Vec<T> = y
-        .iter()
-        .zip(g)
-        .map(|(&y, &g)| {
-            if ord == 1.0 {
-                g
-            } else if ord < 1.0 {
-                g * y.powf(T::ONE - p)
-            } else if y == T::ZERO {
-                T::ZERO
-            } else if ord == 2.0 {
-                g / y
-            } else {
-                g / y.powf(p - T::ONE)
-            }
-        })
-        .collect();
+    let scale: Vec<T> = if ord == 2.0 {
+        // the hot order: a select and a division, vectorised
+        let mut scale = super::pool::overwritten(y.len(), T::ZERO);
+        pulp::Arch::new().dispatch(Scale2 { scale: &mut scale, y, g });
+        scale
+    } else {
+        y.iter()
+            .zip(g)
+            .map(|(&y, &g)| {
+                if ord == 1.0 {
+                    g
+                } else if ord < 1.0 {
+                    g * y.powf(T::ONE - p)
+                } else if y == T::ZERO {
+                    T::ZERO
+                } else if ord == 2.0 {
+                    g / y
+                } else {
+                    g / y.powf(p - T::ONE)
+                }
+            })
+            .collect()
+    };
     let pm1 = p - T::ONE;
     let pm2 = p - T::of(2.0);
     // the hot orders get their own loops (no dispatch on the order per element)
@@ -305,6 +394,45 @@ pub(crate) fn vector_norm_backward<T: NormFloat>(
     }
 }
 
+/// `g / y` (0 where `y = 0`) into `scale`, compiled for the machine's SIMD level.
+struct Scale2<'a, T> {
+    scale: &'a mut [T],
+    y: &'a [T],
+    g: &'a [T],
+}
+
+impl<T: NormFloat> pulp::WithSimd for Scale2<'_, T> {
+    type Output = ();
+    #[inline(always)]
+    fn with_simd<S: pulp::Simd>(self, _: S) {
+        for ((s, &y), &g) in self.scale.iter_mut().zip(self.y).zip(self.g) {
+            let q = g / if y == T::ZERO { T::ONE } else { y };
+            *s = if y == T::ZERO { T::ZERO } else { q };
+        }
+    }
+}
+
+/// `out = e(x, s)` over the runs of `len` elements tiling `xs`, one scale per run,
+/// compiled for the machine's SIMD level.
+struct ScaleRuns<'a, T, E> {
+    out: &'a mut [T],
+    xs: &'a [T],
+    len: usize,
+    scale: &'a [T],
+    e: &'a E,
+}
+
+impl<T: NormFloat, E: Fn(T, T) -> T> pulp::WithSimd for ScaleRuns<'_, T, E> {
+    type Output = ();
+    #[inline(always)]
+    fn with_simd<S: pulp::Simd>(self, _: S) {
+        let ScaleRuns { out, xs, len, scale, e } = self;
+        for ((o, xs), &s) in out.chunks_mut(len).zip(xs.chunks(len)).zip(scale) {
+            o.iter_mut().zip(xs).for_each(|(o, &x)| *o = e(x, s));
+        }
+    }
+}
+
 /// `e(x, s)` for every element of `x`, with `s` the scale of its output (the reduced dims
 /// `dims`), contiguous in `l`'s row-major order.
 #[inline(always)]
@@ -325,7 +453,16 @@ fn scale_runs<T: NormFloat>(
         let len = n / scale.len().max(1);
         // every element is written below
         let mut out = super::pool::overwritten(n, T::ZERO);
-        if n >= PAR_ELEMS && rayon::current_num_threads() > 1 {
+        let per = runs_per_task(scale.len(), len);
+        if scale.len() > 1 && per < scale.len() {
+            // the forward's split (see PAR_TILED)
+            out.par_chunks_mut(per * len)
+                .zip(xs.par_chunks(per * len))
+                .zip(scale.par_chunks(per))
+                .for_each(|((out, xs), scale)| {
+                    pulp::Arch::new().dispatch(ScaleRuns { out, xs, len, scale, e: &e });
+                });
+        } else if n >= PAR_ELEMS && rayon::current_num_threads() > 1 {
             if scale.len() == 1 {
                 let s = scale[0];
                 out.par_chunks_mut(1 << 14).zip(xs.par_chunks(1 << 14)).for_each(|(o, xs)| {
@@ -341,9 +478,7 @@ fn scale_runs<T: NormFloat>(
                     });
             }
         } else {
-            for ((o, xs), &s) in out.chunks_mut(len).zip(xs.chunks(len)).zip(scale) {
-                o.iter_mut().zip(xs).for_each(|(o, &x)| *o = e(x, s));
-            }
+            pulp::Arch::new().dispatch(ScaleRuns { out: &mut out, xs, len, scale, e: &e });
         }
         return out;
     }
@@ -462,6 +597,60 @@ mod tests {
                     let gb = vector_norm_backward(&xt, &lt, &dims, ord, &a, &g);
                     assert_eq!(bits(&ga), bits(&gb), "backward {ord} {dims:?}");
                 }
+            }
+        }
+    }
+    #[test]
+    fn grouped_and_split_runs_match_one_run_at_a_time() {
+        let bits = |v: &[f64]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+        // run lengths with and without the grouped order-2 kernel (multiples of 8), run
+        // counts that are not multiples of 4, and blocks above PAR_TILED (split per thread)
+        for (runs, len) in [(7, 16), (13, 8), (10, 24), (9, 3), (4099, 16), (131, 256), (1000, 40)] {
+            let mut x: Vec<f64> =
+                (0..runs * len).map(|i| ((i * 7919 % 23) as f64 - 11.0) * 0.173).collect();
+            // runs that overflow, underflow, hold NaN, inf or zeros, inside groups of four
+            x[len..2 * len].fill(1e200);
+            x[2 * len..3 * len].fill(-1e-200);
+            x[4 * len] = f64::NAN;
+            x[5 * len + 1] = f64::INFINITY;
+            x[6 * len..7 * len].fill(0.0);
+            let l = Layout::contiguous(Shape::new(vec![runs, len]));
+            for ord in [2.0, 1.0, 3.0] {
+                let want: Vec<f64> = x.chunks(len).map(|r| norm_slice(r, ord)).collect();
+                let got = vector_norm(&x, &l, &[1], ord);
+                assert_eq!(bits(&got), bits(&want), "{runs}x{len} ord {ord}");
+                let g: Vec<f64> = (0..runs).map(|k| 0.25 + k as f64).collect();
+                let gx = vector_norm_backward(&x, &l, &[1], ord, &got, &g);
+                let want: Vec<f64> = x
+                    .chunks(len)
+                    .zip(&got)
+                    .zip(&g)
+                    .flat_map(|((r, &y), &g)| {
+                        let s = if ord == 1.0 {
+                            g
+                        } else if y == 0.0 {
+                            0.0
+                        } else {
+                            g / y.powf(ord - 1.0)
+                        };
+                        r.iter().map(move |&v| {
+                            if ord == 1.0 {
+                                (if v == 0.0 || v.is_nan() { 0.0 } else { v.signum() }) * s
+                            } else if ord == 2.0 {
+                                v * s
+                            } else {
+                                v * v.abs().powf(ord - 2.0) * s
+                            }
+                        })
+                    })
+                    .collect();
+                let ok = gx.iter().zip(&want).all(|(&a, &b)| {
+                    a.to_bits() == b.to_bits()
+                        || (a - b).abs() <= 1e-15 * b.abs()
+                        || (a.is_nan() && b.is_nan())
+                });
+
+                assert!(ok, "backward {runs}x{len} ord {ord}");
             }
         }
     }
