@@ -85,6 +85,13 @@ fn batches_of_tiny_square_products_match_the_naive_loop_exactly() {
                 .unwrap();
             let oc = ones.contiguous().unwrap();
             assert_eq!(a.matmul(&ones).unwrap().to_vec_f64(), naive(&a, &oc), "stride 0");
+            assert_eq!(ones.matmul(&b).unwrap().to_vec_f64(), naive(&oc, &b), "stride 0 left");
+            let at = a.mT().unwrap();
+            assert_eq!(
+                at.matmul(&ones).unwrap().to_vec_f64(),
+                naive(&at.contiguous().unwrap(), &oc),
+                "Aᵀ 1"
+            );
             // f32 as well
             let (a32, b32) = (a.to_dtype(DType::F32).unwrap(), b.to_dtype(DType::F32).unwrap());
             let p32 = a32.matmul(&b32).unwrap().to_vec::<f32>().unwrap();

@@ -104,6 +104,10 @@ fn small<T: GemmElem>(
 #[inline(always)]
 fn load<T: GemmElem, const R: usize, const C: usize>(v: &[T], m: Mat) -> [[T; C]; R] {
     let mut x = [[T::ZERO; C]; R];
+    if m.rs == 0 && m.cs == 0 {
+        // an expanded scalar (the cotangent of a sum)
+        return [[v[m.off]; C]; R];
+    }
     if m.cs == 1 && (m.rs == C || R == 1) {
         let s = &v[m.off..m.off + R * C];
         for (i, row) in x.iter_mut().enumerate() {

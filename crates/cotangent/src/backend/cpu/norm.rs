@@ -605,7 +605,8 @@ mod tests {
         let bits = |v: &[f64]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
         // run lengths with and without the grouped order-2 kernel (multiples of 8), run
         // counts that are not multiples of 4, and blocks above PAR_TILED (split per thread)
-        for (runs, len) in [(7, 16), (13, 8), (10, 24), (9, 3), (4099, 16), (131, 256), (1000, 40)] {
+        for (runs, len) in [(7, 16), (13, 8), (10, 24), (9, 3), (4099, 16), (131, 256), (1000, 40)]
+        {
             let mut x: Vec<f64> =
                 (0..runs * len).map(|i| ((i * 7919 % 23) as f64 - 11.0) * 0.173).collect();
             // runs that overflow, underflow, hold NaN, inf or zeros, inside groups of four
