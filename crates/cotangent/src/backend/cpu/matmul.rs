@@ -39,6 +39,11 @@ fn view<'a, T: GemmElem>(
         MatRef::from_row_major_slice_with_stride(s, rows, cols, m.rs)
     } else if m.rs == 1 || rows <= 1 {
         MatRef::from_column_major_slice_with_stride(s, rows, cols, m.cs)
+    } else if m.rs == 0 && m.cs == 0 {
+        // an expanded scalar (the cotangent of a sum)
+        tmp.clear();
+        tmp.resize(rows * cols, s[0]);
+        MatRef::from_row_major_slice(tmp.as_slice(), rows, cols)
     } else {
         tmp.clear();
         for i in 0..rows {
@@ -273,11 +278,13 @@ pub(crate) fn matmul<T: GemmElem>(a: &[T], al: &Layout, b: &[T], bl: &Layout) ->
     let r = al.rank();
     let (m, k, n) = (al.dims()[r - 2], al.dims()[r - 1], bl.dims()[r - 1]);
     // operands whose matrices have no unit stride (expanded cotangents, strided slices)
-    // are copied once, so every kernel below reads rows or columns contiguously
+    // are copied once, so that the direct loop of small products reads rows or columns
+    // contiguously; above that size each matrix is packed on its own where it is used
+    // (`view`: a few KiB that stay in cache, instead of a copy of the whole batch)
     let fixed_size = has_fixed((m, k, n));
     let awkward = |l: &Layout, rows: usize, cols: usize| {
         let (rs, cs) = (l.strides()[r - 2], l.strides()[r - 1]);
-        !fixed_size && rs != 1 && cs != 1 && rows > 1 && cols > 1
+        !fixed_size && m * n * k <= SMALL && rs != 1 && cs != 1 && rows > 1 && cols > 1
     };
     if awkward(al, m, k) {
         let c = super::map_strided(a, al, |x| x);
