@@ -554,7 +554,7 @@ fn one<T: LinalgElem>(
 /// its lower (or, if `upper`, upper) triangle; with the index of the first matrix that
 /// could not be decomposed (non-finite input), if any.
 #[allow(clippy::type_complexity)]
-pub(crate) fn eigh<T: LinalgElem>(
+pub(crate) fn eigh<T: LinalgElem + LaneBits>(
     a: &[T],
     l: &Layout,
     upper: bool,
@@ -931,14 +931,70 @@ fn jacobi_lanes_n<T: LinalgElem>(
 #[allow(clippy::needless_range_loop)]
 #[inline(always)]
 fn hypot_lanes<T: LinalgElem>(x: &[T; LANES], y: &[T; LANES]) -> [T; LANES] {
+    // without branches (they keep the compiler from vectorising): where `big = 0` (so
+    // `small = 0`), `0 · √(1 + 0)` is the scalar code's early `0`
     let mut out = [T::ZERO; LANES];
     for l in 0..LANES {
         let (a, b) = (x[l].abs(), y[l].abs());
-        let (big, small) = if a > b { (a, b) } else { (b, a) };
-        let zero = big == T::ZERO;
-        let r = small / if zero { T::ONE } else { big };
-        let h = big * (T::ONE + r * r).sqrt();
-        out[l] = if zero { T::ZERO } else { h };
+        let gt = a > b;
+        let big = if gt { a } else { b };
+        let small = if gt { b } else { a };
+        let r = small / if big == T::ZERO { T::ONE } else { big };
+        out[l] = big * (T::ONE + r * r).sqrt();
+    }
+    out
+}
+
+/// Selects on the bits of a float: the lane kernels blend with masks of this type rather
+/// than with `if`, which the compiler may turn into branches or masked stores (slow).
+pub(crate) trait LaneBits: Copy {
+    /// All bits set where `on`, none elsewhere (not a number to compute with).
+    fn mask(on: bool) -> Self;
+    /// `a` where the mask `m` is set, else `b` (bit for bit).
+    fn blend(m: Self, a: Self, b: Self) -> Self;
+}
+
+impl LaneBits for f64 {
+    #[inline(always)]
+    fn mask(on: bool) -> f64 {
+        f64::from_bits(0u64.wrapping_sub(u64::from(on)))
+    }
+    #[inline(always)]
+    fn blend(m: f64, a: f64, b: f64) -> f64 {
+        let m = m.to_bits();
+        f64::from_bits((a.to_bits() & m) | (b.to_bits() & !m))
+    }
+}
+
+impl LaneBits for f32 {
+    #[inline(always)]
+    fn mask(on: bool) -> f32 {
+        f32::from_bits(0u32.wrapping_sub(u32::from(on)))
+    }
+    #[inline(always)]
+    fn blend(m: f32, a: f32, b: f32) -> f32 {
+        let m = m.to_bits();
+        f32::from_bits((a.to_bits() & m) | (b.to_bits() & !m))
+    }
+}
+
+/// The masks of `on` (see [`LaneBits`]), opaque to the compiler (else it sees through
+/// them back to the `bool`s and branches again).
+#[inline(always)]
+fn masks<T: LaneBits>(on: &[bool; LANES]) -> [T; LANES] {
+    let mut m = [T::mask(false); LANES];
+    for l in 0..LANES {
+        m[l] = T::mask(on[l]);
+    }
+    std::hint::black_box(m)
+}
+
+/// `a` where the mask `m` is set, else `b`, per lane.
+#[inline(always)]
+fn sel<T: LaneBits>(m: &[T; LANES], a: &[T; LANES], b: &[T; LANES]) -> [T; LANES] {
+    let mut out = *b;
+    for l in 0..LANES {
+        out[l] = T::blend(m[l], a[l], b[l]);
     }
     out
 }
@@ -948,7 +1004,7 @@ fn hypot_lanes<T: LinalgElem>(x: &[T; LANES], y: &[T; LANES]) -> [T; LANES] {
 /// iteration of [`tridiagonal_ql`] run over the lanes ([`ql_lanes_n`]), then sorted and
 /// gauged one at a time as [`one`] does.
 #[allow(clippy::too_many_arguments)]
-fn ql_lanes<T: LinalgElem>(
+fn ql_lanes<T: LinalgElem + LaneBits>(
     data: &[T],
     b: &Batch,
     first: usize,
@@ -966,7 +1022,7 @@ fn ql_lanes<T: LinalgElem>(
         out: LaneOut<'b, T>,
         bufs: &'a mut LaneBufs<T>,
     }
-    impl<T: LinalgElem, const N: usize> pulp::WithSimd for Kernel<'_, '_, T, N> {
+    impl<T: LinalgElem + LaneBits, const N: usize> pulp::WithSimd for Kernel<'_, '_, T, N> {
         type Output = ();
         #[inline(always)]
         fn with_simd<S: pulp::Simd>(self, _: S) {
@@ -1002,7 +1058,7 @@ fn ql_lanes<T: LinalgElem>(
 // lanes are indexed on purpose (the loops over them vectorise)
 #[allow(clippy::needless_range_loop, clippy::too_many_arguments)]
 #[inline(always)]
-fn ql_lanes_n<T: LinalgElem>(
+fn ql_lanes_n<T: LinalgElem + LaneBits>(
     data: &[T],
     b: &Batch,
     first: usize,
@@ -1173,15 +1229,18 @@ fn ql_lanes_n<T: LinalgElem>(
                 e[j][l] -= hh[l] * d[j][l];
             }
         }
+        let all = act.iter().all(|&a| a);
+        let actm = masks::<T>(&act);
         for j in 0..i {
             let (f, g) = (d[j], e[j]);
             for k in j..i {
                 let (ek, dk) = (e[k], d[k]);
                 let x = &mut v[ix(k, j)];
+                let mut y = *x;
                 for l in 0..LANES {
-                    let y = x[l] - (f[l] * ek[l] + g[l] * dk[l]);
-                    x[l] = if act[l] { y } else { x[l] };
+                    y[l] = x[l] - (f[l] * ek[l] + g[l] * dk[l]);
                 }
+                *x = if all { y } else { sel(&actm, &y, x) };
             }
             d[j] = v[ix(i - 1, j)];
             v[ix(i, j)] = zero;
@@ -1206,10 +1265,15 @@ fn ql_lanes_n<T: LinalgElem>(
             }
             if act.iter().any(|&a| a) {
                 for k in 0..=i {
+                    let x = v[ix(k, i + 1)];
+                    let mut q = zero;
                     for l in 0..LANES {
-                        d[k][l] = v[ix(k, i + 1)][l] / hdiv[l];
+                        q[l] = x[l] / hdiv[l];
                     }
+                    d[k] = q;
                 }
+                let all = act.iter().all(|&a| a);
+                let actm = masks::<T>(&act);
                 for j in 0..=i {
                     let mut g = zero;
                     for k in 0..=i {
@@ -1221,10 +1285,11 @@ fn ql_lanes_n<T: LinalgElem>(
                     for k in 0..=i {
                         let dk = d[k];
                         let x = &mut v[ix(k, j)];
+                        let mut y = *x;
                         for l in 0..LANES {
-                            let y = x[l] - g[l] * dk[l];
-                            x[l] = if act[l] { y } else { x[l] };
+                            y[l] = x[l] - g[l] * dk[l];
                         }
+                        *x = if all { y } else { sel(&actm, &y, x) };
                     }
                 }
             }
@@ -1282,26 +1347,26 @@ fn ql_lanes_n<T: LinalgElem>(
                 p[k] = (dl1[k] - dl[k]) / (el[k] + el[k]);
             }
             let mut r = hypot_lanes(&p, &one);
-            let mut h = zero;
-            let mut sub = zero;
-            let mut nl1 = zero;
+            let (mut h, mut nl, mut nl1, mut fh) = (zero, zero, zero, zero);
             for k in 0..LANES {
                 if p[k] < T::ZERO {
                     r[k] = -r[k];
                 }
-                let nl = el[k] / (p[k] + r[k]);
+                nl[k] = el[k] / (p[k] + r[k]);
                 nl1[k] = el[k] * (p[k] + r[k]);
-                h[k] = dl[k] - nl;
-                d[l][k] = if active[k] { nl } else { dl[k] };
-                d[l + 1][k] = if active[k] { nl1[k] } else { dl1[k] };
-                sub[k] = if active[k] { h[k] } else { T::ZERO };
-                f[k] = if active[k] { f[k] + h[k] } else { f[k] };
+                h[k] = dl[k] - nl[k];
+                fh[k] = f[k] + h[k];
             }
+            let am = masks::<T>(&active);
+            d[l] = sel(&am, &nl, &dl);
+            d[l + 1] = sel(&am, &nl1, &dl1);
+            f = sel(&am, &fh, &f);
             for di in d.iter_mut().take(n).skip(l + 2) {
+                let mut y = zero;
                 for k in 0..LANES {
-                    let y = di[k] - sub[k];
-                    di[k] = if active[k] { y } else { di[k] };
+                    y[k] = di[k] - h[k];
                 }
+                *di = sel(&am, &y, di);
             }
             for k in 0..LANES {
                 p[k] = d[m[k]][k];
@@ -1314,39 +1379,54 @@ fn ql_lanes_n<T: LinalgElem>(
                 for k in 0..LANES {
                     on[k] = active[k] && i < m[k];
                 }
+                let all = on.iter().all(|&o| o);
+                let onm = masks::<T>(&on);
+                // each step in its own loop over the lanes, the state updated by selects
+                // (so that all of it vectorises)
                 let (ei, di) = (e[i], d[i]);
                 let r = hypot_lanes(&p, &ei);
-                let (mut ei1, mut di1) = (e[i + 1], d[i + 1]);
+                let (mut g, mut hk, mut e1, mut sn, mut cn) = (zero, zero, zero, zero, zero);
                 for k in 0..LANES {
-                    let g = c[k] * ei[k];
-                    let hk = c[k] * p[k];
-                    let e1 = s[k] * r[k];
-                    let sn = ei[k] / r[k];
-                    let cn = p[k] / r[k];
-                    let pn = cn * di[k] - sn * g;
-                    let d1 = hk + sn * (cn * g + sn * di[k]);
-                    if on[k] {
-                        c3[k] = c2[k];
-                        c2[k] = c[k];
-                        s2[k] = s[k];
-                        ei1[k] = e1;
-                        s[k] = sn;
-                        c[k] = cn;
-                        p[k] = pn;
-                        di1[k] = d1;
-                    }
+                    g[k] = c[k] * ei[k];
+                    hk[k] = c[k] * p[k];
+                    e1[k] = s[k] * r[k];
+                    sn[k] = ei[k] / r[k];
+                    cn[k] = p[k] / r[k];
                 }
-                e[i + 1] = ei1;
-                d[i + 1] = di1;
+                let (mut pn, mut d1) = (zero, zero);
+                for k in 0..LANES {
+                    pn[k] = cn[k] * di[k] - sn[k] * g[k];
+                    d1[k] = hk[k] + sn[k] * (cn[k] * g[k] + sn[k] * di[k]);
+                }
+                c3 = sel(&onm, &c2, &c3);
+                c2 = sel(&onm, &c, &c2);
+                s2 = sel(&onm, &s, &s2);
+                e[i + 1] = sel(&onm, &e1, &e[i + 1]);
+                s = sel(&onm, &sn, &s);
+                c = sel(&onm, &cn, &c);
+                p = sel(&onm, &pn, &p);
+                d[i + 1] = sel(&onm, &d1, &d[i + 1]);
                 if vectors {
                     let (lo, hi) = v.split_at_mut((i + 1) * n);
-                    for (vi, vi1) in lo[i * n..].iter_mut().zip(hi[..n].iter_mut()) {
-                        for k in 0..LANES {
-                            let (x, y) = (vi[k], vi1[k]);
-                            let ny = s[k] * x + c[k] * y;
-                            let nx = c[k] * x - s[k] * y;
-                            vi1[k] = if on[k] { ny } else { y };
-                            vi[k] = if on[k] { nx } else { x };
+                    let (vi, vi1) = (&mut lo[i * n..], &mut hi[..n]);
+                    if all {
+                        for (vi, vi1) in vi.iter_mut().zip(vi1.iter_mut()) {
+                            let (x, y) = (*vi, *vi1);
+                            for k in 0..LANES {
+                                vi1[k] = s[k] * x[k] + c[k] * y[k];
+                                vi[k] = c[k] * x[k] - s[k] * y[k];
+                            }
+                        }
+                    } else {
+                        for (vi, vi1) in vi.iter_mut().zip(vi1.iter_mut()) {
+                            let (x, y) = (*vi, *vi1);
+                            let (mut nx, mut ny) = (zero, zero);
+                            for k in 0..LANES {
+                                ny[k] = s[k] * x[k] + c[k] * y[k];
+                                nx[k] = c[k] * x[k] - s[k] * y[k];
+                            }
+                            *vi1 = sel(&onm, &ny, &y);
+                            *vi = sel(&onm, &nx, &x);
                         }
                     }
                 }
@@ -1730,7 +1810,7 @@ mod tests {
         Layout::new(l.dims()[1..].to_vec().into(), s[1..].to_vec(), l.offset() + i * s[0])
     }
 
-    fn check<T: LinalgElem>(data: &[T], l: &Layout, what: &str) {
+    fn check<T: LinalgElem + LaneBits>(data: &[T], l: &Layout, what: &str) {
         let (n, count) = (l.dims()[1], l.dims()[0]);
         for upper in [false, true] {
             let (w, v, failed) = eigh(data, l, upper, true);
