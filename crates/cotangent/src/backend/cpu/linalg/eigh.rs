@@ -1316,6 +1316,10 @@ fn ql_lanes_n<T: LinalgElem + LaneBits>(
     let mut f = zero;
     let mut tst1 = zero;
     let eps = T::EPSILON;
+    // the rotations of one QL sweep (cosines, sines, lane masks, whether all lanes)
+    let (mut rc, mut rs) = ([zero; SMALL_N], [zero; SMALL_N]);
+    let mut rm = [zero; SMALL_N];
+    let mut rall = [false; SMALL_N];
     for l in 0..n {
         let mut m = [l; LANES];
         let mut active = [false; LANES];
@@ -1406,29 +1410,35 @@ fn ql_lanes_n<T: LinalgElem + LaneBits>(
                 c = sel(&onm, &cn, &c);
                 p = sel(&onm, &pn, &p);
                 d[i + 1] = sel(&onm, &d1, &d[i + 1]);
-                if vectors {
-                    let (lo, hi) = v.split_at_mut((i + 1) * n);
-                    let (vi, vi1) = (&mut lo[i * n..], &mut hi[..n]);
-                    if all {
-                        for (vi, vi1) in vi.iter_mut().zip(vi1.iter_mut()) {
-                            let (x, y) = (*vi, *vi1);
-                            for k in 0..LANES {
-                                vi1[k] = s[k] * x[k] + c[k] * y[k];
-                                vi[k] = c[k] * x[k] - s[k] * y[k];
-                            }
+                // the rotation of columns i, i + 1 of V: applied below, row by row
+                rc[i] = c;
+                rs[i] = s;
+                rm[i] = onm;
+                rall[i] = all;
+            }
+            if vectors {
+                // row by row, the rotations of the sweep in its order (each entry gets the
+                // operations of the scalar loop, which rotates whole columns), with the
+                // entry shared by consecutive rotations kept in registers
+                for r in 0..n {
+                    let mut y = v[mmax * n + r];
+                    for i in (l..mmax).rev() {
+                        let x = v[i * n + r];
+                        let (c, s) = (&rc[i], &rs[i]);
+                        let (mut nx, mut ny) = (zero, zero);
+                        for k in 0..LANES {
+                            ny[k] = s[k] * x[k] + c[k] * y[k];
+                            nx[k] = c[k] * x[k] - s[k] * y[k];
                         }
-                    } else {
-                        for (vi, vi1) in vi.iter_mut().zip(vi1.iter_mut()) {
-                            let (x, y) = (*vi, *vi1);
-                            let (mut nx, mut ny) = (zero, zero);
-                            for k in 0..LANES {
-                                ny[k] = s[k] * x[k] + c[k] * y[k];
-                                nx[k] = c[k] * x[k] - s[k] * y[k];
-                            }
-                            *vi1 = sel(&onm, &ny, &y);
-                            *vi = sel(&onm, &nx, &x);
+                        if rall[i] {
+                            v[(i + 1) * n + r] = ny;
+                            y = nx;
+                        } else {
+                            v[(i + 1) * n + r] = sel(&rm[i], &ny, &y);
+                            y = sel(&rm[i], &nx, &x);
                         }
                     }
+                    v[l * n + r] = y;
                 }
             }
             let el = e[l];
@@ -1466,17 +1476,35 @@ fn ql_lanes_n<T: LinalgElem + LaneBits>(
                     vl[j * n + j] = T::ONE;
                 }
             }
+            sort_and_gauge(wl, vl);
         } else {
+            // as `sort_and_gauge`, without moving columns: the same insertion sort (the
+            // same comparisons, so the same order) on the indices, then each column is
+            // copied out of the lanes once, to its place
             for (j, x) in wl.iter_mut().enumerate() {
                 *x = d[j][k] * scale[k];
             }
-            if let Some(vl) = vl.as_deref_mut() {
-                for (x, y) in vl.iter_mut().zip(v.iter()) {
-                    *x = y[k];
+            let mut idx = [0usize; SMALL_N];
+            for (j, x) in idx.iter_mut().enumerate() {
+                *x = j;
+            }
+            for j in 1..n {
+                let mut q = j;
+                while q > 0 && wl[q - 1] > wl[q] {
+                    wl.swap(q - 1, q);
+                    idx.swap(q - 1, q);
+                    q -= 1;
+                }
+            }
+            if let Some(vl) = vl {
+                for (col, &src) in vl.chunks_exact_mut(n).zip(&idx[..n]) {
+                    for (x, y) in col.iter_mut().zip(&v[src * n..(src + 1) * n]) {
+                        *x = y[k];
+                    }
+                    gauge(col);
                 }
             }
         }
-        sort_and_gauge(wl, vl);
     }
 }
 
