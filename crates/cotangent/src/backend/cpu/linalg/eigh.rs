@@ -1663,17 +1663,24 @@ fn backward_n<T: LinalgElem, const N: usize>(
     // the middle matrix M (column-major): diag(gw) + F ∘ skew(VᵀgV)
     m.fill(T::ZERO);
     if let Some((g, b, i)) = gv {
-        // gV column-major into dst (scratch), then X = VᵀgV: X_ij = v_i · gv_j
+        // gV column-major into dst (scratch), then X = VᵀgV: X_ij = v_i · gv_j, summed
+        // over k in order as a dot product would, but for all i at once (the rows of V
+        // in m, the transpose, for now): vectorises
         b.load(g, i, dst);
+        for k in 0..n {
+            for i in 0..n {
+                m[k * n + i] = vm[i * n + k];
+            }
+        }
         for j in 0..n {
             let gj = &dst[j * n..(j + 1) * n];
-            for i in 0..n {
-                let vi = &vm[i * n..(i + 1) * n];
-                let mut s = T::ZERO;
-                for k in 0..n {
-                    s += vi[k] * gj[k];
+            let xj = &mut x[j * n..(j + 1) * n];
+            xj.fill(T::ZERO);
+            for k in 0..n {
+                let (gkj, vk) = (gj[k], &m[k * n..(k + 1) * n]);
+                for i in 0..n {
+                    xj[i] += vk[i] * gkj;
                 }
-                x[j * n + i] = s;
             }
         }
         let half = T::of(0.5);
