@@ -1124,7 +1124,7 @@ fn ql_lanes_n<T: LinalgElem + LaneBits>(
     }
     for x in v.iter_mut() {
         for l in 0..LANES {
-            x[l] = x[l] * inv[l];
+            x[l] *= inv[l];
         }
     }
     let ix = |i: usize, j: usize| j * n + i;
@@ -1448,7 +1448,9 @@ fn ql_lanes_n<T: LinalgElem + LaneBits>(
                     e[l][k] = s[k] * pk;
                     d[l][k] = c[k] * pk;
                     iters[k] += 1;
-                    active[k] = !(e[l][k].abs() <= eps * tst1[k]) && iters[k] < MAX_QL_ITER;
+                    // as the scalar loop: a NaN never converges
+                    let converged = e[l][k].abs() <= eps * tst1[k];
+                    active[k] = !converged && iters[k] < MAX_QL_ITER;
                 }
             }
         }
