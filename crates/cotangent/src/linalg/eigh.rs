@@ -177,13 +177,12 @@ fn kernel(a: &Tensor, uplo: Uplo, vectors: bool) -> Result<(Tensor, Option<Tenso
 /// component of largest magnitude of each eigenvector (the first one on ties) is positive.
 /// PyTorch (LAPACK's `syevd`) may return other signs.
 ///
-/// Computed by own allocation-free loops for small matrices, rayon over the batch: a
-/// batch of matrices with `n <= 16` by cyclic Jacobi rotations on eight matrices at once
-/// (one per SIMD lane); a single matrix by cyclic Jacobi for `n <= 4`, by Householder
-/// tridiagonalisation and the implicit QL iteration for `n <= 16`; faer's tridiagonal
-/// divide and conquer above. So for `5 <= n <= 16` a matrix in a batch may differ from
-/// the same matrix alone in the last bits (another algorithm); for `n <= 4` it gets the
-/// same bits. A given input gives the same bits on every run, whatever the thread count.
+/// Computed by own allocation-free loops for small matrices, rayon over the batch: cyclic
+/// Jacobi rotations for `n <= 4`, Householder tridiagonalisation and the implicit QL
+/// iteration for `n <= 16` (a batch: on eight matrices at once, one per SIMD lane, with
+/// each matrix's own operations); faer's tridiagonal divide and conquer above. A matrix
+/// in a batch gets the same bits as the same matrix alone, and a given input gives the
+/// same bits on every run, whatever the thread count.
 ///
 /// Non-finite input: a NaN or an infinity in the triangle read fails with
 /// `NoConvergence { batch }` (the first such matrix of the batch), checked before any

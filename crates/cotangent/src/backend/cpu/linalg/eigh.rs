@@ -1,10 +1,11 @@
 //! The symmetric eigendecomposition `A = V diag(w) Vᵀ`, batched, reading one triangle.
 //!
-//! - batches (more than one matrix) of small ones (`2 <= n <= SMALL_N`): the cyclic Jacobi
-//!   loop below run on [`LANES`] matrices at once, one per SIMD lane ([`jacobi_lanes`]),
-//!   lane groups split over rayon; to `n = ROTATE_N` each matrix gets exactly the result
-//!   of the scalar loop (the same operations), above it differs from a single matrix's
-//!   (tridiagonal QL) by rounding;
+//! - batches (more than one matrix) of small ones (`2 <= n <= SMALL_N`): the single-matrix
+//!   loops below run on [`LANES`] matrices at once, one per SIMD lane, lane groups split
+//!   over rayon: cyclic Jacobi to `n = ROTATE_N` ([`jacobi_lanes`]), tridiagonal QL above
+//!   ([`ql_lanes`]); each matrix gets exactly the bits it gets alone (the same operations;
+//!   where the scalar loops branch on a matrix's values, each lane takes its own branch
+//!   through selects);
 //! - single tiny matrices (`n <= ROTATE_N`): an allocation-free cyclic Jacobi loop
 //!   (rotations skip entries negligible relative to their diagonal, Demmel & Veselić's
 //!   criterion, or to the largest diagonal entry); with eigenvectors, the eigenvalues
@@ -81,7 +82,7 @@ fn jacobi<T: LinalgElem>(a: &mut [T], n: usize, w: &mut [T], v: Option<&mut [T]>
             }
         };
     }
-    by_order!(1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16)
+    by_order!(1 2 3 4)
 }
 
 /// [`jacobi`] for the order `N` (`N = 0`: the order of `w`).
@@ -553,7 +554,7 @@ fn one<T: LinalgElem>(
 /// its lower (or, if `upper`, upper) triangle; with the index of the first matrix that
 /// could not be decomposed (non-finite input), if any.
 #[allow(clippy::type_complexity)]
-pub(crate) fn eigh<T: LinalgElem>(
+pub(crate) fn eigh<T: LinalgElem + LaneBits>(
     a: &[T],
     l: &Layout,
     upper: bool,
@@ -571,7 +572,11 @@ pub(crate) fn eigh<T: LinalgElem>(
     if (2..=LANES_MAX_N).contains(&n) && count > 1 {
         let work = n * n * n * 8;
         for_each_lane_group(n, work, &mut w, v.as_deref_mut(), |first, len, out, bufs| {
-            jacobi_lanes(a, &b, first, len, upper, out, bufs);
+            if n <= ROTATE_N {
+                jacobi_lanes(a, &b, first, len, upper, out, bufs);
+            } else {
+                ql_lanes(a, &b, first, len, upper, out, bufs);
+            }
         });
     } else if n > 0 && count > 0 {
         let work = (n * n * n * if n <= SMALL_N { 8 } else { 10 }).max(1);
@@ -617,7 +622,8 @@ pub(crate) fn eigh<T: LinalgElem>(
 /// Matrices decomposed together by the lane kernel (one per lane: every operation runs
 /// over the lanes, which the compiler vectorises).
 const LANES: usize = 8;
-/// Up to this order a batch goes through the lane kernel ([`jacobi_lanes`]).
+/// Up to this order a batch goes through the lane kernels ([`jacobi_lanes`] to
+/// [`ROTATE_N`], [`ql_lanes`] above).
 const LANES_MAX_N: usize = SMALL_N;
 
 /// Scratch of the lane kernel: the matrices, their copy and the eigenvectors, per lane.
@@ -682,7 +688,7 @@ fn jacobi_lanes<T: LinalgElem>(
             }
         };
     }
-    by_order!(2 3 4 8 16);
+    by_order!(2 3 4);
 }
 
 /// [`jacobi_lanes`] for the order `n` (a constant where it is small): the operations of
@@ -920,6 +926,590 @@ fn jacobi_lanes_n<T: LinalgElem>(
     }
 }
 
+/// `√(x² + y²)` per lane, with the operations of [`hypot`] (the same bits).
+// lanes are indexed on purpose (the loops over them vectorise)
+#[allow(clippy::needless_range_loop)]
+#[inline(always)]
+fn hypot_lanes<T: LinalgElem>(x: &[T; LANES], y: &[T; LANES]) -> [T; LANES] {
+    // without branches (they keep the compiler from vectorising): where `big = 0` (so
+    // `small = 0`), `0 · √(1 + 0)` is the scalar code's early `0`
+    let mut out = [T::ZERO; LANES];
+    for l in 0..LANES {
+        let (a, b) = (x[l].abs(), y[l].abs());
+        let gt = a > b;
+        let big = if gt { a } else { b };
+        let small = if gt { b } else { a };
+        let r = small / if big == T::ZERO { T::ONE } else { big };
+        out[l] = big * (T::ONE + r * r).sqrt();
+    }
+    out
+}
+
+/// Selects on the bits of a float: the lane kernels blend with masks of this type rather
+/// than with `if`, which the compiler may turn into branches or masked stores (slow).
+pub(crate) trait LaneBits: Copy {
+    /// All bits set where `on`, none elsewhere (not a number to compute with).
+    fn mask(on: bool) -> Self;
+    /// `a` where the mask `m` is set, else `b` (bit for bit).
+    fn blend(m: Self, a: Self, b: Self) -> Self;
+}
+
+impl LaneBits for f64 {
+    #[inline(always)]
+    fn mask(on: bool) -> f64 {
+        f64::from_bits(0u64.wrapping_sub(u64::from(on)))
+    }
+    #[inline(always)]
+    fn blend(m: f64, a: f64, b: f64) -> f64 {
+        let m = m.to_bits();
+        f64::from_bits((a.to_bits() & m) | (b.to_bits() & !m))
+    }
+}
+
+impl LaneBits for f32 {
+    #[inline(always)]
+    fn mask(on: bool) -> f32 {
+        f32::from_bits(0u32.wrapping_sub(u32::from(on)))
+    }
+    #[inline(always)]
+    fn blend(m: f32, a: f32, b: f32) -> f32 {
+        let m = m.to_bits();
+        f32::from_bits((a.to_bits() & m) | (b.to_bits() & !m))
+    }
+}
+
+/// The masks of `on` (see [`LaneBits`]), opaque to the compiler (else it sees through
+/// them back to the `bool`s and branches again).
+#[inline(always)]
+fn masks<T: LaneBits>(on: &[bool; LANES]) -> [T; LANES] {
+    let mut m = [T::mask(false); LANES];
+    for l in 0..LANES {
+        m[l] = T::mask(on[l]);
+    }
+    std::hint::black_box(m)
+}
+
+/// `a` where the mask `m` is set, else `b`, per lane.
+#[inline(always)]
+fn sel<T: LaneBits>(m: &[T; LANES], a: &[T; LANES], b: &[T; LANES]) -> [T; LANES] {
+    let mut out = *b;
+    for l in 0..LANES {
+        out[l] = T::blend(m[l], a[l], b[l]);
+    }
+    out
+}
+
+/// The matrices `first..first + count` (`count <= LANES`, `ROTATE_N < n <= SMALL_N`) of
+/// `b`, decomposed at once by the Householder tridiagonalisation and implicit QL
+/// iteration of [`tridiagonal_ql`] run over the lanes ([`ql_lanes_n`]), then sorted and
+/// gauged one at a time as [`one`] does.
+#[allow(clippy::too_many_arguments)]
+fn ql_lanes<T: LinalgElem + LaneBits>(
+    data: &[T],
+    b: &Batch,
+    first: usize,
+    count: usize,
+    upper: bool,
+    out: LaneOut<'_, T>,
+    bufs: &mut LaneBufs<T>,
+) {
+    struct Kernel<'a, 'b, T, const N: usize> {
+        data: &'a [T],
+        b: &'a Batch,
+        first: usize,
+        count: usize,
+        upper: bool,
+        out: LaneOut<'b, T>,
+        bufs: &'a mut LaneBufs<T>,
+    }
+    impl<T: LinalgElem + LaneBits, const N: usize> pulp::WithSimd for Kernel<'_, '_, T, N> {
+        type Output = ();
+        #[inline(always)]
+        fn with_simd<S: pulp::Simd>(self, _: S) {
+            let Kernel { data, b, first, count, upper, out, bufs } = self;
+            let n = if N > 0 { N } else { b.n };
+            ql_lanes_n(data, b, first, count, upper, out, bufs, n);
+        }
+    }
+    let n = b.n;
+    bufs.v.resize(n * n, [T::ZERO; LANES]);
+    macro_rules! by_order {
+        ($($k:literal)*) => {
+            match n {
+                $($k => pulp::Arch::new().dispatch(Kernel::<T, $k> {
+                    data, b, first, count, upper, out, bufs
+                }),)*
+                _ => pulp::Arch::new().dispatch(Kernel::<T, 0> {
+                    data, b, first, count, upper, out, bufs
+                }),
+            }
+        };
+    }
+    by_order!(8 16);
+}
+
+/// [`ql_lanes`] for the order `n` (a constant where it is small): the operations of
+/// [`tridiagonal_ql`] in the same order on every lane. Where the scalar code branches on
+/// a lane's values (a zero Householder column, a zero transformation, the split point
+/// and the convergence of the QL iteration), each lane computes the branch it takes and
+/// the others keep their values (selects), the QL iteration at `l` runs over the union
+/// of the lanes' ranges and is repeated until every lane has converged there (a lane
+/// that has is left as it is): so each lane gets the bits of the scalar code.
+// lanes are indexed on purpose (the loops over them vectorise)
+#[allow(clippy::needless_range_loop, clippy::too_many_arguments)]
+#[inline(always)]
+fn ql_lanes_n<T: LinalgElem + LaneBits>(
+    data: &[T],
+    b: &Batch,
+    first: usize,
+    count: usize,
+    upper: bool,
+    out: LaneOut<'_, T>,
+    bufs: &mut LaneBufs<T>,
+    n: usize,
+) {
+    type L<T> = [T; LANES];
+    let nn = n * n;
+    let v = &mut bufs.v[..nn];
+    let vectors = out.v.is_some();
+    let zero: L<T> = [T::ZERO; LANES];
+    let one: L<T> = [T::ONE; LANES];
+    // load as `load_symmetric` (unused and non-finite lanes hold zeros)
+    let mut bad = [false; LANES];
+    for l in 0..LANES {
+        if l >= count {
+            for x in v.iter_mut() {
+                x[l] = T::ZERO;
+            }
+            continue;
+        }
+        let off = b.offsets[first + l];
+        let mut finite = true;
+        for j in 0..n {
+            for k in j..n {
+                let x = if upper {
+                    data[off + j * b.rs + k * b.cs]
+                } else {
+                    data[off + k * b.rs + j * b.cs]
+                };
+                finite &= x.is_finite();
+                v[j * n + k][l] = x;
+                v[k * n + j][l] = x;
+            }
+        }
+        if !finite {
+            bad[l] = true;
+            for x in v.iter_mut() {
+                x[l] = T::ZERO;
+            }
+        }
+    }
+    // scale each lane by a power of two near its largest entry (a zero lane: by one; its
+    // result is replaced by the scalar code's early answer below)
+    let mut amax = zero;
+    for x in v.iter() {
+        for l in 0..LANES {
+            if x[l].abs() > amax[l] {
+                amax[l] = x[l].abs();
+            }
+        }
+    }
+    let mut scale = one;
+    let mut inv = one;
+    for l in 0..LANES {
+        if amax[l] != T::ZERO {
+            scale[l] = pow2_near(amax[l]);
+            inv[l] = T::ONE / scale[l];
+        }
+    }
+    for x in v.iter_mut() {
+        for l in 0..LANES {
+            x[l] *= inv[l];
+        }
+    }
+    let ix = |i: usize, j: usize| j * n + i;
+    let mut d = [zero; SMALL_N];
+    let mut e = [zero; SMALL_N];
+    let d = &mut d[..n];
+    let e = &mut e[..n];
+    // tred2
+    for j in 0..n {
+        d[j] = v[ix(n - 1, j)];
+    }
+    for i in (1..n).rev() {
+        let mut scl = zero;
+        for k in 0..i {
+            for l in 0..LANES {
+                scl[l] += d[k][l].abs();
+            }
+        }
+        // the lanes taking the Householder branch (the others: a zero column)
+        let mut act = [false; LANES];
+        for l in 0..LANES {
+            act[l] = scl[l] != T::ZERO;
+        }
+        if !act.iter().any(|&a| a) {
+            e[i] = d[i - 1];
+            for j in 0..i {
+                d[j] = v[ix(i - 1, j)];
+                v[ix(i, j)] = zero;
+                v[ix(j, i)] = zero;
+            }
+            d[i] = zero;
+            continue;
+        }
+        let mut sdiv = one;
+        for l in 0..LANES {
+            if act[l] {
+                sdiv[l] = scl[l];
+            }
+        }
+        let mut h = zero;
+        for k in 0..i {
+            for l in 0..LANES {
+                let q = d[k][l] / sdiv[l];
+                d[k][l] = if act[l] { q } else { d[k][l] };
+                h[l] += d[k][l] * d[k][l];
+            }
+        }
+        let f = d[i - 1];
+        let mut g = zero;
+        for l in 0..LANES {
+            let r = h[l].sqrt();
+            g[l] = if f[l] > T::ZERO { -r } else { r };
+            e[i][l] = if act[l] { scl[l] * g[l] } else { d[i - 1][l] };
+            h[l] -= f[l] * g[l];
+            d[i - 1][l] = if act[l] { f[l] - g[l] } else { d[i - 1][l] };
+        }
+        for ej in e.iter_mut().take(i) {
+            *ej = zero;
+        }
+        for j in 0..i {
+            let f = d[j];
+            let mut vf = zero;
+            for l in 0..LANES {
+                vf[l] = if act[l] { f[l] } else { T::ZERO };
+            }
+            v[ix(j, i)] = vf;
+            let mut g = e[j];
+            let vjj = v[ix(j, j)];
+            for l in 0..LANES {
+                g[l] += vjj[l] * f[l];
+            }
+            for k in j + 1..i {
+                let vkj = v[ix(k, j)];
+                let dk = d[k];
+                let ek = &mut e[k];
+                for l in 0..LANES {
+                    g[l] += vkj[l] * dk[l];
+                    ek[l] += vkj[l] * f[l];
+                }
+            }
+            e[j] = g;
+        }
+        let mut hdiv = one;
+        for l in 0..LANES {
+            if act[l] {
+                hdiv[l] = h[l];
+            }
+        }
+        let mut f = zero;
+        for j in 0..i {
+            for l in 0..LANES {
+                e[j][l] /= hdiv[l];
+                f[l] += e[j][l] * d[j][l];
+            }
+        }
+        let mut hh = zero;
+        for l in 0..LANES {
+            hh[l] = f[l] / (hdiv[l] + hdiv[l]);
+        }
+        for j in 0..i {
+            for l in 0..LANES {
+                e[j][l] -= hh[l] * d[j][l];
+            }
+        }
+        let all = act.iter().all(|&a| a);
+        let actm = masks::<T>(&act);
+        for j in 0..i {
+            let (f, g) = (d[j], e[j]);
+            for k in j..i {
+                let (ek, dk) = (e[k], d[k]);
+                let x = &mut v[ix(k, j)];
+                let mut y = *x;
+                for l in 0..LANES {
+                    y[l] = x[l] - (f[l] * ek[l] + g[l] * dk[l]);
+                }
+                *x = if all { y } else { sel(&actm, &y, x) };
+            }
+            d[j] = v[ix(i - 1, j)];
+            v[ix(i, j)] = zero;
+        }
+        for l in 0..LANES {
+            d[i][l] = if act[l] { h[l] } else { T::ZERO };
+        }
+    }
+    if vectors {
+        // accumulate the transformations
+        for i in 0..n - 1 {
+            v[ix(n - 1, i)] = v[ix(i, i)];
+            v[ix(i, i)] = one;
+            let h = d[i + 1];
+            let mut act = [false; LANES];
+            let mut hdiv = one;
+            for l in 0..LANES {
+                act[l] = h[l] != T::ZERO;
+                if act[l] {
+                    hdiv[l] = h[l];
+                }
+            }
+            if act.iter().any(|&a| a) {
+                for k in 0..=i {
+                    let x = v[ix(k, i + 1)];
+                    let mut q = zero;
+                    for l in 0..LANES {
+                        q[l] = x[l] / hdiv[l];
+                    }
+                    d[k] = q;
+                }
+                let all = act.iter().all(|&a| a);
+                let actm = masks::<T>(&act);
+                for j in 0..=i {
+                    let mut g = zero;
+                    for k in 0..=i {
+                        let (x, y) = (v[ix(k, i + 1)], v[ix(k, j)]);
+                        for l in 0..LANES {
+                            g[l] += x[l] * y[l];
+                        }
+                    }
+                    for k in 0..=i {
+                        let dk = d[k];
+                        let x = &mut v[ix(k, j)];
+                        let mut y = *x;
+                        for l in 0..LANES {
+                            y[l] = x[l] - g[l] * dk[l];
+                        }
+                        *x = if all { y } else { sel(&actm, &y, x) };
+                    }
+                }
+            }
+            for k in 0..=i {
+                v[ix(k, i + 1)] = zero;
+            }
+        }
+        for j in 0..n {
+            d[j] = v[ix(n - 1, j)];
+            v[ix(n - 1, j)] = zero;
+        }
+        v[ix(n - 1, n - 1)] = one;
+    } else {
+        // the diagonal the accumulation above saves and restores
+        for j in 0..n {
+            d[j] = v[ix(j, j)];
+        }
+    }
+    // tql2
+    for i in 1..n {
+        e[i - 1] = e[i];
+    }
+    e[n - 1] = zero;
+    let mut f = zero;
+    let mut tst1 = zero;
+    let eps = T::EPSILON;
+    // the rotations of one QL sweep (cosines, sines, lane masks, whether all lanes)
+    let (mut rc, mut rs) = ([zero; SMALL_N], [zero; SMALL_N]);
+    let mut rm = [zero; SMALL_N];
+    let mut rall = [false; SMALL_N];
+    for l in 0..n {
+        let mut m = [l; LANES];
+        let mut active = [false; LANES];
+        for k in 0..LANES {
+            let t = d[l][k].abs() + e[l][k].abs();
+            if t > tst1[k] {
+                tst1[k] = t;
+            }
+            while m[k] < n - 1 && e[m[k]][k].abs() > eps * tst1[k] {
+                m[k] += 1;
+            }
+            active[k] = m[k] > l;
+        }
+        let mut iters = [0usize; LANES];
+        loop {
+            let mut mmax = l;
+            for k in 0..LANES {
+                if active[k] && m[k] > mmax {
+                    mmax = m[k];
+                }
+            }
+            if mmax == l {
+                break;
+            }
+            // the shift
+            let (dl, dl1, el) = (d[l], d[l + 1], e[l]);
+            let mut p = zero;
+            for k in 0..LANES {
+                p[k] = (dl1[k] - dl[k]) / (el[k] + el[k]);
+            }
+            let mut r = hypot_lanes(&p, &one);
+            let (mut h, mut nl, mut nl1, mut fh) = (zero, zero, zero, zero);
+            for k in 0..LANES {
+                if p[k] < T::ZERO {
+                    r[k] = -r[k];
+                }
+                nl[k] = el[k] / (p[k] + r[k]);
+                nl1[k] = el[k] * (p[k] + r[k]);
+                h[k] = dl[k] - nl[k];
+                fh[k] = f[k] + h[k];
+            }
+            let am = masks::<T>(&active);
+            d[l] = sel(&am, &nl, &dl);
+            d[l + 1] = sel(&am, &nl1, &dl1);
+            f = sel(&am, &fh, &f);
+            for di in d.iter_mut().take(n).skip(l + 2) {
+                let mut y = zero;
+                for k in 0..LANES {
+                    y[k] = di[k] - h[k];
+                }
+                *di = sel(&am, &y, di);
+            }
+            for k in 0..LANES {
+                p[k] = d[m[k]][k];
+            }
+            let (mut c, mut c2, mut c3) = (one, one, one);
+            let el1 = e[l + 1];
+            let (mut s, mut s2) = (zero, zero);
+            for i in (l..mmax).rev() {
+                let mut on = [false; LANES];
+                for k in 0..LANES {
+                    on[k] = active[k] && i < m[k];
+                }
+                let all = on.iter().all(|&o| o);
+                let onm = masks::<T>(&on);
+                // each step in its own loop over the lanes, the state updated by selects
+                // (so that all of it vectorises)
+                let (ei, di) = (e[i], d[i]);
+                let r = hypot_lanes(&p, &ei);
+                let (mut g, mut hk, mut e1, mut sn, mut cn) = (zero, zero, zero, zero, zero);
+                for k in 0..LANES {
+                    g[k] = c[k] * ei[k];
+                    hk[k] = c[k] * p[k];
+                    e1[k] = s[k] * r[k];
+                    sn[k] = ei[k] / r[k];
+                    cn[k] = p[k] / r[k];
+                }
+                let (mut pn, mut d1) = (zero, zero);
+                for k in 0..LANES {
+                    pn[k] = cn[k] * di[k] - sn[k] * g[k];
+                    d1[k] = hk[k] + sn[k] * (cn[k] * g[k] + sn[k] * di[k]);
+                }
+                c3 = sel(&onm, &c2, &c3);
+                c2 = sel(&onm, &c, &c2);
+                s2 = sel(&onm, &s, &s2);
+                e[i + 1] = sel(&onm, &e1, &e[i + 1]);
+                s = sel(&onm, &sn, &s);
+                c = sel(&onm, &cn, &c);
+                p = sel(&onm, &pn, &p);
+                d[i + 1] = sel(&onm, &d1, &d[i + 1]);
+                // the rotation of columns i, i + 1 of V: applied below, row by row
+                rc[i] = c;
+                rs[i] = s;
+                rm[i] = onm;
+                rall[i] = all;
+            }
+            if vectors {
+                // row by row, the rotations of the sweep in its order (each entry gets the
+                // operations of the scalar loop, which rotates whole columns), with the
+                // entry shared by consecutive rotations kept in registers
+                for r in 0..n {
+                    let mut y = v[mmax * n + r];
+                    for i in (l..mmax).rev() {
+                        let x = v[i * n + r];
+                        let (c, s) = (&rc[i], &rs[i]);
+                        let (mut nx, mut ny) = (zero, zero);
+                        for k in 0..LANES {
+                            ny[k] = s[k] * x[k] + c[k] * y[k];
+                            nx[k] = c[k] * x[k] - s[k] * y[k];
+                        }
+                        if rall[i] {
+                            v[(i + 1) * n + r] = ny;
+                            y = nx;
+                        } else {
+                            v[(i + 1) * n + r] = sel(&rm[i], &ny, &y);
+                            y = sel(&rm[i], &nx, &x);
+                        }
+                    }
+                    v[l * n + r] = y;
+                }
+            }
+            let el = e[l];
+            for k in 0..LANES {
+                let pk = -s[k] * s2[k] * c3[k] * el1[k] * el[k] / nl1[k];
+                if active[k] {
+                    e[l][k] = s[k] * pk;
+                    d[l][k] = c[k] * pk;
+                    iters[k] += 1;
+                    // as the scalar loop: a NaN never converges
+                    let converged = e[l][k].abs() <= eps * tst1[k];
+                    active[k] = !converged && iters[k] < MAX_QL_ITER;
+                }
+            }
+        }
+        for k in 0..LANES {
+            d[l][k] += f[k];
+        }
+        e[l] = zero;
+    }
+    let LaneOut { w: wout, v: mut vout } = out;
+    for (k, wl) in wout.chunks_exact_mut(n).enumerate().take(count) {
+        let mut vl = vout.as_deref_mut().map(|vo| &mut vo[k * nn..(k + 1) * nn]);
+        if bad[k] {
+            wl.fill(T::NAN);
+            if let Some(vl) = vl {
+                vl.fill(T::NAN);
+            }
+            continue;
+        }
+        if amax[k] == T::ZERO {
+            // as the scalar code's early return
+            wl.fill(T::ZERO);
+            if let Some(vl) = vl.as_deref_mut() {
+                vl.fill(T::ZERO);
+                for j in 0..n {
+                    vl[j * n + j] = T::ONE;
+                }
+            }
+            sort_and_gauge(wl, vl);
+        } else {
+            // as `sort_and_gauge`, without moving columns: the same insertion sort (the
+            // same comparisons, so the same order) on the indices, then each column is
+            // copied out of the lanes once, to its place
+            for (j, x) in wl.iter_mut().enumerate() {
+                *x = d[j][k] * scale[k];
+            }
+            let mut idx = [0usize; SMALL_N];
+            for (j, x) in idx.iter_mut().enumerate() {
+                *x = j;
+            }
+            for j in 1..n {
+                let mut q = j;
+                while q > 0 && wl[q - 1] > wl[q] {
+                    wl.swap(q - 1, q);
+                    idx.swap(q - 1, q);
+                    q -= 1;
+                }
+            }
+            if let Some(vl) = vl {
+                for (col, &src) in vl.chunks_exact_mut(n).zip(&idx[..n]) {
+                    for (x, y) in col.iter_mut().zip(&v[src * n..(src + 1) * n]) {
+                        *x = y[k];
+                    }
+                    gauge(col);
+                }
+            }
+        }
+    }
+}
+
 /// Runs a batch of `count` matrices of order `n` in lane groups: `group(first, len,
 /// out, scratch)` on each run of up to [`LANES`] consecutive matrices (`len` of them; the
 /// outputs their slices of `w` and `v`), split across rayon tasks (a multiple of
@@ -1075,17 +1665,24 @@ fn backward_n<T: LinalgElem, const N: usize>(
     // the middle matrix M (column-major): diag(gw) + F ∘ skew(VᵀgV)
     m.fill(T::ZERO);
     if let Some((g, b, i)) = gv {
-        // gV column-major into dst (scratch), then X = VᵀgV: X_ij = v_i · gv_j
+        // gV column-major into dst (scratch), then X = VᵀgV: X_ij = v_i · gv_j, summed
+        // over k in order as a dot product would, but for all i at once (the rows of V
+        // in m, the transpose, for now): vectorises
         b.load(g, i, dst);
+        for k in 0..n {
+            for i in 0..n {
+                m[k * n + i] = vm[i * n + k];
+            }
+        }
         for j in 0..n {
             let gj = &dst[j * n..(j + 1) * n];
-            for i in 0..n {
-                let vi = &vm[i * n..(i + 1) * n];
-                let mut s = T::ZERO;
-                for k in 0..n {
-                    s += vi[k] * gj[k];
+            let xj = &mut x[j * n..(j + 1) * n];
+            xj.fill(T::ZERO);
+            for k in 0..n {
+                let (gkj, vk) = (gj[k], &m[k * n..(k + 1) * n]);
+                for i in 0..n {
+                    xj[i] += vk[i] * gkj;
                 }
-                x[j * n + i] = s;
             }
         }
         let half = T::of(0.5);
@@ -1146,4 +1743,146 @@ fn backward_n<T: LinalgElem, const N: usize>(
         }
     }
     true
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A batch of `count` symmetric `n x n` matrices stored with a gap of 3 entries between
+    /// matrices, each read through the strides `(rs, cs)` (transposed if `transposed`):
+    /// random ones, and among them a zero matrix, a diagonal one with repeated entries,
+    /// one with a repeated eigenvalue, tiny and huge ones, one with a zero row and column,
+    /// an already tridiagonal one, a rank-one one, and (if `non_finite`) a NaN and an inf
+    /// in the triangle read.
+    fn batch(
+        count: usize,
+        n: usize,
+        seed: u64,
+        transposed: bool,
+        non_finite: bool,
+    ) -> (Vec<f64>, Layout) {
+        let mut state = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+        let mut rnd = move || {
+            state = state.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            ((state >> 11) as f64 / (1u64 << 53) as f64) * 2.0 - 1.0
+        };
+        let stride = n * n + 3;
+        let mut data = vec![0.0; count * stride];
+        for b in 0..count {
+            let mut m = vec![0.0; n * n];
+            for i in 0..n {
+                for j in 0..=i {
+                    let x = rnd();
+                    m[i * n + j] = x;
+                    m[j * n + i] = x;
+                }
+            }
+            match b % 11 {
+                1 => m.fill(0.0),
+                2 => {
+                    m.fill(0.0);
+                    for i in 0..n {
+                        m[i * n + i] = if i < 3 { 2.0 } else { i as f64 };
+                    }
+                }
+                3 => {
+                    // H diag(1, 1, 3, 4, ...) H with a Householder reflector H
+                    let u: Vec<f64> = (0..n).map(|_| rnd()).collect();
+                    let uu: f64 = u.iter().map(|x| x * x).sum();
+                    let h =
+                        |i: usize, j: usize| f64::from(u8::from(i == j)) - 2.0 * u[i] * u[j] / uu;
+                    let dg = |k: usize| if k < 2 { 1.0 } else { 1.0 + k as f64 };
+                    for i in 0..n {
+                        for j in 0..=i {
+                            let x: f64 = (0..n).map(|k| h(i, k) * dg(k) * h(k, j)).sum();
+                            m[i * n + j] = x;
+                            m[j * n + i] = x;
+                        }
+                    }
+                }
+                4 => m.iter_mut().for_each(|x| *x *= 1e-300),
+                5 => m.iter_mut().for_each(|x| *x *= 1e250),
+                6 => {
+                    let k = n / 2;
+                    for i in 0..n {
+                        m[i * n + k] = 0.0;
+                        m[k * n + i] = 0.0;
+                    }
+                }
+                7 => {
+                    for i in 0..n {
+                        for j in 0..n {
+                            if i.abs_diff(j) > 1 {
+                                m[i * n + j] = 0.0;
+                            }
+                        }
+                    }
+                }
+                8 => {
+                    let u: Vec<f64> = (0..n).map(|_| rnd()).collect();
+                    for i in 0..n {
+                        for j in 0..n {
+                            m[i * n + j] = u[i] * u[j];
+                        }
+                    }
+                }
+                9 if non_finite => m[n * n - 1] = f64::NAN,
+                10 if non_finite => m[n] = f64::INFINITY,
+                _ => {}
+            }
+            data[b * stride..b * stride + n * n].copy_from_slice(&m);
+        }
+        let (rs, cs) = if transposed { (1, n) } else { (n, 1) };
+        (data, Layout::new(vec![count, n, n].into(), vec![stride, rs, cs], 0))
+    }
+
+    fn bits<T: LinalgElem>(x: &[T]) -> Vec<u64> {
+        x.iter().map(|v| v.to_f64().to_bits()).collect()
+    }
+
+    /// Matrix `i` of `l` alone.
+    fn single(l: &Layout, i: usize) -> Layout {
+        let s = l.strides();
+        Layout::new(l.dims()[1..].to_vec().into(), s[1..].to_vec(), l.offset() + i * s[0])
+    }
+
+    fn check<T: LinalgElem + LaneBits>(data: &[T], l: &Layout, what: &str) {
+        let (n, count) = (l.dims()[1], l.dims()[0]);
+        for upper in [false, true] {
+            let (w, v, failed) = eigh(data, l, upper, true);
+            let (wv, _, failed_v) = eigh(data, l, upper, false);
+            let v = v.unwrap().0;
+            assert_eq!(failed, failed_v, "{what}");
+            for i in 0..count {
+                let (w1, v1, f1) = eigh(data, &single(l, i), upper, true);
+                let (wv1, _, _) = eigh(data, &single(l, i), upper, false);
+                let what = format!("{what} upper {upper} matrix {i}");
+                assert_eq!(bits(&w[i * n..][..n]), bits(&w1), "{what}: eigenvalues");
+                assert_eq!(bits(&v[i * n * n..][..n * n]), bits(&v1.unwrap().0), "{what}: vectors");
+                assert_eq!(bits(&wv[i * n..][..n]), bits(&wv1), "{what}: eigvalsh");
+                assert_eq!(f1.is_some(), w1.iter().any(|x| x.is_nan()), "{what}");
+            }
+        }
+    }
+
+    #[test]
+    fn ql_lanes_give_the_bits_of_a_single_matrix() {
+        // every order of the lane QL kernel, batches around the lane count, both
+        // triangles, strided and transposed input, f64 and f32, awkward matrices and
+        // NaN/inf ones among regular ones
+        for n in ROTATE_N + 1..=SMALL_N {
+            for count in [2, 9, 11, 21] {
+                for transposed in [false, true] {
+                    let seed = (n * 100 + count) as u64 + u64::from(transposed);
+                    let (data, l) = batch(count, n, seed, transposed, count != 9);
+                    check(&data, &l, &format!("f64 n {n} count {count} t {transposed}"));
+                    if count == 21 {
+                        let data32: Vec<f32> = data.iter().map(|&x| x as f32).collect();
+                        check(&data32, &l, &format!("f32 n {n} count {count} t {transposed}"));
+                    }
+                }
+            }
+        }
+    }
 }
