@@ -71,8 +71,9 @@ fn jacobi_skip<T: LinalgElem>(alpha: T, beta: T, gamma: T, tol: T) -> bool {
 }
 
 /// The Jacobi rotation `(c, s)` that orthogonalises two columns with squared norms
-/// `alpha`, `beta` and inner product `gamma`, and its tangent `t`, with which the squared
-/// norms become `alpha − t gamma` and `beta + t gamma`. Branch-free (both sides computed
+/// `alpha`, `beta` and inner product `gamma`, as `(tau, s, t)`: `tau = s / (1 + c)` (for
+/// Rutishauser's form of the rotation, see [`rotate`]) and the tangent `t`, with which the
+/// squared norms become `alpha − t gamma` and `beta + t gamma`. Branch-free (both sides computed
 /// and selected), so that it vectorises over lanes; [`JacobiElem::rotations`] does the
 /// same operations over the lanes, so the scalar and lane kernels give the same bits.
 #[inline(always)]
@@ -85,7 +86,8 @@ fn jacobi_rotation<T: LinalgElem>(alpha: T, beta: T, gamma: T, big: T) -> (T, T,
     let root = if az > big { az } else { (T::ONE + zeta * zeta).sqrt() };
     let t = sg / (az + root);
     let c = T::ONE / (T::ONE + t * t).sqrt();
-    (c, c * t, t)
+    let s = c * t;
+    (s / (T::ONE + c), s, t)
 }
 
 /// The pairs of columns of one Jacobi sweep over `cols <= JACOBI_ROOM` columns, every pair
@@ -200,11 +202,11 @@ fn jacobi_small<T: LinalgElem>(
             if jacobi_skip(alpha, beta, gamma, tol) {
                 continue;
             }
-            let (c, sn, t) = jacobi_rotation(alpha, beta, gamma, big);
+            let (tau, sn, t) = jacobi_rotation(alpha, beta, gamma, big);
             rotated = true;
-            rotate(&mut w, rows, p, qq, c, sn);
+            rotate(&mut w, rows, p, qq, tau, sn);
             if want {
-                rotate(&mut q, cols, p, qq, c, sn);
+                rotate(&mut q, cols, p, qq, tau, sn);
             }
             let (np, nq) = (alpha - t * gamma, beta + t * gamma);
             norms[p] = if np < half * alpha {
@@ -281,16 +283,19 @@ fn jacobi_finish<T: LinalgElem>(
 }
 
 /// Rotates columns `p` and `q` (`rows` long) of a column-major array in place:
-/// `(x_p, x_q) <- (c x_p − s x_q, s x_p + c x_q)`.
+/// `(x_p, x_q) <- (c x_p − s x_q, s x_p + c x_q)`, in Rutishauser's form
+/// `(x_p − s (x_q + tau x_p), x_q + s (x_p − tau x_q))` with `tau = s / (1 + c)`: the
+/// small rotations of the last sweeps change the columns by small corrections, which
+/// rounds less than `c x_p − s x_q`.
 #[inline]
-fn rotate<T: LinalgElem>(x: &mut [T], rows: usize, p: usize, q: usize, c: T, s: T) {
+fn rotate<T: LinalgElem>(x: &mut [T], rows: usize, p: usize, q: usize, tau: T, s: T) {
     let (lo, hi) = x.split_at_mut(q * rows);
     let xp = &mut lo[p * rows..(p + 1) * rows];
     let xq = &mut hi[..rows];
     for (a, b) in xp.iter_mut().zip(xq.iter_mut()) {
         let (ap, bq) = (*a, *b);
-        *a = c * ap - s * bq;
-        *b = s * ap + c * bq;
+        *a = ap - s * (bq + tau * ap);
+        *b = bq + s * (ap - tau * bq);
     }
 }
 
@@ -317,11 +322,11 @@ impl<T: LinalgElem> LaneScratch<T> {
 }
 
 /// [`jacobi_small`] on the [`LANES`] matrices `first..` of `ba` at once: every operation
-/// over the lanes (a lane whose pair is already orthogonal rotates by `(1, 0)`), sweeps
-/// until every lane has had a sweep without rotation, so that each lane gets the bits
-/// [`jacobi_small`] gives its matrix alone. Writes the factors of each lane's matrix
-/// (`size` elements: `U` (`m x k`) when `want`, `S`, `V` (`n x k`)) into `dst`, sign
-/// gauge included; returns the lanes that need the one-matrix path instead (non-finite or
+/// over the lanes (a lane whose pair is already orthogonal rotates by the identity,
+/// `tau = s = 0`), sweeps until every lane has had a sweep without rotation, so that each
+/// lane gets the bits [`jacobi_small`] gives its matrix alone. Writes the factors of each
+/// lane's matrix (`size` elements: `U` (`m x k`) when `want`, `S`, `V` (`n x k`)) into
+/// `dst`, sign gauge included; returns the lanes that need the one-matrix path instead (non-finite or
 /// zero matrix, no convergence, a zero singular value with vectors asked).
 #[allow(clippy::too_many_arguments)]
 fn jacobi_lanes<T: JacobiElem>(
@@ -487,7 +492,7 @@ fn sweep_lanes_n<T: JacobiElem, S: pulp::Simd>(
             // round: its norm is the round's)
             const H: usize = JACOBI_ROOM / 2;
             let mut rots = [[T::ZERO; LANES]; H];
-            let mut cs = [[T::ONE; LANES]; H];
+            let mut taus = [[T::ZERO; LANES]; H];
             let mut ss = [[T::ZERO; LANES]; H];
             let mut ts = [[T::ZERO; LANES]; H];
             let mut any = [false; H];
@@ -496,8 +501,8 @@ fn sweep_lanes_n<T: JacobiElem, S: pulp::Simd>(
                 T::skips(simd, alpha, beta, gamma, tol, &mut rots[j]);
                 any[j] = rots[j].iter().any(|&x| x != T::ZERO);
                 if any[j] {
-                    let (c, s, t) = (&mut cs[j], &mut ss[j], &mut ts[j]);
-                    T::rotations(simd, alpha, beta, gamma, &rots[j], big, c, s, t);
+                    let (tau, s, t) = (&mut taus[j], &mut ss[j], &mut ts[j]);
+                    T::rotations(simd, alpha, beta, gamma, &rots[j], big, tau, s, t);
                 }
             }
             for (j, &(p, qq)) in round.iter().enumerate() {
@@ -505,13 +510,13 @@ fn sweep_lanes_n<T: JacobiElem, S: pulp::Simd>(
                     continue;
                 }
                 let (alpha, beta, gamma) = (norms[p], norms[qq], &gammas[j]);
-                let (rot, c, s, t) = (&rots[j], &cs[j], &ss[j], &ts[j]);
+                let (rot, tau, s, t) = (&rots[j], &taus[j], &ss[j], &ts[j]);
                 for l in 0..LANES {
                     rotated[l] = rotated[l] + rot[l];
                 }
-                rotate_lanes(w, rows, p, qq, c, s);
+                rotate_lanes(w, rows, p, qq, tau, s);
                 if want {
-                    rotate_lanes(q, cols, p, qq, c, s);
+                    rotate_lanes(q, cols, p, qq, tau, s);
                 }
                 // the updated norms (t = 0 where a lane does not rotate: unchanged), and
                 // the lanes whose update more than halves a norm recomputed
@@ -560,8 +565,8 @@ pub(crate) trait JacobiElem: LinalgElem {
         rot: &mut [Self; LANES],
     );
 
-    /// `(c, s, t)` of [`jacobi_rotation`] for each lane where `rot` is 1, `(1, 0, 0)` where
-    /// it is 0; the same operations, so the same bits.
+    /// `(tau, s, t)` of [`jacobi_rotation`] for each lane where `rot` is 1, `(0, 0, 0)`
+    /// where it is 0; the same operations, so the same bits.
     #[allow(clippy::too_many_arguments)]
     fn rotations<S: pulp::Simd>(
         simd: S,
@@ -570,7 +575,7 @@ pub(crate) trait JacobiElem: LinalgElem {
         gamma: &[Self; LANES],
         rot: &[Self; LANES],
         big: Self,
-        c: &mut [Self; LANES],
+        tau: &mut [Self; LANES],
         s: &mut [Self; LANES],
         t: &mut [Self; LANES],
     );
@@ -622,7 +627,7 @@ macro_rules! jacobi_elem {
                 gamma: &[$t; LANES],
                 rot: &[$t; LANES],
                 big: $t,
-                c: &mut [$t; LANES],
+                tau: &mut [$t; LANES],
                 s: &mut [$t; LANES],
                 t: &mut [$t; LANES],
             ) {
@@ -632,7 +637,7 @@ macro_rules! jacobi_elem {
                 let (rv, _) = S::$as(rot);
                 let done = LANES - at.len();
                 {
-                    let (cv, _) = S::$as_mut(&mut c[..]);
+                    let (uv, _) = S::$as_mut(&mut tau[..]);
                     let (sv, _) = S::$as_mut(&mut s[..]);
                     let (tv, _) = S::$as_mut(&mut t[..]);
                     let zero = simd.$splat(0.0);
@@ -650,16 +655,17 @@ macro_rules! jacobi_elem {
                         let tl = simd.$div(sg, simd.$add(az, root));
                         let cl = simd.$div(one, simd.$sqrt(simd.$add(one, simd.$mul(tl, tl))));
                         let sl = simd.$mul(cl, tl);
-                        cv[i] = simd.$sel(skip, one, cl);
+                        let ul = simd.$div(sl, simd.$add(one, cl));
+                        uv[i] = simd.$sel(skip, zero, ul);
                         sv[i] = simd.$sel(skip, zero, sl);
                         tv[i] = simd.$sel(skip, zero, tl);
                     }
                 }
                 // lanes beyond a whole number of vectors: the scalar formula
                 for l in done..LANES {
-                    let (cl, sl, tl) = jacobi_rotation(alpha[l], beta[l], gamma[l], big);
+                    let (ul, sl, tl) = jacobi_rotation(alpha[l], beta[l], gamma[l], big);
                     let skip = rot[l] == 0.0;
-                    c[l] = if skip { 1.0 } else { cl };
+                    tau[l] = if skip { 0.0 } else { ul };
                     s[l] = if skip { 0.0 } else { sl };
                     t[l] = if skip { 0.0 } else { tl };
                 }
@@ -705,7 +711,7 @@ jacobi_elem!(
     select_f32s
 );
 
-/// [`rotate`] over the lanes, each with its own `(c, s)`.
+/// [`rotate`] over the lanes, each with its own `(tau, s)`.
 #[allow(clippy::needless_range_loop)]
 #[inline(always)]
 fn rotate_lanes<T: LinalgElem>(
@@ -713,7 +719,7 @@ fn rotate_lanes<T: LinalgElem>(
     rows: usize,
     p: usize,
     q: usize,
-    c: &[T; LANES],
+    tau: &[T; LANES],
     s: &[T; LANES],
 ) {
     let (lo, hi) = x.split_at_mut(q * rows);
@@ -722,8 +728,8 @@ fn rotate_lanes<T: LinalgElem>(
     for (a, b) in xp.iter_mut().zip(xq.iter_mut()) {
         for l in 0..LANES {
             let (ap, bq) = (a[l], b[l]);
-            a[l] = c[l] * ap - s[l] * bq;
-            b[l] = s[l] * ap + c[l] * bq;
+            a[l] = ap - s[l] * (bq + tau[l] * ap);
+            b[l] = bq + s[l] * (ap - tau[l] * bq);
         }
     }
 }
