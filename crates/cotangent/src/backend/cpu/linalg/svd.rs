@@ -144,7 +144,7 @@ impl Pairs {
 fn dot<T: LinalgElem>(x: &[T], y: &[T]) -> T {
     let mut acc = T::ZERO;
     for (&a, &b) in x.iter().zip(y) {
-        acc = acc + a * b;
+        acc += a * b;
     }
     acc
 }
@@ -447,7 +447,7 @@ fn dot_lanes<T: LinalgElem>(x: &[[T; LANES]], y: &[[T; LANES]]) -> [T; LANES] {
     let mut acc = [T::ZERO; LANES];
     for (a, b) in x.iter().zip(y) {
         for l in 0..LANES {
-            acc[l] = acc[l] + a[l] * b[l];
+            acc[l] += a[l] * b[l];
         }
     }
     acc
