@@ -564,3 +564,83 @@ fn fused_backward_matches_the_recorded_one() {
     }
     assert_eq!(msgs[0], msgs[1]);
 }
+
+#[test]
+fn lane_kernel_on_hard_matrices_matches_the_one_matrix_paths() {
+    // the Jacobi lane kernel (round-robin pairs, cached column norms) against the matrix
+    // alone (faer beyond 8 x 8, the scalar Jacobi kernel up to 8): values to rounding,
+    // reconstruction and orthogonality, on well-conditioned, ill-conditioned (cond 1e12),
+    // rank-deficient, repeated-value, zero and extremely scaled matrices, tall, wide and
+    // square, in a batch of 19 (not a multiple of 8) whose last three matrices (decomposed
+    // alone by the scalar Jacobi kernel) repeat three in lanes: the same bits
+    for (m, n) in [(16, 16), (12, 12), (16, 5), (7, 12), (9, 16), (6, 6)] {
+        let k = m.min(n);
+        let sz = m * n;
+        let geo: Vec<f64> = (0..k).map(|i| 10f64.powf(-12.0 * i as f64 / (k - 1) as f64)).collect();
+        let def: Vec<f64> = (0..k).map(|i| if i + 2 < k { 1.0 + i as f64 } else { 0.0 }).collect();
+        let rep: Vec<f64> = (0..k).map(|i| if i % 3 == 0 { 3.0 } else { 1.0 }).collect();
+        let mut v = randn(&[19, m, n], (m * 7 + n) as u64).to_vec_f64();
+        let mut put = |i: usize, x: Vec<f64>| v[i * sz..(i + 1) * sz].copy_from_slice(&x);
+        put(1, with_singular_values(m, n, &geo, 11).to_vec_f64());
+        put(2, with_singular_values(m, n, &def, 12).to_vec_f64());
+        put(3, with_singular_values(m, n, &rep, 13).to_vec_f64());
+        put(4, vec![0.0; sz]);
+        let tiny: Vec<f64> = geo.iter().map(|x| x * 1e-150).collect();
+        put(5, with_singular_values(m, n, &tiny, 14).to_vec_f64());
+        put(9, with_singular_values(m, n, &geo, 15).mul_scalar(1e150).unwrap().to_vec_f64());
+        put(10, with_singular_values(m, n, &vec![1.0; k], 16).to_vec_f64());
+        for (dst, src) in [(16, 3), (17, 2), (18, 1)] {
+            v.copy_within(src * sz..(src + 1) * sz, dst * sz);
+        }
+        let a = Tensor::from_vec(v, vec![19, m, n]).unwrap();
+        let what = format!("{m}x{n}");
+        let f = svd(&a, false).unwrap();
+        let (u, s, vh) = bits(&f);
+        let (us, ss, vs) = (m * k, k, k * n);
+        for (x, y) in [(16, 3), (17, 2), (18, 1)] {
+            assert_eq!(u[x * us..(x + 1) * us], u[y * us..(y + 1) * us], "{what} {x}");
+            assert_eq!(s[x * ss..(x + 1) * ss], s[y * ss..(y + 1) * ss], "{what} {x}");
+            assert_eq!(vh[x * vs..(x + 1) * vs], vh[y * vs..(y + 1) * vs], "{what} {x}");
+        }
+        let vals = svdvals(&a).unwrap().to_vec_f64();
+        for i in 0..19 {
+            let ai = a.narrow(0, i, 1).unwrap();
+            let fi = svd(&ai, false).unwrap();
+            let scale = if i == 5 {
+                1e-150
+            } else if i == 9 {
+                1e150
+            } else {
+                1.0
+            };
+            let ai_s = ai.div_scalar(scale).unwrap();
+            let whati = format!("{what} matrix {i}");
+            check_factors(
+                &ai_s,
+                &f.u.narrow(0, i, 1).unwrap(),
+                &f.s.narrow(0, i, 1).unwrap().div_scalar(scale).unwrap(),
+                &f.vh.narrow(0, i, 1).unwrap(),
+                &whati,
+            );
+            let alone = fi.s.to_vec_f64();
+            let smax = alone[0].max(f64::MIN_POSITIVE);
+            for (j, (&x, &y)) in s[i * ss..(i + 1) * ss].iter().zip(&alone).enumerate() {
+                assert!((x - y).abs() <= 1e-14 * k as f64 * smax, "{whati} value {j}: {x} {y}");
+                // values only: the same values as with vectors, to rounding
+                let z = vals[i * ss + j];
+                assert!((x - z).abs() <= 1e-14 * k as f64 * smax, "{whati} svdvals {j}");
+            }
+            // the graded values (down to 1e-10 of the largest: the construction's rounding
+            // bounds the rest)
+            if i == 1 || i == 5 || i == 9 {
+                for (j, &x) in s[i * ss..(i + 1) * ss].iter().enumerate() {
+                    if geo[j] >= 1e-10 {
+                        let want = geo[j] * scale;
+                        assert!((x / want - 1.0).abs() < 1e-4, "{whati} graded value {j}: {x}");
+                    }
+                }
+            }
+        }
+        assert_eq!(s[4 * ss..5 * ss], vec![0.0; k], "{what} zero matrix");
+    }
+}

@@ -1,7 +1,9 @@
 //! Singular value decomposition of a batch of strided matrices, with a deterministic sign
 //! gauge: one-sided Jacobi for small matrices (one at a time, or [`LANES`] at a time in
-//! SIMD lanes for batches), faer's bidiagonal divide-and-conquer SVD otherwise; and the
-//! fused per-matrix VJP [`svd_backward`] (used when the backward pass is not recorded).
+//! SIMD lanes for batches; round-robin pair order and cached squared column norms, as
+//! LAPACK's `dgesvj`, so one inner product per pair), faer's bidiagonal divide-and-conquer
+//! SVD otherwise; and the fused per-matrix VJP [`svd_backward`] (used when the backward
+//! pass is not recorded).
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 
@@ -12,6 +14,7 @@ use faer::{MatMut, Par};
 
 use super::lu::{for_each_lane_group, LANES};
 use super::{colmajor_layout, for_each_matrix, Batch, LinalgElem};
+use crate::backend::cpu::pool;
 use crate::backend::SvdGradFail;
 use crate::layout::Layout;
 use crate::shape::Shape;
@@ -28,8 +31,9 @@ pub(crate) struct SvdOut<T> {
 }
 
 /// Largest `max(m, n)` for the one-sided Jacobi kernel on a matrix alone (stack arrays, no
-/// allocation). Measured (f64, one matrix): Jacobi 1.3 us vs faer 3.1 us at 4 x 4, 6.0 us
-/// vs 9.0 us at 8 x 8, but 43 us vs 31 us at 16 x 16 (Jacobi's flops grow as sweeps · n³).
+/// allocation). Measured (f64, one matrix, with three inner products per pair, before the
+/// cached norms): Jacobi 1.3 us vs faer 3.1 us at 4 x 4, 6.0 us vs 9.0 us at 8 x 8, but
+/// 43 us vs 31 us at 16 x 16 (Jacobi's flops grow as sweeps · n³).
 /// Batches of at least [`LANES`] matrices take Jacobi up to [`JACOBI_ROOM`]: [`LANES`]
 /// matrices at a time in SIMD lanes, about twice as fast as faer per matrix at 16 x 16.
 const JACOBI_MAX: usize = 8;
@@ -59,33 +63,100 @@ fn jacobi_load<T: LinalgElem>(a: &[T], m: usize, n: usize, w: &mut [T]) -> Optio
     Some(T::of(2f64.powi(e)))
 }
 
-/// The Jacobi rotation `(c, s)` that orthogonalises two columns with squared norms
-/// `alpha`, `beta` and inner product `gamma`, and whether it is needed (`false`: the
-/// columns are orthogonal to `tol`, and `(1, 0)`). Branch-free (both sides computed and
-/// selected), so that it vectorises over lanes; the scalar and lane kernels share it and
-/// so give the same bits.
+/// Whether the columns with squared norms `alpha`, `beta` and inner product `gamma` are
+/// orthogonal to `tol` (no rotation).
 #[inline(always)]
-fn jacobi_rotation<T: LinalgElem>(alpha: T, beta: T, gamma: T, tol: T, big: T) -> (T, T, bool) {
-    let two = T::of(2.0);
-    let skip = gamma == T::ZERO || gamma.abs() <= tol * (alpha * beta).sqrt();
-    let zeta = (beta - alpha) / (two * gamma);
+fn jacobi_skip<T: LinalgElem>(alpha: T, beta: T, gamma: T, tol: T) -> bool {
+    gamma == T::ZERO || gamma.abs() <= tol * (alpha * beta).sqrt()
+}
+
+/// The Jacobi rotation `(c, s)` that orthogonalises two columns with squared norms
+/// `alpha`, `beta` and inner product `gamma`, as `(tau, s, t)`: `tau = s / (1 + c)` (for
+/// Rutishauser's form of the rotation, see [`rotate`]) and the tangent `t`, with which the
+/// squared norms become `alpha − t gamma` and `beta + t gamma`. Branch-free (both sides computed
+/// and selected), so that it vectorises over lanes; [`JacobiElem::rotations`] does the
+/// same operations over the lanes, so the scalar and lane kernels give the same bits.
+#[inline(always)]
+fn jacobi_rotation<T: LinalgElem>(alpha: T, beta: T, gamma: T, big: T) -> (T, T, T) {
+    let zeta = (beta - alpha) / (T::of(2.0) * gamma);
     let sg = if zeta < T::ZERO { -T::ONE } else { T::ONE };
-    let t_big = T::ONE / (two * zeta);
-    let t_small = sg / (zeta.abs() + (T::ONE + zeta * zeta).sqrt());
-    let t = if zeta.abs() > big { t_big } else { t_small };
+    let az = zeta.abs();
+    // sqrt(1 + zeta²) is zeta's magnitude in the rounding beyond `big` (and its square
+    // would overflow): then t = 1 / (2 zeta)
+    let root = if az > big { az } else { (T::ONE + zeta * zeta).sqrt() };
+    let t = sg / (az + root);
     let c = T::ONE / (T::ONE + t * t).sqrt();
-    let sn = c * t;
-    if skip {
-        (T::ONE, T::ZERO, false)
-    } else {
-        (c, sn, true)
+    let s = c * t;
+    (s / (T::ONE + c), s, t)
+}
+
+/// The pairs of columns of one Jacobi sweep over `cols <= JACOBI_ROOM` columns, every pair
+/// once: rounds of disjoint pairs (the round-robin "circle" order; an odd number of columns
+/// gets a dummy one). The pairs of a round commute (they touch different columns), so the
+/// lane kernel computes a round's inner products before rotating, and the scalar kernel
+/// runs the same pairs in the same order: the same bits.
+struct Pairs {
+    pairs: [(usize, usize); JACOBI_ROOM * (JACOBI_ROOM - 1) / 2],
+    /// Round `r` is `pairs[ends[r - 1]..ends[r]]` (`ends[-1] = 0`).
+    ends: [usize; JACOBI_ROOM],
+    rounds: usize,
+}
+
+impl Pairs {
+    fn new(cols: usize) -> Self {
+        let m = cols + cols % 2;
+        let mut idx = [0usize; JACOBI_ROOM];
+        for (i, x) in idx.iter_mut().enumerate().take(m) {
+            *x = i;
+        }
+        let mut pairs = [(0, 0); JACOBI_ROOM * (JACOBI_ROOM - 1) / 2];
+        let mut ends = [0usize; JACOBI_ROOM];
+        let rounds = m.saturating_sub(1);
+        let mut len = 0;
+        for end in ends.iter_mut().take(rounds) {
+            for i in 0..m / 2 {
+                let (a, b) = (idx[i], idx[m - 1 - i]);
+                if a < cols && b < cols {
+                    pairs[len] = (a.min(b), a.max(b));
+                    len += 1;
+                }
+            }
+            *end = len;
+            idx[1..m].rotate_right(1);
+        }
+        Pairs { pairs, ends, rounds }
     }
+
+    /// The pairs of round `r`.
+    fn round(&self, r: usize) -> &[(usize, usize)] {
+        let start = if r == 0 { 0 } else { self.ends[r - 1] };
+        &self.pairs[start..self.ends[r]]
+    }
+
+    /// Every pair of a sweep, round after round.
+    fn all(&self) -> &[(usize, usize)] {
+        &self.pairs[..if self.rounds == 0 { 0 } else { self.ends[self.rounds - 1] }]
+    }
+}
+
+/// `xᵀ y` summed in order (the scalar and lane kernels alike).
+#[inline(always)]
+fn dot<T: LinalgElem>(x: &[T], y: &[T]) -> T {
+    let mut acc = T::ZERO;
+    for (&a, &b) in x.iter().zip(y) {
+        acc += a * b;
+    }
+    acc
 }
 
 /// One-sided (Hestenes) Jacobi SVD of a small column-major `m x n` matrix `a`
 /// (`max(m, n) <= JACOBI_ROOM`, finite): rotations of the columns of `W = A` (of `Aᵀ` when
 /// wide) until they are orthogonal to `rows · eps`, accumulated in `Q`; then
 /// `S` = the column norms, sorted descending, `U = W S⁻¹` and `V = Q` (swapped when wide).
+/// Each sweep visits the pairs in the round-robin order of [`Pairs`] and keeps the squared
+/// column norms (recomputed at the start of each sweep) updated by each rotation's
+/// tangent, as LAPACK's `dgesvj`: one inner product per pair instead of three; a norm that
+/// the update more than halves is recomputed (the update has lost digits).
 /// Writes `s` (`k`) and, when given, `u` (`m x k`) and `v` (`n x k`), column-major.
 /// Returns `false` (and nothing usable) when singular vectors are asked and a singular
 /// value is numerically zero (no orthonormal completion here), or on no convergence: the
@@ -115,31 +186,41 @@ fn jacobi_small<T: LinalgElem>(
     }
     let tol = T::of(rows as f64) * T::EPSILON;
     let big = T::ONE / T::EPSILON.sqrt();
+    let half = T::of(0.5);
+    let pairs = Pairs::new(cols);
+    let mut norms = [T::ZERO; JACOBI_ROOM];
     let mut converged = false;
     for _ in 0..JACOBI_SWEEPS {
+        for (c, x) in norms.iter_mut().enumerate().take(cols) {
+            let col = &w[c * rows..(c + 1) * rows];
+            *x = dot(col, col);
+        }
         let mut rotated = false;
-        for p in 0..cols {
-            for qq in p + 1..cols {
-                let (wp, wq) = (&w[p * rows..(p + 1) * rows], &w[qq * rows..(qq + 1) * rows]);
-                let mut alpha = T::ZERO;
-                let mut beta = T::ZERO;
-                let mut gamma = T::ZERO;
-                for i in 0..rows {
-                    alpha += wp[i] * wp[i];
-                    beta += wq[i] * wq[i];
-                    gamma += wp[i] * wq[i];
-                }
-                // the test of jacobi_rotation first: most pairs of the last sweeps skip
-                if gamma == T::ZERO || gamma.abs() <= tol * (alpha * beta).sqrt() {
-                    continue;
-                }
-                let (c, sn, _) = jacobi_rotation(alpha, beta, gamma, tol, big);
-                rotated = true;
-                rotate(&mut w, rows, p, qq, c, sn);
-                if want {
-                    rotate(&mut q, cols, p, qq, c, sn);
-                }
+        for &(p, qq) in pairs.all() {
+            let gamma = dot(&w[p * rows..(p + 1) * rows], &w[qq * rows..(qq + 1) * rows]);
+            let (alpha, beta) = (norms[p], norms[qq]);
+            if jacobi_skip(alpha, beta, gamma, tol) {
+                continue;
             }
+            let (tau, sn, t) = jacobi_rotation(alpha, beta, gamma, big);
+            rotated = true;
+            rotate(&mut w, rows, p, qq, tau, sn);
+            if want {
+                rotate(&mut q, cols, p, qq, tau, sn);
+            }
+            let (np, nq) = (alpha - t * gamma, beta + t * gamma);
+            norms[p] = if np < half * alpha {
+                let col = &w[p * rows..(p + 1) * rows];
+                dot(col, col)
+            } else {
+                np
+            };
+            norms[qq] = if nq < half * beta {
+                let col = &w[qq * rows..(qq + 1) * rows];
+                dot(col, col)
+            } else {
+                nq
+            };
         }
         if !rotated {
             converged = true;
@@ -202,16 +283,19 @@ fn jacobi_finish<T: LinalgElem>(
 }
 
 /// Rotates columns `p` and `q` (`rows` long) of a column-major array in place:
-/// `(x_p, x_q) <- (c x_p − s x_q, s x_p + c x_q)`.
+/// `(x_p, x_q) <- (c x_p − s x_q, s x_p + c x_q)`, in Rutishauser's form
+/// `(x_p − s (x_q + tau x_p), x_q + s (x_p − tau x_q))` with `tau = s / (1 + c)`: the
+/// small rotations of the last sweeps change the columns by small corrections, which
+/// rounds less than `c x_p − s x_q`.
 #[inline]
-fn rotate<T: LinalgElem>(x: &mut [T], rows: usize, p: usize, q: usize, c: T, s: T) {
+fn rotate<T: LinalgElem>(x: &mut [T], rows: usize, p: usize, q: usize, tau: T, s: T) {
     let (lo, hi) = x.split_at_mut(q * rows);
     let xp = &mut lo[p * rows..(p + 1) * rows];
     let xq = &mut hi[..rows];
     for (a, b) in xp.iter_mut().zip(xq.iter_mut()) {
         let (ap, bq) = (*a, *b);
-        *a = c * ap - s * bq;
-        *b = s * ap + c * bq;
+        *a = ap - s * (bq + tau * ap);
+        *b = bq + s * (ap - tau * bq);
     }
 }
 
@@ -238,11 +322,11 @@ impl<T: LinalgElem> LaneScratch<T> {
 }
 
 /// [`jacobi_small`] on the [`LANES`] matrices `first..` of `ba` at once: every operation
-/// over the lanes (a lane whose pair is already orthogonal rotates by `(1, 0)`), sweeps
-/// until every lane has had a sweep without rotation, so that each lane gets the bits
-/// [`jacobi_small`] gives its matrix alone. Writes the factors of each lane's matrix
-/// (`size` elements: `U` (`m x k`) when `want`, `S`, `V` (`n x k`)) into `dst`, sign
-/// gauge included; returns the lanes that need the one-matrix path instead (non-finite or
+/// over the lanes (a lane whose pair is already orthogonal rotates by the identity,
+/// `tau = s = 0`), sweeps until every lane has had a sweep without rotation, so that each
+/// lane gets the bits [`jacobi_small`] gives its matrix alone. Writes the factors of each
+/// lane's matrix (`size` elements: `U` (`m x k`) when `want`, `S`, `V` (`n x k`)) into
+/// `dst`, sign gauge included; returns the lanes that need the one-matrix path instead (non-finite or
 /// zero matrix, no convergence, a zero singular value with vectors asked).
 #[allow(clippy::too_many_arguments)]
 fn jacobi_lanes<T: JacobiElem>(
@@ -356,7 +440,21 @@ fn sweep_lanes<T: JacobiElem>(
     }
 }
 
-/// The loop of [`sweep_lanes`].
+/// `xᵀ y` of each lane, summed in order as [`dot`].
+#[allow(clippy::needless_range_loop)]
+#[inline(always)]
+fn dot_lanes<T: LinalgElem>(x: &[[T; LANES]], y: &[[T; LANES]]) -> [T; LANES] {
+    let mut acc = [T::ZERO; LANES];
+    for (a, b) in x.iter().zip(y) {
+        for l in 0..LANES {
+            acc[l] += a[l] * b[l];
+        }
+    }
+    acc
+}
+
+/// The loop of [`sweep_lanes`]: [`jacobi_small`]'s sweeps over the lanes, a round of
+/// [`Pairs`] at a time (its inner products first, then its rotations).
 // lanes are indexed on purpose (the loops over them vectorise); Float has no SubAssign
 #[allow(clippy::needless_range_loop, clippy::assign_op_pattern)]
 #[inline(always)]
@@ -372,46 +470,75 @@ fn sweep_lanes_n<T: JacobiElem, S: pulp::Simd>(
     let q = &mut q[..cols * cols];
     let tol = T::of(rows as f64) * T::EPSILON;
     let big = T::ONE / T::EPSILON.sqrt();
+    let half = T::of(0.5);
+    let pairs = Pairs::new(cols);
+    let mut norms = [[T::ZERO; LANES]; JACOBI_ROOM];
     let mut converged = [false; LANES];
     for _ in 0..JACOBI_SWEEPS {
+        for c in 0..cols {
+            let col = &w[c * rows..(c + 1) * rows];
+            norms[c] = dot_lanes(col, col);
+        }
         // rotated[l] != 0: lane l rotated in this sweep
         let mut rotated = [T::ZERO; LANES];
-        for p in 0..cols {
-            for qq in p + 1..cols {
-                let mut alpha = [T::ZERO; LANES];
-                let mut beta = [T::ZERO; LANES];
-                let mut gamma = [T::ZERO; LANES];
-                // one accumulator per loop (three in one loop do not vectorise)
-                let (wp, wq) = (&w[p * rows..(p + 1) * rows], &w[qq * rows..(qq + 1) * rows]);
-                for x in wp {
-                    for l in 0..LANES {
-                        alpha[l] = alpha[l] + x[l] * x[l];
-                    }
+        for r in 0..pairs.rounds {
+            let round = pairs.round(r);
+            let mut gammas = [[T::ZERO; LANES]; JACOBI_ROOM / 2];
+            for (g, &(p, qq)) in gammas.iter_mut().zip(round) {
+                *g = dot_lanes(&w[p * rows..(p + 1) * rows], &w[qq * rows..(qq + 1) * rows]);
+            }
+            // the rotations of the whole round before any is applied: their divisions
+            // and square roots overlap the rotations (each column is in one pair of the
+            // round: its norm is the round's)
+            const H: usize = JACOBI_ROOM / 2;
+            let mut rots = [[T::ZERO; LANES]; H];
+            let mut taus = [[T::ZERO; LANES]; H];
+            let mut ss = [[T::ZERO; LANES]; H];
+            let mut ts = [[T::ZERO; LANES]; H];
+            let mut any = [false; H];
+            for (j, &(p, qq)) in round.iter().enumerate() {
+                let (alpha, beta, gamma) = (&norms[p], &norms[qq], &gammas[j]);
+                T::skips(simd, alpha, beta, gamma, tol, &mut rots[j]);
+                any[j] = rots[j].iter().any(|&x| x != T::ZERO);
+                if any[j] {
+                    let (tau, s, t) = (&mut taus[j], &mut ss[j], &mut ts[j]);
+                    T::rotations(simd, alpha, beta, gamma, &rots[j], big, tau, s, t);
                 }
-                for y in wq {
-                    for l in 0..LANES {
-                        beta[l] = beta[l] + y[l] * y[l];
-                    }
+            }
+            for (j, &(p, qq)) in round.iter().enumerate() {
+                if !any[j] {
+                    continue;
                 }
-                for (x, y) in wp.iter().zip(wq) {
-                    for l in 0..LANES {
-                        gamma[l] = gamma[l] + x[l] * y[l];
-                    }
-                }
-                let mut c = [T::ONE; LANES];
-                let mut s = [T::ZERO; LANES];
-                let mut rot = [T::ZERO; LANES];
-                T::rotations(simd, &alpha, &beta, &gamma, tol, big, &mut c, &mut s, &mut rot);
+                let (alpha, beta, gamma) = (norms[p], norms[qq], &gammas[j]);
+                let (rot, tau, s, t) = (&rots[j], &taus[j], &ss[j], &ts[j]);
                 for l in 0..LANES {
                     rotated[l] = rotated[l] + rot[l];
                 }
-                if rot.iter().all(|&x| x == T::ZERO) {
-                    continue;
-                }
-                rotate_lanes(w, rows, p, qq, &c, &s);
+                rotate_lanes(w, rows, p, qq, tau, s);
                 if want {
-                    rotate_lanes(q, cols, p, qq, &c, &s);
+                    rotate_lanes(q, cols, p, qq, tau, s);
                 }
+                // the updated norms (t = 0 where a lane does not rotate: unchanged), and
+                // the lanes whose update more than halves a norm recomputed
+                let mut np = [T::ZERO; LANES];
+                let mut nq = [T::ZERO; LANES];
+                for l in 0..LANES {
+                    np[l] = alpha[l] - t[l] * gamma[l];
+                    nq[l] = beta[l] + t[l] * gamma[l];
+                }
+                for (x, old, col) in [(&mut np, &alpha, p), (&mut nq, &beta, qq)] {
+                    if (0..LANES).any(|l| x[l] < half * old[l]) {
+                        let wc = &w[col * rows..(col + 1) * rows];
+                        let d = dot_lanes(wc, wc);
+                        for l in 0..LANES {
+                            if x[l] < half * old[l] {
+                                x[l] = d[l];
+                            }
+                        }
+                    }
+                }
+                norms[p] = np;
+                norms[qq] = nq;
             }
         }
         for l in 0..LANES {
@@ -424,22 +551,33 @@ fn sweep_lanes_n<T: JacobiElem, S: pulp::Simd>(
     converged
 }
 
-/// Elements of the Jacobi lane kernel: [`jacobi_rotation`] over the lanes in explicit
-/// SIMD operations (the compiler leaves its selects, divisions and square roots scalar).
+/// Elements of the Jacobi lane kernel: [`jacobi_skip`] and [`jacobi_rotation`] over the
+/// lanes in explicit SIMD operations (the compiler leaves their selects, divisions and
+/// square roots scalar).
 pub(crate) trait JacobiElem: LinalgElem {
-    /// `(c, s)` of [`jacobi_rotation`] for each lane, and `rot` 1 where a lane rotates,
-    /// 0 where it does not; the same operations, so the same bits.
+    /// `rot` 1 where a lane rotates (not [`jacobi_skip`]), 0 where it does not.
+    fn skips<S: pulp::Simd>(
+        simd: S,
+        alpha: &[Self; LANES],
+        beta: &[Self; LANES],
+        gamma: &[Self; LANES],
+        tol: Self,
+        rot: &mut [Self; LANES],
+    );
+
+    /// `(tau, s, t)` of [`jacobi_rotation`] for each lane where `rot` is 1, `(0, 0, 0)`
+    /// where it is 0; the same operations, so the same bits.
     #[allow(clippy::too_many_arguments)]
     fn rotations<S: pulp::Simd>(
         simd: S,
         alpha: &[Self; LANES],
         beta: &[Self; LANES],
         gamma: &[Self; LANES],
-        tol: Self,
+        rot: &[Self; LANES],
         big: Self,
-        c: &mut [Self; LANES],
+        tau: &mut [Self; LANES],
         s: &mut [Self; LANES],
-        rot: &mut [Self; LANES],
+        t: &mut [Self; LANES],
     );
 }
 
@@ -449,15 +587,12 @@ macro_rules! jacobi_elem {
      $or:ident, $sel:ident) => {
         impl JacobiElem for $t {
             #[inline(always)]
-            fn rotations<S: pulp::Simd>(
+            fn skips<S: pulp::Simd>(
                 simd: S,
                 alpha: &[$t; LANES],
                 beta: &[$t; LANES],
                 gamma: &[$t; LANES],
                 tol: $t,
-                big: $t,
-                c: &mut [$t; LANES],
-                s: &mut [$t; LANES],
                 rot: &mut [$t; LANES],
             ) {
                 let (av, at) = S::$as(alpha);
@@ -465,39 +600,74 @@ macro_rules! jacobi_elem {
                 let (gv, _) = S::$as(gamma);
                 let done = LANES - at.len();
                 {
-                    let (cv, _) = S::$as_mut(&mut c[..]);
-                    let (sv, _) = S::$as_mut(&mut s[..]);
                     let (rv, _) = S::$as_mut(&mut rot[..]);
                     let zero = simd.$splat(0.0);
                     let one = simd.$splat(1.0);
-                    let two = simd.$splat(2.0);
                     let tolv = simd.$splat(tol);
-                    let bigv = simd.$splat(big);
                     for i in 0..av.len() {
                         let (a, b, g) = (av[i], bv[i], gv[i]);
                         let ab = simd.$sqrt(simd.$mul(a, b));
                         let skip = simd
                             .$or(simd.$eq(g, zero), simd.$le(simd.$abs(g), simd.$mul(tolv, ab)));
+                        rv[i] = simd.$sel(skip, zero, one);
+                    }
+                }
+                // lanes beyond a whole number of vectors: the scalar test
+                for l in done..LANES {
+                    let skip = jacobi_skip(alpha[l], beta[l], gamma[l], tol);
+                    rot[l] = if skip { 0.0 } else { 1.0 };
+                }
+            }
+
+            #[inline(always)]
+            fn rotations<S: pulp::Simd>(
+                simd: S,
+                alpha: &[$t; LANES],
+                beta: &[$t; LANES],
+                gamma: &[$t; LANES],
+                rot: &[$t; LANES],
+                big: $t,
+                tau: &mut [$t; LANES],
+                s: &mut [$t; LANES],
+                t: &mut [$t; LANES],
+            ) {
+                let (av, at) = S::$as(alpha);
+                let (bv, _) = S::$as(beta);
+                let (gv, _) = S::$as(gamma);
+                let (rv, _) = S::$as(rot);
+                let done = LANES - at.len();
+                {
+                    let (uv, _) = S::$as_mut(&mut tau[..]);
+                    let (sv, _) = S::$as_mut(&mut s[..]);
+                    let (tv, _) = S::$as_mut(&mut t[..]);
+                    let zero = simd.$splat(0.0);
+                    let one = simd.$splat(1.0);
+                    let two = simd.$splat(2.0);
+                    let bigv = simd.$splat(big);
+                    for i in 0..av.len() {
+                        let (a, b, g) = (av[i], bv[i], gv[i]);
+                        let skip = simd.$eq(rv[i], zero);
                         let zeta = simd.$div(simd.$sub(b, a), simd.$mul(two, g));
                         let sg = simd.$sel(simd.$lt(zeta, zero), simd.$splat(-1.0), one);
                         let az = simd.$abs(zeta);
-                        let t_big = simd.$div(one, simd.$mul(two, zeta));
                         let root = simd.$sqrt(simd.$add(one, simd.$mul(zeta, zeta)));
-                        let t_small = simd.$div(sg, simd.$add(az, root));
-                        let t = simd.$sel(simd.$gt(az, bigv), t_big, t_small);
-                        let cl = simd.$div(one, simd.$sqrt(simd.$add(one, simd.$mul(t, t))));
-                        let sl = simd.$mul(cl, t);
-                        cv[i] = simd.$sel(skip, one, cl);
+                        let root = simd.$sel(simd.$gt(az, bigv), az, root);
+                        let tl = simd.$div(sg, simd.$add(az, root));
+                        let cl = simd.$div(one, simd.$sqrt(simd.$add(one, simd.$mul(tl, tl))));
+                        let sl = simd.$mul(cl, tl);
+                        let ul = simd.$div(sl, simd.$add(one, cl));
+                        uv[i] = simd.$sel(skip, zero, ul);
                         sv[i] = simd.$sel(skip, zero, sl);
-                        rv[i] = simd.$sel(skip, zero, one);
+                        tv[i] = simd.$sel(skip, zero, tl);
                     }
                 }
                 // lanes beyond a whole number of vectors: the scalar formula
                 for l in done..LANES {
-                    let (cl, sl, r) = jacobi_rotation(alpha[l], beta[l], gamma[l], tol, big);
-                    c[l] = cl;
-                    s[l] = sl;
-                    rot[l] = if r { 1.0 } else { 0.0 };
+                    let (ul, sl, tl) = jacobi_rotation(alpha[l], beta[l], gamma[l], big);
+                    let skip = rot[l] == 0.0;
+                    tau[l] = if skip { 0.0 } else { ul };
+                    s[l] = if skip { 0.0 } else { sl };
+                    t[l] = if skip { 0.0 } else { tl };
                 }
             }
         }
@@ -541,7 +711,7 @@ jacobi_elem!(
     select_f32s
 );
 
-/// [`rotate`] over the lanes, each with its own `(c, s)`.
+/// [`rotate`] over the lanes, each with its own `(tau, s)`.
 #[allow(clippy::needless_range_loop)]
 #[inline(always)]
 fn rotate_lanes<T: LinalgElem>(
@@ -549,7 +719,7 @@ fn rotate_lanes<T: LinalgElem>(
     rows: usize,
     p: usize,
     q: usize,
-    c: &[T; LANES],
+    tau: &[T; LANES],
     s: &[T; LANES],
 ) {
     let (lo, hi) = x.split_at_mut(q * rows);
@@ -558,8 +728,8 @@ fn rotate_lanes<T: LinalgElem>(
     for (a, b) in xp.iter_mut().zip(xq.iter_mut()) {
         for l in 0..LANES {
             let (ap, bq) = (a[l], b[l]);
-            a[l] = c[l] * ap - s[l] * bq;
-            b[l] = s[l] * ap + c[l] * bq;
+            a[l] = ap - s[l] * (bq + tau[l] * ap);
+            b[l] = bq + s[l] * (ap - tau[l] * bq);
         }
     }
 }
@@ -882,7 +1052,6 @@ pub(crate) fn svd<T: JacobiElem>(
     let (usz, vsz) = (m * ku, n * kv);
     let size = usz + k + vsz;
     let len = ba.len();
-    let mut packed = crate::backend::cpu::pool::filled(len * size, T::ZERO);
     let failed = AtomicUsize::new(usize::MAX);
     let work = m * n * k.max(1);
     let compute = if !want_uv {
@@ -896,6 +1065,12 @@ pub(crate) fn svd<T: JacobiElem>(
     // (each matrix of such a batch alike, in lanes or alone: the same bits)
     let lanes = len >= LANES && m.max(n) <= JACOBI_ROOM && k > 0;
     let jacobi = (m.max(n) <= JACOBI_MAX || lanes) && (!want_uv || ku == k && kv == k);
+    // the lane kernel and the thin paths after it write every factor of every matrix
+    let mut packed = if jacobi && lanes {
+        pool::overwritten(len * size, T::ZERO)
+    } else {
+        pool::filled(len * size, T::ZERO)
+    };
     let one = |i: usize, dst: &mut [T], tmp: &mut Vec<T>, par: Par| {
         let (u, rest) = dst.split_at_mut(usz);
         let (s, v) = rest.split_at_mut(k);
@@ -972,9 +1147,9 @@ pub(crate) fn svd<T: JacobiElem>(
     if f != usize::MAX {
         return Err(f);
     }
-    let mut uo = Vec::with_capacity(len * usz);
-    let mut so = Vec::with_capacity(len * k);
-    let mut vo = Vec::with_capacity(len * vsz);
+    let mut uo = pool::take(len * usz);
+    let mut so = pool::take(len * k);
+    let mut vo = pool::take(len * vsz);
     if size > 0 {
         for c in packed.chunks_exact(size) {
             uo.extend_from_slice(&c[..usz]);
@@ -982,6 +1157,7 @@ pub(crate) fn svd<T: JacobiElem>(
             vo.extend_from_slice(&c[usz + k..]);
         }
     }
+    pool::give(packed);
     let mut sdims = ba.dims.clone();
     sdims.push(k);
     let s = (so, Layout::contiguous(Shape::new(sdims)));
