@@ -1014,6 +1014,14 @@ impl BackendStorage for CpuStorage {
         })
     }
 
+    fn lu_det(&self, l: &Layout, want_log: bool) -> Result<crate::backend::LuDet<CpuStorage>> {
+        Ok(match self {
+            CpuStorage::F32(a) => linalg::lu::lu_det(a, l, want_log).map(CpuStorage::F32),
+            CpuStorage::F64(a) => linalg::lu::lu_det(a, l, want_log).map(CpuStorage::F64),
+            _ => return Err(unsupported("linalg.det", self.dtype())),
+        })
+    }
+
     fn lu_solve(
         &self,
         l: &Layout,
