@@ -140,6 +140,12 @@ pub(crate) trait BackendStorage: Sized {
     /// determinant read off its factors in the same pass (see [`LuDet`]).
     fn lu_det(&self, l: &Layout, want_log: bool) -> Result<LuDet<Self>>;
 
+    /// The inverse of each square matrix whose transpose is `self: (*, n, n)` (layout
+    /// `l`), and the `info` of `self`'s LU (`I64`), in one fused pass where the backend
+    /// has one for this shape (column-major result); `None` otherwise.
+    #[allow(clippy::type_complexity)]
+    fn lu_inv(&self, l: &Layout) -> Result<Option<(Self, Layout, Self)>>;
+
     /// Solves `A X = B` (`Aᵀ X = B` if `adjoint`) with `A = P L U` given by packed factors
     /// `self: (*, n, n)` and contiguous `I64` interchanges `piv` (`(*, n)`, in `1..=n`);
     /// `b: (*, n, k)` has the same batch dims. Column-major result.

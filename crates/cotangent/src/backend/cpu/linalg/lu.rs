@@ -104,6 +104,40 @@ pub(crate) const LANES: usize = 8;
 /// Largest order of square matrices the lane kernel takes.
 const LANES_MAX: usize = 16;
 
+/// Copies the `m x n` matrix at `off` of `a` (strides `(rs, cs)`) into lane `w` of `buf`
+/// (column-major); contiguous matrices (either order) by a loop with no stride
+/// arithmetic, which unrolls when the sizes are constants.
+#[inline(always)]
+fn load_lane<T: Copy>(
+    buf: &mut [[T; LANES]],
+    w: usize,
+    a: &[T],
+    off: usize,
+    (rs, cs): (usize, usize),
+    m: usize,
+    n: usize,
+) {
+    let size = m * n;
+    if rs == 1 && cs == m {
+        for (v, &x) in buf[..size].iter_mut().zip(&a[off..off + size]) {
+            v[w] = x;
+        }
+    } else if cs == 1 && rs == n {
+        let src = &a[off..off + size];
+        for c in 0..n {
+            for r in 0..m {
+                buf[c * m + r][w] = src[r * n + c];
+            }
+        }
+    } else {
+        for c in 0..n {
+            for r in 0..m {
+                buf[c * m + r][w] = a[off + r * rs + c * cs];
+            }
+        }
+    }
+}
+
 /// LU of the square matrices `first..first + LANES` of `ba` (`n <= LANES_MAX`) into
 /// `dst` (`LANES` column-major blocks), `ipiv` and `info`, with the order a constant
 /// where it is small (unrolled loops) and the widest instruction set the CPU has.
@@ -172,12 +206,7 @@ fn factor_lanes_n<T: LinalgElem>(
     det: Option<(&mut [DetOne], DetSpec)>,
 ) {
     for w in 0..LANES {
-        let off = ba.offsets[first + w];
-        for c in 0..n {
-            for r in 0..n {
-                buf[c * n + r][w] = a[off + r * ba.rs + c * ba.cs];
-            }
-        }
+        load_lane(buf, w, a, ba.offsets[first + w], (ba.rs, ba.cs), n, n);
     }
     let mut piv = [[0usize; LANES]; LANES_MAX];
     let mut bad = [false; LANES];
@@ -839,17 +868,8 @@ fn solve_lanes_n<T: LinalgElem>(
     let mut piv = [[0usize; LANES]; LANES_MAX];
     for w in 0..LANES {
         let i = sys.first + w;
-        let (oa, ob) = (ba.offsets[i], bb.offsets[i]);
-        for c in 0..n {
-            for r in 0..n {
-                lub[c * n + r][w] = lu[oa + r * ba.rs + c * ba.cs];
-            }
-        }
-        for c in 0..k {
-            for r in 0..n {
-                xb[c * n + r][w] = b[ob + r * bb.rs + c * bb.cs];
-            }
-        }
+        load_lane(lub, w, lu, ba.offsets[i], (ba.rs, ba.cs), n, n);
+        load_lane(xb, w, b, bb.offsets[i], (bb.rs, bb.cs), n, k);
         for (j, p) in piv[..n].iter_mut().enumerate() {
             p[w] = (sys.piv[i * n + j] - 1) as usize;
         }
@@ -1231,19 +1251,9 @@ fn middle_lanes_n<T: LinalgElem>(
     let size = n * n;
     let (a, g, x) = (&mut bufs.a[..size], &mut bufs.g[..size], &mut bufs.x[..size]);
     for w in 0..LANES {
-        let off = ba.offsets[first + w];
-        for c in 0..n {
-            for r in 0..n {
-                a[c * n + r][w] = lu[off + r * ba.rs + c * ba.cs];
-            }
-        }
+        load_lane(a, w, lu, ba.offsets[first + w], (ba.rs, ba.cs), n, n);
         if let Middle::Grad(gv, bg) = mid {
-            let og = bg.offsets[first + w];
-            for c in 0..n {
-                for r in 0..n {
-                    g[c * n + r][w] = gv[og + r * bg.rs + c * bg.cs];
-                }
-            }
+            load_lane(g, w, gv, bg.offsets[first + w], (bg.rs, bg.cs), n, n);
         }
     }
     let diag = matches!(mid, Middle::Scale(_));
@@ -1500,4 +1510,86 @@ fn middle_blocked<T: LinalgElem>(a: &[T], g: &[T], x: &mut [T], n: usize, par: P
         T::ONE,
         par,
     );
+}
+
+/// Scratch of [`lu_inv`]: one lane group's factors, interchanges and `info`, and the
+/// two kernels' buffers.
+struct InvBufs<T> {
+    lu: Vec<T>,
+    piv: Vec<i64>,
+    info: [i64; LANES],
+    factor: Vec<[T; LANES]>,
+    mid: MiddleBufs<T>,
+}
+
+/// `A⁻¹` for batches (at least [`LANES`]) of small square matrices (`n <=` `LANES_MAX`)
+/// in one pass: each lane group is factorised ([`factor_lanes`], of `Aᵀ` given as `al`,
+/// so `info` is that of `Aᵀ` as PyTorch's) and inverted from its factors while they are
+/// in cache ([`middle_lanes`] with `X = I`), as [`lu_factor`] then [`lu_inv_t`] would,
+/// with no factor buffers and one split across threads. The last, partial group of a
+/// task is padded with repeats of its last matrix. `None` for other shapes. The result
+/// is column-major (`(*, n, n)`, `A⁻¹` of each `A`), with `info` per matrix.
+pub(crate) fn lu_inv<T: LinalgElem>(a: &[T], al: &Layout) -> Option<(Vec<T>, Layout, Vec<i64>)> {
+    let ba = Batch::of(al);
+    let n = ba.n;
+    let len = ba.len();
+    if ba.m != n || n == 0 || n > LANES_MAX || len < LANES {
+        return None;
+    }
+    let size = n * n;
+    let layout = colmajor_layout(&ba.dims, n, n);
+    let mut out = super::super::pool::overwritten(len * size, T::ZERO);
+    let mut info = vec![0i64; len];
+    let ones = [T::ONE; LANES];
+    let local = Batch {
+        dims: vec![LANES],
+        offsets: (0..LANES).map(|w| w * size).collect(),
+        m: n,
+        n,
+        rs: 1,
+        cs: n,
+    };
+    let scratch = || InvBufs {
+        lu: vec![T::ZERO; LANES * size],
+        piv: vec![0; LANES * n],
+        info: [0; LANES],
+        factor: vec![[T::ZERO; LANES]; size],
+        mid: MiddleBufs {
+            a: vec![[T::ZERO; LANES]; size],
+            g: vec![[T::ZERO; LANES]; size],
+            x: vec![[T::ZERO; LANES]; size],
+        },
+    };
+    // the lane group of matrices `src` (a batch of LANES) into `o` and `f`
+    let group = |b: &mut InvBufs<T>, src: &Batch, o: &mut [T], f: &mut [i64]| {
+        factor_lanes(src, a, 0, &mut b.lu, &mut b.piv, &mut b.info, &mut b.factor, None);
+        let mid = Middle::Scale(&ones);
+        middle_lanes(&local, &b.lu, &b.piv, &mid, 0, o, &mut b.mid, false);
+        f.copy_from_slice(&b.info[..f.len()]);
+    };
+    let range = |start: usize, o: &mut [T], f: &mut [i64]| {
+        let mut b = scratch();
+        let count = f.len();
+        let mut src = Batch { dims: vec![LANES], offsets: vec![0; LANES], ..local.clone() };
+        (src.rs, src.cs) = (ba.rs, ba.cs);
+        for g in (0..count).step_by(LANES) {
+            let k = LANES.min(count - g);
+            for (w, off) in src.offsets.iter_mut().enumerate() {
+                *off = ba.offsets[start + g + w.min(k - 1)];
+            }
+            // (middle_lanes writes the first k lanes only)
+            group(&mut b, &src, &mut o[g * size..(g + k) * size], &mut f[g..g + k]);
+        }
+    };
+    let work = size * n * 5;
+    if len * work >= 2 * TASK_WORK {
+        let per = (TASK_WORK / work).max(1).div_ceil(LANES) * LANES;
+        out.par_chunks_mut(size * per)
+            .zip(info.par_chunks_mut(per))
+            .enumerate()
+            .for_each(|(t, (o, f))| range(t * per, o, f));
+    } else {
+        range(0, &mut out, &mut info);
+    }
+    Some((out, layout, info))
 }
