@@ -1593,3 +1593,82 @@ pub(crate) fn lu_inv<T: LinalgElem>(a: &[T], al: &Layout) -> Option<(Vec<T>, Lay
     }
     Some((out, layout, info))
 }
+
+/// The outputs of [`lu_factor_solve`]: the factors as [`lu_factor`] returns them, and the
+/// solution (column-major, with its layout).
+pub(crate) type FactorSolve<T> = (Vec<T>, Layout, Vec<i64>, Vec<i64>, Vec<T>, Layout);
+
+/// [`lu_factor`] of `a: (*, n, n)` and [`lu_solve`] with its factors for `b: (*, n, k)` of
+/// the same batch, in one pass for batches (at least [`LANES`]) of small matrices (`n <=`
+/// `LANES_MAX`): each lane group is factorised ([`factor_lanes`]) and solved
+/// ([`solve_lanes`]) while its factors are in cache, with one split across threads; the
+/// same operations as the two calls, so the same results. `None` for other shapes.
+pub(crate) fn lu_factor_solve<T: LinalgElem>(
+    a: &[T],
+    al: &Layout,
+    b: &[T],
+    bl: &Layout,
+    adjoint: bool,
+) -> Option<FactorSolve<T>> {
+    let ba = Batch::of(al);
+    let bb = Batch::of(bl);
+    let (n, k, len) = (ba.n, bb.n, ba.len());
+    if ba.m != n || n == 0 || n > LANES_MAX || k == 0 || len < LANES {
+        return None;
+    }
+    if bb.dims != ba.dims || bb.m != n {
+        return None;
+    }
+    let (size, xsize) = (n * n, n * k);
+    let mut lu = super::super::pool::overwritten(len * size, T::ZERO);
+    let mut piv = vec![0i64; len * n];
+    let mut info = vec![0i64; len];
+    let mut x = super::super::pool::overwritten(len * xsize, T::ZERO);
+    let local = Batch {
+        dims: vec![LANES],
+        offsets: (0..LANES).map(|w| w * size).collect(),
+        m: n,
+        n,
+        rs: 1,
+        cs: n,
+    };
+    let range = |start: usize, o: &mut [T], p: &mut [i64], f: &mut [i64], xo: &mut [T]| {
+        let mut glu = vec![T::ZERO; LANES * size];
+        let mut gpiv = vec![0i64; LANES * n];
+        let mut ginfo = [0i64; LANES];
+        let mut fbuf = vec![[T::ZERO; LANES]; size];
+        let (mut lub, mut xb) = (vec![[T::ZERO; LANES]; size], vec![[T::ZERO; LANES]; xsize]);
+        let mut asrc = Batch { offsets: vec![0; LANES], ..ba.clone() };
+        let mut bsrc = Batch { offsets: vec![0; LANES], ..bb.clone() };
+        let count = f.len();
+        for g in (0..count).step_by(LANES) {
+            // the group's matrices, the last repeated to fill a partial group
+            let c = LANES.min(count - g);
+            for w in 0..LANES {
+                asrc.offsets[w] = ba.offsets[start + g + w.min(c - 1)];
+                bsrc.offsets[w] = bb.offsets[start + g + w.min(c - 1)];
+            }
+            factor_lanes(&asrc, a, 0, &mut glu, &mut gpiv, &mut ginfo, &mut fbuf, None);
+            o[g * size..(g + c) * size].copy_from_slice(&glu[..c * size]);
+            p[g * n..(g + c) * n].copy_from_slice(&gpiv[..c * n]);
+            f[g..g + c].copy_from_slice(&ginfo[..c]);
+            let sys = LaneSystems { lu: (&local, &glu), piv: &gpiv, b: (&bsrc, b), first: 0 };
+            // (solve_lanes writes the first c lanes only)
+            solve_lanes(&sys, &mut xo[g * xsize..(g + c) * xsize], &mut lub, &mut xb, k, adjoint);
+        }
+    };
+    let work = size * n + 2 * size * k;
+    if len * work >= 2 * TASK_WORK {
+        let per = (TASK_WORK / work).max(1).div_ceil(LANES) * LANES;
+        lu.par_chunks_mut(size * per)
+            .zip(piv.par_chunks_mut(n * per))
+            .zip(info.par_chunks_mut(per))
+            .zip(x.par_chunks_mut(xsize * per))
+            .enumerate()
+            .for_each(|(t, (((o, p), f), xo))| range(t * per, o, p, f, xo));
+    } else {
+        range(0, &mut lu, &mut piv, &mut info, &mut x);
+    }
+    let layout = colmajor_layout(&ba.dims, n, n);
+    Some((lu, layout, piv, info, x, colmajor_layout(&bb.dims, n, k)))
+}
