@@ -1638,8 +1638,16 @@ pub(crate) fn lu_factor_solve<T: LinalgElem>(
         let mut ginfo = [0i64; LANES];
         let mut fbuf = vec![[T::ZERO; LANES]; size];
         let (mut lub, mut xb) = (vec![[T::ZERO; LANES]; size], vec![[T::ZERO; LANES]; xsize]);
-        let mut asrc = Batch { offsets: vec![0; LANES], ..ba.clone() };
-        let mut bsrc = Batch { offsets: vec![0; LANES], ..bb.clone() };
+        // (the group's offsets only: no copy of the whole batch's)
+        let group_of = |x: &Batch| Batch {
+            dims: vec![LANES],
+            offsets: vec![0; LANES],
+            m: x.m,
+            n: x.n,
+            rs: x.rs,
+            cs: x.cs,
+        };
+        let (mut asrc, mut bsrc) = (group_of(&ba), group_of(&bb));
         let count = f.len();
         for g in (0..count).step_by(LANES) {
             // the group's matrices, the last repeated to fill a partial group
