@@ -559,9 +559,8 @@ fn batched_inverses_match_one_at_a_time() {
     same_bits("threads", &on(3), &on(1));
 }
 
-/// Batches of small systems are factorised and solved in one pass per lane group: the
-/// same solutions as one system at a time (the separate factor-then-solve path), on both
-/// sides, for vector and matrix right-hand sides (one broadcast along the batch),
+/// Batches of small systems are factorised and solved by the lane kernels: the same
+/// solutions as one system at a time (the one-matrix loops), on both sides, for vector and matrix right-hand sides (one broadcast along the batch),
 /// singular and NaN matrices among regular ones, strided input, batches not a multiple
 /// of the lane count, the same `info`, and the same bits on 1 and 3 threads.
 #[test]

@@ -146,19 +146,6 @@ pub(crate) trait BackendStorage: Sized {
     #[allow(clippy::type_complexity)]
     fn lu_inv(&self, l: &Layout) -> Result<Option<(Self, Layout, Self)>>;
 
-    /// [`BackendStorage::lu_factor`] of square `self: (*, n, n)` and
-    /// [`BackendStorage::lu_solve`] with those factors for `b: (*, n, k)` of the same
-    /// batch, in one fused pass where the backend has one for this shape: `(lu, its
-    /// layout, pivots, info, x, its layout)`; `None` otherwise.
-    #[allow(clippy::type_complexity)]
-    fn lu_factor_solve(
-        &self,
-        l: &Layout,
-        b: &Self,
-        bl: &Layout,
-        adjoint: bool,
-    ) -> Result<Option<(Self, Layout, Self, Self, Self, Layout)>>;
-
     /// Solves `A X = B` (`Aᵀ X = B` if `adjoint`) with `A = P L U` given by packed factors
     /// `self: (*, n, n)` and contiguous `I64` interchanges `piv` (`(*, n)`, in `1..=n`);
     /// `b: (*, n, k)` has the same batch dims. Column-major result.

@@ -125,33 +125,6 @@ fn solve_impl(
         return Err(mismatch());
     }
     let (a2, b2) = broadcast_batch(op, a, 2, &b2, 2)?;
-    if a2.dims() == a.dims() {
-        // batches of small systems: factorised and solved in one pass, lane group by
-        // lane group (the same factors and operations as below)
-        let at = a.detach().mT()?;
-        let rhs = if side == Side::Left { b2.clone() } else { b2.mT()? };
-        let fused = at.storage().cpu().lu_factor_solve(
-            at.layout(),
-            rhs.storage().cpu(),
-            rhs.layout(),
-            side == Side::Left,
-        )?;
-        if let Some((lu, ll, piv, info, x, xl)) = fused {
-            let batch = a.dims()[..a.rank() - 2].to_vec();
-            let info = from_kernel(info, Layout::contiguous(Shape::new(batch.clone())));
-            if check {
-                check_info(op, &info)?;
-            }
-            let lu_t = from_kernel(lu, ll);
-            let pivots =
-                from_kernel(piv, Layout::contiguous(Shape::new([batch, vec![n]].concat())));
-            let x = from_kernel(x, xl);
-            let x = if side == Side::Left { x } else { x.mT()? };
-            let x = record1(SolveOp { lu_t, pivots, side }, &[&a2, &b2], x, true);
-            let result = if vector { x.squeeze_dim(-1)? } else { x };
-            return Ok(SolveEx { result, info });
-        }
-    }
     let (lu, pivots, info) = factor_t(a)?;
     if check {
         check_info(op, &info)?;

@@ -1032,29 +1032,6 @@ impl BackendStorage for CpuStorage {
         })
     }
 
-    fn lu_factor_solve(
-        &self,
-        l: &Layout,
-        b: &CpuStorage,
-        bl: &Layout,
-        adjoint: bool,
-    ) -> Result<Option<(CpuStorage, Layout, CpuStorage, CpuStorage, CpuStorage, Layout)>> {
-        use linalg::lu::lu_factor_solve as fs;
-        macro_rules! go {
-            ($v:ident, $a:expr, $b:expr) => {
-                fs($a, l, $b, bl, adjoint).map(|(lu, ll, p, i, x, xl)| {
-                    let i64s = |v| CpuStorage::I64(v);
-                    (CpuStorage::$v(lu), ll, i64s(p), i64s(i), CpuStorage::$v(x), xl)
-                })
-            };
-        }
-        Ok(match (self, b) {
-            (CpuStorage::F32(a), CpuStorage::F32(b)) => go!(F32, a, b),
-            (CpuStorage::F64(a), CpuStorage::F64(b)) => go!(F64, a, b),
-            _ => None,
-        })
-    }
-
     fn lu_solve(
         &self,
         l: &Layout,

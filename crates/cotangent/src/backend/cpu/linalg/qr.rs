@@ -708,8 +708,8 @@ fn load_lanes<T: QrElem>(
 
 /// [`qr_backward`]'s formula on [`LANES`] square `n x n` factorisations at once (lanes
 /// `idx`), into `x` (row-major lanes); `buf`: scratch for the operands.
-// lanes are indexed on purpose (the loops over them vectorise)
-#[allow(clippy::needless_range_loop)]
+// lanes are indexed on purpose (the loops over them vectorise); Float has no SubAssign
+#[allow(clippy::needless_range_loop, clippy::assign_op_pattern)]
 #[inline(always)]
 fn backward_lanes_n<T: QrElem>(
     ops: [Operand<'_, T>; 4],
