@@ -868,8 +868,17 @@ fn solve_lanes_n<T: LinalgElem>(
     let mut piv = [[0usize; LANES]; LANES_MAX];
     for w in 0..LANES {
         let i = sys.first + w;
-        load_lane(lub, w, lu, ba.offsets[i], (ba.rs, ba.cs), n, n);
-        load_lane(xb, w, b, bb.offsets[i], (bb.rs, bb.cs), n, k);
+        let (oa, ob) = (ba.offsets[i], bb.offsets[i]);
+        for c in 0..n {
+            for r in 0..n {
+                lub[c * n + r][w] = lu[oa + r * ba.rs + c * ba.cs];
+            }
+        }
+        for c in 0..k {
+            for r in 0..n {
+                xb[c * n + r][w] = b[ob + r * bb.rs + c * bb.cs];
+            }
+        }
         for (j, p) in piv[..n].iter_mut().enumerate() {
             p[w] = (sys.piv[i * n + j] - 1) as usize;
         }
