@@ -392,3 +392,247 @@ fn slogdet_beyond_the_range_of_det() {
         assert_eq!(s.sign.item::<f64>().unwrap(), sign);
     }
 }
+
+/// `det`/`slogdet` as LU's factors give them, computed the way the front end did before
+/// the backend kernel read them off the factors: `(det, sign, logabsdet)` per matrix, in
+/// f64 from `lu_factor`'s factors.
+fn det_from_factors(a: &Tensor) -> Vec<(f64, f64, f64)> {
+    let f = cotangent::linalg::lu_factor_ex(a).unwrap();
+    let n = a.dims()[a.rank() - 1];
+    let lu = f.lu.to_vec_f64();
+    let piv = f.pivots.to_vec::<i64>().unwrap();
+    let count: usize = a.dims()[..a.rank() - 2].iter().product();
+    (0..count)
+        .map(|b| {
+            let swaps = (0..n).filter(|&j| piv[b * n + j] as usize != j + 1).count();
+            let mut prod = if swaps % 2 == 1 { -1.0f64 } else { 1.0 };
+            let mut sign = prod;
+            let diag: Vec<f64> = (0..n).map(|i| lu[b * n * n + i * (n + 1)]).collect();
+            for &d in &diag {
+                prod *= d;
+                sign *= if d.is_nan() {
+                    f64::NAN
+                } else {
+                    f64::from(u8::from(d > 0.0)) - f64::from(u8::from(d < 0.0))
+                };
+            }
+            let log = if prod.abs().is_normal() {
+                prod.abs().ln()
+            } else {
+                diag.iter().map(|d| d.abs().ln()).sum()
+            };
+            (prod, sign, log)
+        })
+        .collect()
+}
+
+fn same_bits(what: &str, got: &[f64], want: &[f64]) {
+    assert_eq!(got.len(), want.len(), "{what}: lengths");
+    for (i, (x, y)) in got.iter().zip(want).enumerate() {
+        assert!(x.to_bits() == y.to_bits() || (x.is_nan() && y.is_nan()), "{what} {i}: {x} vs {y}");
+    }
+}
+
+/// A batch with degenerate matrices among regular ones: zero, rank-deficient, NaN, inf,
+/// a row interchange in every column, and a tiny pivot.
+fn det_batch(batch: usize, n: usize, seed: u64) -> Tensor {
+    let mut v = randn(&[batch, n, n], seed).to_vec_f64();
+    let m = |b: usize| b * n * n;
+    for b in (0..batch).step_by(5).filter(|_| n > 0) {
+        match (b / 5) % 6 {
+            0 => v[m(b)..m(b + 1)].fill(0.0),
+            1 if n > 1 => {
+                // the last row a copy of the first (rank n - 1)
+                for c in 0..n {
+                    v[m(b) + (n - 1) * n + c] = v[m(b) + c];
+                }
+            }
+            2 => v[m(b) + n * n / 2] = f64::NAN,
+            3 => v[m(b)] = f64::INFINITY,
+            4 => {
+                // the anti-diagonal: a swap at every step
+                v[m(b)..m(b + 1)].fill(0.0);
+                for i in 0..n {
+                    v[m(b) + i * n + n - 1 - i] = 1.0 + i as f64;
+                }
+            }
+            _ => v[m(b)..m(b + 1)].iter_mut().for_each(|x| *x *= 1e-200),
+        }
+    }
+    Tensor::from_vec(v, vec![batch, n, n]).unwrap()
+}
+
+/// det and slogdet read the determinant off the LU (lane kernel and one-by-one loop) with
+/// the bits of the product of the factors' pivots, for every size the lanes take and
+/// beyond, batches not a multiple of the lane count, strided input, degenerate matrices,
+/// f32, and whatever the number of threads.
+#[test]
+fn determinants_are_the_products_of_the_pivots() {
+    for n in [0usize, 1, 2, 3, 4, 5, 7, 8, 16, 17] {
+        for batch in [1usize, 8, 13, 4099] {
+            if n > 8 && batch > 100 {
+                continue;
+            }
+            let a = det_batch(batch, n, 40 + n as u64);
+            for a in [a.clone(), a.mT().unwrap()] {
+                let want = det_from_factors(&a);
+                let col = |k: usize| want.iter().map(|w| [w.0, w.1, w.2][k]).collect::<Vec<_>>();
+                same_bits("det", &det(&a).unwrap().to_vec_f64(), &col(0));
+                let s = slogdet(&a).unwrap();
+                same_bits("sign", &s.sign.to_vec_f64(), &col(1));
+                same_bits("logabsdet", &s.logabsdet.to_vec_f64(), &col(2));
+                let a32 = a.to_dtype(DType::F32).unwrap();
+                let want32 = det_from_factors(&a32);
+                let d32 = det(&a32).unwrap().to_vec::<f32>().unwrap();
+                let w32: Vec<f32> = want32.iter().map(|w| w.0 as f32).collect();
+                for (x, y) in d32.iter().zip(&w32) {
+                    assert!(x.to_bits() == y.to_bits() || (x.is_nan() && y.is_nan()));
+                }
+            }
+        }
+    }
+    // the same bits on one thread and on three
+    let a = det_batch(4099, 4, 7);
+    let on = |k: usize| {
+        let pool = rayon::ThreadPoolBuilder::new().num_threads(k).build().unwrap();
+        pool.install(|| {
+            let s = slogdet(&a).unwrap();
+            [det(&a).unwrap(), s.sign, s.logabsdet].map(|t| t.to_vec_f64())
+        })
+    };
+    let (one, three) = (on(1), on(3));
+    for k in 0..3 {
+        same_bits("threads", &three[k], &one[k]);
+    }
+}
+
+/// Batches of small matrices are factorised and inverted in one pass per lane group:
+/// the same inverses as one matrix at a time (the separate factor-then-invert path), the
+/// same `info` as the LU of `Aᵀ`, singular and NaN matrices among regular ones, strided
+/// input, batches not a multiple of the lane count, and the same bits on 1 and 3 threads.
+#[test]
+fn batched_inverses_match_one_at_a_time() {
+    for n in [1usize, 2, 3, 4, 5, 8, 16, 17] {
+        for batch in [8usize, 13, 1029] {
+            if n > 4 && batch > 100 {
+                continue;
+            }
+            let mut v = well_conditioned(&[batch, n, n], 60 + n as u64).to_vec_f64();
+            // matrix 3 singular (zero), matrix 6 with a NaN
+            v[3 * n * n..4 * n * n].fill(0.0);
+            v[6 * n * n + n * n / 2] = f64::NAN;
+            let a = Tensor::from_vec(v, vec![batch, n, n]).unwrap();
+            for a in [a.clone(), a.mT().unwrap()] {
+                let r = inv_ex(&a).unwrap();
+                let info = cotangent::linalg::lu_factor_ex(&a.mT().unwrap()).unwrap().info;
+                assert_eq!(r.info.to_vec::<i64>().unwrap(), info.to_vec::<i64>().unwrap());
+                let got = r.inverse.to_vec_f64();
+                for b in [0, 1, 2, 3, 6, batch - 1] {
+                    let one = inv_ex(&a.narrow(0, b, 1).unwrap()).unwrap().inverse.to_vec_f64();
+                    let g = &got[b * n * n..(b + 1) * n * n];
+                    if b == 3 || b == 6 {
+                        // singular or NaN: infinities or NaN both ways (which ones, at
+                        // a zero pivot, depends on the order of the substitutions)
+                        assert!(g.iter().any(|x| !x.is_finite()));
+                        assert!(one.iter().any(|x| !x.is_finite()));
+                        continue;
+                    }
+                    for (x, y) in g.iter().zip(&one) {
+                        assert!(
+                            x.to_bits() == y.to_bits()
+                                || (x.is_nan() && y.is_nan())
+                                || (x - y).abs() <= 1e-13 * (1.0 + y.abs()),
+                            "n {n} batch {batch} matrix {b}: {x} vs {y}"
+                        );
+                    }
+                }
+                let err = inv(&a).unwrap_err();
+                assert!(matches!(err, Error::Singular { batch: 3, .. }), "{err:?}");
+            }
+        }
+    }
+    let a = well_conditioned(&[1029, 4, 4], 9);
+    let on = |k: usize| {
+        let pool = rayon::ThreadPoolBuilder::new().num_threads(k).build().unwrap();
+        pool.install(|| inv(&a).unwrap().to_vec_f64())
+    };
+    same_bits("threads", &on(3), &on(1));
+}
+
+/// Batches of small systems are factorised and solved by the lane kernels: the same
+/// solutions as one system at a time (the one-matrix loops), on both sides, for vector and matrix right-hand sides (one broadcast along the batch),
+/// singular and NaN matrices among regular ones, strided input, batches not a multiple
+/// of the lane count, the same `info`, and the same bits on 1 and 3 threads.
+#[test]
+fn batched_solves_match_one_at_a_time() {
+    for n in [1usize, 2, 4, 5, 16, 17] {
+        for batch in [8usize, 13, 1029] {
+            if n > 4 && batch > 100 {
+                continue;
+            }
+            let mut v = well_conditioned(&[batch, n, n], 80 + n as u64).to_vec_f64();
+            v[3 * n * n..4 * n * n].fill(0.0);
+            v[6 * n * n + n * n / 2] = f64::NAN;
+            let a = Tensor::from_vec(v, vec![batch, n, n]).unwrap();
+            let rhs = [
+                (randn(&[batch, n], 81), Side::Left),
+                (randn(&[batch, n, 3], 82), Side::Left),
+                (randn(&[1, n, 2], 83).broadcast_to(vec![batch, n, 2]).unwrap(), Side::Left),
+                (
+                    randn(&[batch, 3, n], 84).mT().unwrap().contiguous().unwrap().mT().unwrap(),
+                    Side::Right,
+                ),
+            ];
+            for a in [a.clone(), a.mT().unwrap()] {
+                for (b, side) in &rhs {
+                    let r = solve_ex(&a, b, *side).unwrap();
+                    let info = cotangent::linalg::lu_factor_ex(&a.mT().unwrap()).unwrap().info;
+                    assert_eq!(r.info.to_vec::<i64>().unwrap(), info.to_vec::<i64>().unwrap());
+                    let got = r.result;
+                    for i in [0, 1, 2, 3, 6, batch - 1] {
+                        let one = solve_ex(
+                            &a.narrow(0, i, 1).unwrap(),
+                            &b.narrow(0, i, 1).unwrap(),
+                            *side,
+                        )
+                        .unwrap()
+                        .result
+                        .to_vec_f64();
+                        let g = got.narrow(0, i, 1).unwrap().to_vec_f64();
+                        if i == 3 || i == 6 {
+                            assert!(g.iter().any(|x| !x.is_finite()));
+                            assert!(one.iter().any(|x| !x.is_finite()));
+                            continue;
+                        }
+                        for (x, y) in g.iter().zip(&one) {
+                            assert!(
+                                (x - y).abs() <= 1e-13 * (1.0 + y.abs()),
+                                "n {n} batch {batch} system {i}: {x} vs {y}"
+                            );
+                        }
+                    }
+                    let err = solve(&a, b, *side).unwrap_err();
+                    assert!(matches!(err, Error::Singular { batch: 3, .. }), "{err:?}");
+                }
+            }
+        }
+    }
+    // first-order gradients through the saved factors agree with the recorded ones
+    let a = rg(well_conditioned(&[13, 4, 4], 11));
+    let b = rg(randn(&[13, 4, 2], 12));
+    let x = solve(&a, &b, Side::Left).unwrap().square().unwrap().sum().unwrap();
+    let run = |create_graph| {
+        grad(&[&x], &[None], &[&a, &b], GradOptions { create_graph, allow_unused: false }).unwrap()
+    };
+    let (g1, g2) = (run(false), run(true));
+    for (p, q) in g1.iter().zip(&g2) {
+        assert_close(p.as_ref().unwrap(), q.as_ref().unwrap(), 1e-12);
+    }
+    let a = well_conditioned(&[1029, 4, 4], 9);
+    let b = randn(&[1029, 4], 10);
+    let on = |k: usize| {
+        let pool = rayon::ThreadPoolBuilder::new().num_threads(k).build().unwrap();
+        pool.install(|| solve(&a, &b, Side::Left).unwrap().to_vec_f64())
+    };
+    same_bits("threads", &on(3), &on(1));
+}

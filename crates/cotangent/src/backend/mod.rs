@@ -136,6 +136,16 @@ pub(crate) trait BackendStorage: Sized {
     /// `info` `(*)`, both `I64` and contiguous.
     fn lu_factor(&self, l: &Layout) -> Result<(Self, Layout, Self, Self)>;
 
+    /// [`BackendStorage::lu_factor`] of square `self: (*, n, n)` with each matrix's
+    /// determinant read off its factors in the same pass (see [`LuDet`]).
+    fn lu_det(&self, l: &Layout, want_log: bool) -> Result<LuDet<Self>>;
+
+    /// The inverse of each square matrix whose transpose is `self: (*, n, n)` (layout
+    /// `l`), and the `info` of `self`'s LU (`I64`), in one fused pass where the backend
+    /// has one for this shape (column-major result); `None` otherwise.
+    #[allow(clippy::type_complexity)]
+    fn lu_inv(&self, l: &Layout) -> Result<Option<(Self, Layout, Self)>>;
+
     /// Solves `A X = B` (`Aᵀ X = B` if `adjoint`) with `A = P L U` given by packed factors
     /// `self: (*, n, n)` and contiguous `I64` interchanges `piv` (`(*, n)`, in `1..=n`);
     /// `b: (*, n, k)` has the same batch dims. Column-major result.
@@ -247,6 +257,25 @@ pub(crate) enum SvdGradFail {
     Gap,
     /// A zero singular value with a cotangent outside the singular vectors' span.
     Zero,
+}
+
+/// The result of [`BackendStorage::lu_det`]: the packed factors as
+/// [`BackendStorage::lu_factor`] returns them, and per matrix (contiguous, the batch's
+/// shape, in the input's dtype, computed in f64): `det A = sign(P) ∏ U_ii`, its sign
+/// (`-1`, `0`, `1`, NaN for NaN), `log |det A|` (0 unless asked for; `-inf` at a zero
+/// pivot) and `loose`: all pivots finite and the smallest at most `√ε` times the largest
+/// in absolute value (near singular).
+#[derive(Debug)]
+/// (`I`: the integer buffers' type, the storage's by default.)
+pub(crate) struct LuDet<S, I = S> {
+    pub(crate) lu: S,
+    pub(crate) layout: Layout,
+    pub(crate) piv: I,
+    pub(crate) info: I,
+    pub(crate) det: S,
+    pub(crate) sign: S,
+    pub(crate) logabs: S,
+    pub(crate) loose: Vec<bool>,
 }
 
 /// Which factors a QR returns.

@@ -1,14 +1,14 @@
 //! Determinants from one LU factorisation: `linalg.det`, `linalg.slogdet`, `logdet`
 //! (explicit composites with hand-written, singular-safe VJPs).
 
-use super::lu::factor_raw;
 use super::solve::inv_ex;
 use super::util::{check_float, check_square, from_kernel};
 use crate::autograd::node::{record, record1, Op, VjpCtx};
-use crate::backend::{BackendStorage, CpuStorage};
+use crate::backend::BackendStorage;
 use crate::dtype::DType;
 use crate::error::{Error, Result};
 use crate::layout::Layout;
+use crate::shape::Shape;
 use crate::tensor::Tensor;
 
 const OP_DET: &str = "linalg.det";
@@ -24,110 +24,35 @@ pub struct Slogdet {
     pub logabsdet: Tensor,
 }
 
-/// One LU of each matrix: the factors and, per matrix, `det A`, `sign(det A)` and
-/// `log |det A|` (in f64; 0 unless `want_log`), and whether it is near singular
-/// (`loose`: a pivot at most `√ε max|U_ii|`).
+/// One LU of each matrix: the factors and, per matrix (the batch's shape, `a`'s dtype),
+/// `det A`, `sign(det A)` and `log |det A|` (0 unless `want_log`), and whether it is near
+/// singular (`loose`: a pivot at most `√ε max|U_ii|`), all from one backend kernel
+/// ([`LuDet`](crate::backend::LuDet)).
 struct Parts {
     lu: Tensor,
     pivots: Tensor,
-    det: Vec<f64>,
-    sign: Vec<f64>,
-    logabs: Vec<f64>,
+    det: Tensor,
+    sign: Tensor,
+    logabs: Tensor,
     loose: Vec<bool>,
 }
 
 fn parts(a: &Tensor, want_log: bool) -> Result<Parts> {
-    let (lu, pivots, _info) = factor_raw(&a.detach())?;
     let r = a.rank();
     let n = a.dims()[r - 1];
-    let count: usize = a.dims()[..r - 2].iter().product();
-    let piv = pivots.to_vec::<i64>()?;
-    // U's diagonal, read in place, as `n` rows of `count` values (diagonal entry i of every
-    // matrix together): the kernel's factors are column-major matrices one after another,
-    // so U_ii of matrix b is at b n² + i (n + 1) either way. Every pass below then runs
-    // across the matrices, independent operations the compiler vectorises, instead of a
-    // dependent chain of products per matrix.
-    let off = lu.layout().offset();
-    let mut diags = vec![0.0f64; n * count];
-    match lu.storage().cpu() {
-        CpuStorage::F64(v) => {
-            for (i, row) in diags.chunks_exact_mut(count.max(1)).enumerate().take(n) {
-                for (b, d) in row.iter_mut().enumerate() {
-                    *d = v[off + b * n * n + i * (n + 1)];
-                }
-            }
-        }
-        CpuStorage::F32(v) => {
-            for (i, row) in diags.chunks_exact_mut(count.max(1)).enumerate().take(n) {
-                for (b, d) in row.iter_mut().enumerate() {
-                    *d = f64::from(v[off + b * n * n + i * (n + 1)]);
-                }
-            }
-        }
-        _ => return Err(Error::Internal { op: OP_DET, reason: "lu factors' dtype" }),
-    }
-    let eps = if a.dtype() == DType::F64 { f64::EPSILON } else { f64::from(f32::EPSILON) };
-    // the permutation's sign: -1 per interchange
-    let mut prod = vec![1.0f64; count];
-    for (b, x) in prod.iter_mut().enumerate() {
-        let swaps = piv[b * n..(b + 1) * n]
-            .iter()
-            .enumerate()
-            .filter(|&(j, &q)| q as usize != j + 1)
-            .count();
-        if swaps % 2 == 1 {
-            *x = -1.0;
-        }
-    }
-    let mut sign = prod.clone();
-    let (mut max, mut min) = (vec![0.0f64; count], vec![f64::INFINITY; count]);
-    let mut finite = vec![true; count];
-    for row in diags.chunks_exact(count.max(1)).take(n) {
-        for (b, &d) in row.iter().enumerate() {
-            prod[b] *= d;
-            // 1, -1, 0 for a zero pivot, NaN for NaN
-            sign[b] *= if d.is_nan() {
-                f64::NAN
-            } else {
-                f64::from(u8::from(d > 0.0)) - f64::from(u8::from(d < 0.0))
-            };
-            max[b] = max[b].max(d.abs());
-            min[b] = min[b].min(d.abs());
-            finite[b] &= d.is_finite();
-        }
-    }
-    let logabs = if want_log {
-        // one logarithm of the product when it is a normal number (its rounding, n ε
-        // relative, is that of the sum of n logarithms), else the sum (no overflow or
-        // underflow, -inf at a zero pivot, NaN kept)
-        (0..count)
-            .map(|b| {
-                let abs = prod[b].abs();
-                if abs.is_normal() {
-                    abs.ln()
-                } else {
-                    (0..n).map(|i| diags[i * count + b].abs().ln()).sum()
-                }
-            })
-            .collect()
-    } else {
-        vec![0.0; count]
-    };
-    // non-finite factors (NaN or inf input) never reach the SVD: its gradient is
-    // non-finite anyway, and an iterative kernel must not see NaN
-    let loose = (0..count).map(|b| finite[b] && n > 0 && min[b] <= eps.sqrt() * max[b]).collect();
-    let p = Parts { lu, pivots, det: prod, sign, logabs, loose };
-    Ok(p)
-}
-
-/// A tensor of the batch shape of `a` from per-matrix f64 values, in `a`'s dtype.
-fn batch_values(a: &Tensor, v: Vec<f64>) -> Result<Tensor> {
-    let batch = a.dims()[..a.rank() - 2].to_vec();
-    if a.dtype() == DType::F32 {
-        Tensor::from_vec(v.into_iter().map(|x| x as f32).collect::<Vec<f32>>(), batch)
-    } else {
-        Tensor::from_vec(v, batch)?.to_dtype(a.dtype())
-    }
+    let batch = a.dims()[..r - 2].to_vec();
+    let d = a.storage().cpu().lu_det(a.layout(), want_log)?;
+    let mut pdims = batch.clone();
+    pdims.push(n);
+    let per_matrix = || Layout::contiguous(Shape::new(batch.clone()));
+    Ok(Parts {
+        lu: from_kernel(d.lu, d.layout),
+        pivots: from_kernel(d.piv, Layout::contiguous(Shape::new(pdims))),
+        det: from_kernel(d.det, per_matrix()),
+        sign: from_kernel(d.sign, per_matrix()),
+        logabs: from_kernel(d.logabs, per_matrix()),
+        loose: d.loose,
+    })
 }
 
 /// `g[..., None, None] * A⁻ᵀ` from saved factors (first order only).
@@ -253,9 +178,8 @@ pub fn det(a: &Tensor) -> Result<Tensor> {
         return det(&a.to_dtype(DType::F32)?)?.to_dtype(a.dtype());
     }
     let p = parts(a, false)?;
-    let d = batch_values(a, p.det)?;
     let op = DetOp { lu: p.lu, pivots: p.pivots, loose: p.loose };
-    Ok(record1(op, &[a], d, true))
+    Ok(record1(op, &[a], p.det, true))
 }
 
 #[derive(Debug)]
@@ -320,9 +244,8 @@ fn slogdet_named(op: &'static str, a: &Tensor) -> Result<Slogdet> {
         });
     }
     let p = parts(a, true)?;
-    let sign = batch_values(a, p.sign)?;
-    let logabsdet = batch_values(a, p.logabs)?;
-    let outs = record(SlogdetOp { lu: p.lu, pivots: p.pivots }, &[a], vec![sign, logabsdet], true);
+    let node = SlogdetOp { lu: p.lu, pivots: p.pivots };
+    let outs = record(node, &[a], vec![p.sign, p.logabs], true);
     let mut it = outs.into_iter();
     match (it.next(), it.next()) {
         // sign is not differentiable (PyTorch): it leaves the graph

@@ -9,6 +9,8 @@ use crate::autograd::node::{record1, Op, VjpCtx};
 use crate::backend::BackendStorage;
 use crate::dtype::DType;
 use crate::error::{Error, Result};
+use crate::layout::Layout;
+use crate::shape::Shape;
 use crate::tensor::Tensor;
 
 const OP_SOLVE: &str = "linalg.solve";
@@ -219,12 +221,23 @@ fn inv_impl(op: &'static str, a: &Tensor, check: bool) -> Result<InvEx> {
         let r = inv_impl(op, &a.to_dtype(DType::F32)?, check)?;
         return Ok(InvEx { inverse: r.inverse.to_dtype(a.dtype())?, info: r.info });
     }
+    let batch = a.dims()[..a.rank() - 2].to_vec();
+    // batches of small matrices: factorised and inverted in one pass, lane group by lane
+    // group (the same factors and operations as below)
+    let at = a.detach().mT()?;
+    if let Some((x, xl, info)) = at.storage().cpu().lu_inv(at.layout())? {
+        let info = from_kernel(info, Layout::contiguous(Shape::new(batch)));
+        if check {
+            check_info(op, &info)?;
+        }
+        let inverse = record1(InvOp, &[a], from_kernel(x, xl), true);
+        return Ok(InvEx { inverse, info });
+    }
     let (lu, pivots, info) = factor_t(a)?;
     if check {
         check_info(op, &info)?;
     }
     // with Aᵀ = P L U: A⁻¹ = (Aᵀ)⁻ᵀ = P L⁻ᵀ U⁻ᵀ
-    let batch = a.dims()[..a.rank() - 2].to_vec();
     let ones = Tensor::ones(batch, a.dtype())?.contiguous_storage();
     let (s, l) =
         lu.storage().cpu().lu_inv_t(lu.layout(), &pivots.contiguous_storage(), &ones, false)?;

@@ -1014,6 +1014,24 @@ impl BackendStorage for CpuStorage {
         })
     }
 
+    fn lu_det(&self, l: &Layout, want_log: bool) -> Result<crate::backend::LuDet<CpuStorage>> {
+        Ok(match self {
+            CpuStorage::F32(a) => linalg::lu::lu_det(a, l, want_log).map(CpuStorage::F32),
+            CpuStorage::F64(a) => linalg::lu::lu_det(a, l, want_log).map(CpuStorage::F64),
+            _ => return Err(unsupported("linalg.det", self.dtype())),
+        })
+    }
+
+    fn lu_inv(&self, l: &Layout) -> Result<Option<(CpuStorage, Layout, CpuStorage)>> {
+        Ok(match self {
+            CpuStorage::F32(a) => linalg::lu::lu_inv(a, l)
+                .map(|(x, xl, i)| (CpuStorage::F32(x), xl, CpuStorage::I64(i))),
+            CpuStorage::F64(a) => linalg::lu::lu_inv(a, l)
+                .map(|(x, xl, i)| (CpuStorage::F64(x), xl, CpuStorage::I64(i))),
+            _ => return Err(unsupported("linalg.inv", self.dtype())),
+        })
+    }
+
     fn lu_solve(
         &self,
         l: &Layout,

@@ -104,9 +104,44 @@ pub(crate) const LANES: usize = 8;
 /// Largest order of square matrices the lane kernel takes.
 const LANES_MAX: usize = 16;
 
+/// Copies the `m x n` matrix at `off` of `a` (strides `(rs, cs)`) into lane `w` of `buf`
+/// (column-major); contiguous matrices (either order) by a loop with no stride
+/// arithmetic, which unrolls when the sizes are constants.
+#[inline(always)]
+fn load_lane<T: Copy>(
+    buf: &mut [[T; LANES]],
+    w: usize,
+    a: &[T],
+    off: usize,
+    (rs, cs): (usize, usize),
+    m: usize,
+    n: usize,
+) {
+    let size = m * n;
+    if rs == 1 && cs == m {
+        for (v, &x) in buf[..size].iter_mut().zip(&a[off..off + size]) {
+            v[w] = x;
+        }
+    } else if cs == 1 && rs == n {
+        let src = &a[off..off + size];
+        for c in 0..n {
+            for r in 0..m {
+                buf[c * m + r][w] = src[r * n + c];
+            }
+        }
+    } else {
+        for c in 0..n {
+            for r in 0..m {
+                buf[c * m + r][w] = a[off + r * rs + c * cs];
+            }
+        }
+    }
+}
+
 /// LU of the square matrices `first..first + LANES` of `ba` (`n <= LANES_MAX`) into
 /// `dst` (`LANES` column-major blocks), `ipiv` and `info`, with the order a constant
 /// where it is small (unrolled loops) and the widest instruction set the CPU has.
+#[allow(clippy::too_many_arguments)]
 fn factor_lanes<T: LinalgElem>(
     ba: &Batch,
     a: &[T],
@@ -115,6 +150,7 @@ fn factor_lanes<T: LinalgElem>(
     ipiv: &mut [i64],
     info: &mut [i64],
     buf: &mut [[T; LANES]],
+    det: Option<(&mut [DetOne], DetSpec)>,
 ) {
     struct Kernel<'a, T, const N: usize> {
         ba: &'a Batch,
@@ -124,44 +160,37 @@ fn factor_lanes<T: LinalgElem>(
         ipiv: &'a mut [i64],
         info: &'a mut [i64],
         buf: &'a mut [[T; LANES]],
+        det: Option<(&'a mut [DetOne], DetSpec)>,
     }
     impl<T: LinalgElem, const N: usize> pulp::WithSimd for Kernel<'_, T, N> {
         type Output = ();
         #[inline(always)]
         fn with_simd<S: pulp::Simd>(self, _: S) {
-            let Kernel { ba, a, first, dst, ipiv, info, buf } = self;
+            let Kernel { ba, a, first, dst, ipiv, info, buf, det } = self;
             let n = if N > 0 { N } else { ba.n };
-            factor_lanes_n(ba, a, first, dst, ipiv, info, &mut buf[..n * n], n);
+            factor_lanes_n(ba, a, first, dst, ipiv, info, &mut buf[..n * n], n, det);
         }
     }
-    fn fixed<T: LinalgElem, const N: usize>(
-        ba: &Batch,
-        a: &[T],
-        first: usize,
-        dst: &mut [T],
-        ipiv: &mut [i64],
-        info: &mut [i64],
-        buf: &mut [[T; LANES]],
-    ) {
-        pulp::Arch::new().dispatch(Kernel::<T, N> { ba, a, first, dst, ipiv, info, buf });
+    macro_rules! arms {
+        ($($n:literal)*) => {
+            match ba.n {
+                $($n => pulp::Arch::new().dispatch(Kernel::<T, $n> {
+                    ba, a, first, dst, ipiv, info, buf, det
+                }),)*
+                _ => pulp::Arch::new().dispatch(Kernel::<T, 0> {
+                    ba, a, first, dst, ipiv, info, buf, det
+                }),
+            }
+        };
     }
-    match ba.n {
-        1 => fixed::<T, 1>(ba, a, first, dst, ipiv, info, buf),
-        2 => fixed::<T, 2>(ba, a, first, dst, ipiv, info, buf),
-        3 => fixed::<T, 3>(ba, a, first, dst, ipiv, info, buf),
-        4 => fixed::<T, 4>(ba, a, first, dst, ipiv, info, buf),
-        5 => fixed::<T, 5>(ba, a, first, dst, ipiv, info, buf),
-        6 => fixed::<T, 6>(ba, a, first, dst, ipiv, info, buf),
-        8 => fixed::<T, 8>(ba, a, first, dst, ipiv, info, buf),
-        16 => fixed::<T, 16>(ba, a, first, dst, ipiv, info, buf),
-        _ => fixed::<T, 0>(ba, a, first, dst, ipiv, info, buf),
-    }
+    arms!(1 2 3 4 5 6 8 16);
 }
 
 /// [`lu_unblocked`] on [`LANES`] square `n x n` matrices at once, every operation over
 /// the lanes, in the same order as the one-matrix loop (so the factors are the same). A
 /// matrix that meets an exactly zero pivot or a value that is not finite is redone
-/// alone by [`lu_unblocked`], for LAPACK's partial state and `info`.
+/// alone by [`lu_unblocked`], for LAPACK's partial state and `info`. With `det`, each
+/// matrix's determinant too ([`DetOne`]), over the lanes, in [`det_one`]'s order.
 // lanes are indexed on purpose (the loops over them vectorise); Float has no SubAssign
 #[allow(clippy::needless_range_loop, clippy::assign_op_pattern, clippy::too_many_arguments)]
 #[inline(always)]
@@ -174,14 +203,10 @@ fn factor_lanes_n<T: LinalgElem>(
     info: &mut [i64],
     buf: &mut [[T; LANES]],
     n: usize,
+    det: Option<(&mut [DetOne], DetSpec)>,
 ) {
     for w in 0..LANES {
-        let off = ba.offsets[first + w];
-        for c in 0..n {
-            for r in 0..n {
-                buf[c * n + r][w] = a[off + r * ba.rs + c * ba.cs];
-            }
-        }
+        load_lane(buf, w, a, ba.offsets[first + w], (ba.rs, ba.cs), n, n);
     }
     let mut piv = [[0usize; LANES]; LANES_MAX];
     let mut bad = [false; LANES];
@@ -237,13 +262,60 @@ fn factor_lanes_n<T: LinalgElem>(
         }
     }
     let size = n * n;
+    let mut redo = bad;
+    for x in buf.iter() {
+        for w in 0..LANES {
+            redo[w] |= !x[w].is_finite();
+        }
+    }
+    let mut det = det;
+    if let Some((dv, spec)) = det.as_mut() {
+        // det_one's passes over the diagonal, each lane a matrix
+        let mut prod = [1.0f64; LANES];
+        for (k, p) in piv[..n].iter().enumerate() {
+            for w in 0..LANES {
+                if p[w] != k {
+                    prod[w] = -prod[w];
+                }
+            }
+        }
+        let mut sign = prod;
+        let (mut max, mut min) = ([0.0f64; LANES], [f64::INFINITY; LANES]);
+        let mut finite = [true; LANES];
+        for k in 0..n {
+            let dk = buf[k * n + k];
+            for w in 0..LANES {
+                let d = dk[w].to_f64();
+                prod[w] *= d;
+                sign[w] *= sign_of(d);
+                max[w] = max[w].max(d.abs());
+                min[w] = min[w].min(d.abs());
+                finite[w] &= d.is_finite();
+            }
+        }
+        for (w, o) in dv.iter_mut().enumerate() {
+            if redo[w] {
+                // filled in below from the redone factors
+                continue;
+            }
+            let logabs = if spec.want_log {
+                logabs_of(prod[w], (0..n).map(|k| buf[k * n + k][w].to_f64()))
+            } else {
+                0.0
+            };
+            let loose = finite[w] && n > 0 && min[w] <= spec.eps.sqrt() * max[w];
+            *o = DetOne { det: prod[w], sign: sign[w], logabs, loose };
+        }
+    }
     for (w, ((d, p), inf)) in
         dst.chunks_exact_mut(size).zip(ipiv.chunks_exact_mut(n)).zip(info.iter_mut()).enumerate()
     {
-        let finite = buf.iter().all(|x| x[w].is_finite());
-        if bad[w] || !finite {
+        if redo[w] {
             ba.load(a, first + w, d);
             *inf = lu_unblocked(d, n, n, p);
+            if let Some((dv, spec)) = &mut det {
+                dv[w] = det_one(d, p, n, *spec);
+            }
         } else {
             for (o, x) in d.iter_mut().zip(buf.iter()) {
                 *o = x[w];
@@ -295,6 +367,70 @@ fn lu_blocked<T: LinalgElem>(
     Some(())
 }
 
+/// What [`lu_det`] computes besides the factors.
+#[derive(Debug, Clone, Copy)]
+struct DetSpec {
+    want_log: bool,
+    /// The dtype's machine epsilon (the `loose` threshold is `√eps`).
+    eps: f64,
+}
+
+/// One matrix's determinant from its LU (see [`LuDet`](crate::backend::LuDet)).
+#[derive(Debug, Clone, Copy, Default)]
+struct DetOne {
+    det: f64,
+    sign: f64,
+    logabs: f64,
+    loose: bool,
+}
+
+/// 1, -1, 0 for a zero pivot, NaN for NaN.
+#[inline(always)]
+fn sign_of(d: f64) -> f64 {
+    if d.is_nan() {
+        f64::NAN
+    } else {
+        f64::from(u8::from(d > 0.0)) - f64::from(u8::from(d < 0.0))
+    }
+}
+
+/// `log |det|` from the product `prod` of the pivots `diag`: one logarithm of the
+/// product when it is a normal number (its rounding, n ε relative, is that of the sum of
+/// n logarithms), else the sum (no overflow or underflow, -inf at a zero pivot, NaN kept).
+#[inline(always)]
+fn logabs_of(prod: f64, diag: impl Iterator<Item = f64>) -> f64 {
+    let abs = prod.abs();
+    if abs.is_normal() {
+        abs.ln()
+    } else {
+        diag.map(|d| d.abs().ln()).sum()
+    }
+}
+
+/// The determinant of `A = P L U` from its packed factors `lu` (column-major `n x n`)
+/// and interchanges `ipiv`: `sign(P) ∏ U_ii` in f64, the pivots in order.
+fn det_one<T: LinalgElem>(lu: &[T], ipiv: &[i64], n: usize, spec: DetSpec) -> DetOne {
+    let swaps = ipiv[..n].iter().enumerate().filter(|&(j, &q)| q as usize != j + 1).count();
+    let mut prod = if swaps % 2 == 1 { -1.0 } else { 1.0 };
+    let mut sign = prod;
+    let (mut max, mut min) = (0.0f64, f64::INFINITY);
+    let mut finite = true;
+    let diag = |i: usize| lu[i * (n + 1)].to_f64();
+    for i in 0..n {
+        let d = diag(i);
+        prod *= d;
+        sign *= sign_of(d);
+        max = max.max(d.abs());
+        min = min.min(d.abs());
+        finite &= d.is_finite();
+    }
+    let logabs = if spec.want_log { logabs_of(prod, (0..n).map(diag)) } else { 0.0 };
+    // non-finite factors (NaN or inf input) are never loose: their gradient is
+    // non-finite anyway, and the SVD behind the loose branch must not see NaN
+    let loose = finite && n > 0 && min <= spec.eps.sqrt() * max;
+    DetOne { det: prod, sign, logabs, loose }
+}
+
 /// Batched LU with partial pivoting of `a: (*, m, n)`: the packed factors (column-major
 /// `(*, m, n)`: `L` strictly below the diagonal with an implied unit diagonal, `U` on and
 /// above), the 1-based interchanges `(*, min(m, n))`, and `info` per matrix.
@@ -302,17 +438,77 @@ pub(crate) fn lu_factor<T: LinalgElem>(
     a: &[T],
     al: &Layout,
 ) -> (Vec<T>, Layout, Vec<i64>, Vec<i64>) {
+    let (out, layout, piv, info, _) = lu_factor_impl(a, al, None);
+    (out, layout, piv, info)
+}
+
+/// [`lu_factor`] of square matrices with each one's determinant, read off its factors
+/// while they are in cache (in the lane kernel, over the lanes).
+pub(crate) fn lu_det<T: LinalgElem>(
+    a: &[T],
+    al: &Layout,
+    want_log: bool,
+) -> crate::backend::LuDet<Vec<T>, Vec<i64>> {
+    let eps = T::EPSILON.to_f64();
+    let (lu, layout, piv, info, dv) = lu_factor_impl(a, al, Some(DetSpec { want_log, eps }));
+    let len = info.len();
+    let mut det = super::super::pool::overwritten(len, T::ZERO);
+    let mut sign = super::super::pool::overwritten(len, T::ZERO);
+    let mut logabs = super::super::pool::overwritten(len, T::ZERO);
+    let mut loose = vec![false; len];
+    for (i, d) in dv.iter().enumerate() {
+        det[i] = T::from_f64(d.det);
+        sign[i] = T::from_f64(d.sign);
+        logabs[i] = T::from_f64(d.logabs);
+        loose[i] = d.loose;
+    }
+    crate::backend::LuDet { lu, layout, piv, info, det, sign, logabs, loose }
+}
+
+impl<T> crate::backend::LuDet<Vec<T>, Vec<i64>> {
+    /// The same result with its float buffers wrapped by `f` (the integer ones as `I64`).
+    pub(crate) fn map(
+        self,
+        f: impl Fn(Vec<T>) -> crate::backend::CpuStorage,
+    ) -> crate::backend::LuDet<crate::backend::CpuStorage> {
+        use crate::backend::CpuStorage;
+        crate::backend::LuDet {
+            lu: f(self.lu),
+            layout: self.layout,
+            piv: CpuStorage::I64(self.piv),
+            info: CpuStorage::I64(self.info),
+            det: f(self.det),
+            sign: f(self.sign),
+            logabs: f(self.logabs),
+            loose: self.loose,
+        }
+    }
+}
+
+/// [`lu_factor`], and with `det` (square matrices only) each matrix's [`DetOne`].
+#[allow(clippy::type_complexity)]
+fn lu_factor_impl<T: LinalgElem>(
+    a: &[T],
+    al: &Layout,
+    det: Option<DetSpec>,
+) -> (Vec<T>, Layout, Vec<i64>, Vec<i64>, Vec<DetOne>) {
     let ba = Batch::of(al);
     let (m, n) = (ba.m, ba.n);
+    debug_assert!(det.is_none() || m == n);
     let k = m.min(n);
     let size = m * n;
     // every matrix is loaded into its block before it is factorised
     let mut out = super::super::pool::overwritten(ba.len() * size, T::ZERO);
     let mut piv = vec![0i64; ba.len() * k];
     let mut info = vec![0i64; ba.len()];
+    let mut dets = vec![DetOne::default(); if det.is_some() { ba.len() } else { 0 }];
     let layout = colmajor_layout(&ba.dims, m, n);
     if size == 0 {
-        return (out, layout, piv, info);
+        // 0 x 0 matrices: det 1, log 0
+        for d in &mut dets {
+            *d = det_one::<T>(&[], &[], 0, det.unwrap_or(DetSpec { want_log: false, eps: 0.0 }));
+        }
+        return (out, layout, piv, info, dets);
     }
     let work = m * n * k;
     let one = |i: usize, dst: &mut [T], ipiv: &mut [i64], par: Par| -> i64 {
@@ -325,10 +521,15 @@ pub(crate) fn lu_factor<T: LinalgElem>(
         }
         lu_unblocked(dst, m, n, ipiv)
     };
-    // matrices start.. into o, p, f: groups of LANES small square ones together, the rest
-    // one by one
+    // matrices start.. into o, p, f (and d): groups of LANES small square ones together,
+    // the rest one by one
     let lanes = m == n && n <= LANES_MAX;
-    let range = |start: usize, o: &mut [T], p: &mut [i64], f: &mut [i64], par: Par| {
+    let range = |start: usize,
+                 o: &mut [T],
+                 p: &mut [i64],
+                 f: &mut [i64],
+                 mut d: Option<&mut [DetOne]>,
+                 par: Par| {
         let mut done = 0;
         if lanes && f.len() >= LANES {
             let mut buf = vec![[T::ZERO; LANES]; size];
@@ -337,7 +538,11 @@ pub(crate) fn lu_factor<T: LinalgElem>(
                 .zip(p.chunks_exact_mut(k * LANES))
                 .zip(f.chunks_exact_mut(LANES))
             {
-                factor_lanes(&ba, a, start + done, oc, pc, fc, &mut buf);
+                let dc = match (&mut d, det) {
+                    (Some(d), Some(spec)) => Some((&mut d[done..done + LANES], spec)),
+                    _ => None,
+                };
+                factor_lanes(&ba, a, start + done, oc, pc, fc, &mut buf, dc);
                 done += LANES;
             }
         }
@@ -348,6 +553,9 @@ pub(crate) fn lu_factor<T: LinalgElem>(
             .enumerate()
         {
             *inf = one(start + done + j, dst, ipiv, par);
+            if let (Some(d), Some(spec)) = (&mut d, det) {
+                d[done + j] = det_one(dst, ipiv, n, spec);
+            }
         }
     };
     if ba.len() > 1 && work < PAR_WORK && ba.len() * work >= 2 * TASK_WORK {
@@ -355,16 +563,24 @@ pub(crate) fn lu_factor<T: LinalgElem>(
         if lanes {
             per = per.div_ceil(LANES) * LANES;
         }
-        out.par_chunks_mut(size * per)
+        let tasks = out
+            .par_chunks_mut(size * per)
             .zip(piv.par_chunks_mut(k * per))
             .zip(info.par_chunks_mut(per))
-            .enumerate()
-            .for_each(|(t, ((o, p), f))| range(t * per, o, p, f, Par::Seq));
+            .enumerate();
+        if det.is_some() {
+            tasks.zip(dets.par_chunks_mut(per)).for_each(|((t, ((o, p), f)), d)| {
+                range(t * per, o, p, f, Some(d), Par::Seq);
+            });
+        } else {
+            tasks.for_each(|(t, ((o, p), f))| range(t * per, o, p, f, None, Par::Seq));
+        }
     } else {
         let par = if work >= PAR_WORK { Par::rayon(0) } else { Par::Seq };
-        range(0, &mut out, &mut piv, &mut info, par);
+        let d = if det.is_some() { Some(&mut dets[..]) } else { None };
+        range(0, &mut out, &mut piv, &mut info, d, par);
     }
-    (out, layout, piv, info)
+    (out, layout, piv, info, dets)
 }
 
 /// Applies the interchanges `ipiv` (1-based) to the rows of the column-major `x`
@@ -1044,19 +1260,9 @@ fn middle_lanes_n<T: LinalgElem>(
     let size = n * n;
     let (a, g, x) = (&mut bufs.a[..size], &mut bufs.g[..size], &mut bufs.x[..size]);
     for w in 0..LANES {
-        let off = ba.offsets[first + w];
-        for c in 0..n {
-            for r in 0..n {
-                a[c * n + r][w] = lu[off + r * ba.rs + c * ba.cs];
-            }
-        }
+        load_lane(a, w, lu, ba.offsets[first + w], (ba.rs, ba.cs), n, n);
         if let Middle::Grad(gv, bg) = mid {
-            let og = bg.offsets[first + w];
-            for c in 0..n {
-                for r in 0..n {
-                    g[c * n + r][w] = gv[og + r * bg.rs + c * bg.cs];
-                }
-            }
+            load_lane(g, w, gv, bg.offsets[first + w], (bg.rs, bg.cs), n, n);
         }
     }
     let diag = matches!(mid, Middle::Scale(_));
@@ -1313,4 +1519,86 @@ fn middle_blocked<T: LinalgElem>(a: &[T], g: &[T], x: &mut [T], n: usize, par: P
         T::ONE,
         par,
     );
+}
+
+/// Scratch of [`lu_inv`]: one lane group's factors, interchanges and `info`, and the
+/// two kernels' buffers.
+struct InvBufs<T> {
+    lu: Vec<T>,
+    piv: Vec<i64>,
+    info: [i64; LANES],
+    factor: Vec<[T; LANES]>,
+    mid: MiddleBufs<T>,
+}
+
+/// `A⁻¹` for batches (at least [`LANES`]) of small square matrices (`n <=` `LANES_MAX`)
+/// in one pass: each lane group is factorised ([`factor_lanes`], of `Aᵀ` given as `al`,
+/// so `info` is that of `Aᵀ` as PyTorch's) and inverted from its factors while they are
+/// in cache ([`middle_lanes`] with `X = I`), as [`lu_factor`] then [`lu_inv_t`] would,
+/// with no factor buffers and one split across threads. The last, partial group of a
+/// task is padded with repeats of its last matrix. `None` for other shapes. The result
+/// is column-major (`(*, n, n)`, `A⁻¹` of each `A`), with `info` per matrix.
+pub(crate) fn lu_inv<T: LinalgElem>(a: &[T], al: &Layout) -> Option<(Vec<T>, Layout, Vec<i64>)> {
+    let ba = Batch::of(al);
+    let n = ba.n;
+    let len = ba.len();
+    if ba.m != n || n == 0 || n > LANES_MAX || len < LANES {
+        return None;
+    }
+    let size = n * n;
+    let layout = colmajor_layout(&ba.dims, n, n);
+    let mut out = super::super::pool::overwritten(len * size, T::ZERO);
+    let mut info = vec![0i64; len];
+    let ones = [T::ONE; LANES];
+    let local = Batch {
+        dims: vec![LANES],
+        offsets: (0..LANES).map(|w| w * size).collect(),
+        m: n,
+        n,
+        rs: 1,
+        cs: n,
+    };
+    let scratch = || InvBufs {
+        lu: vec![T::ZERO; LANES * size],
+        piv: vec![0; LANES * n],
+        info: [0; LANES],
+        factor: vec![[T::ZERO; LANES]; size],
+        mid: MiddleBufs {
+            a: vec![[T::ZERO; LANES]; size],
+            g: vec![[T::ZERO; LANES]; size],
+            x: vec![[T::ZERO; LANES]; size],
+        },
+    };
+    // the lane group of matrices `src` (a batch of LANES) into `o` and `f`
+    let group = |b: &mut InvBufs<T>, src: &Batch, o: &mut [T], f: &mut [i64]| {
+        factor_lanes(src, a, 0, &mut b.lu, &mut b.piv, &mut b.info, &mut b.factor, None);
+        let mid = Middle::Scale(&ones);
+        middle_lanes(&local, &b.lu, &b.piv, &mid, 0, o, &mut b.mid, false);
+        f.copy_from_slice(&b.info[..f.len()]);
+    };
+    let range = |start: usize, o: &mut [T], f: &mut [i64]| {
+        let mut b = scratch();
+        let count = f.len();
+        let mut src = Batch { dims: vec![LANES], offsets: vec![0; LANES], ..local.clone() };
+        (src.rs, src.cs) = (ba.rs, ba.cs);
+        for g in (0..count).step_by(LANES) {
+            let k = LANES.min(count - g);
+            for (w, off) in src.offsets.iter_mut().enumerate() {
+                *off = ba.offsets[start + g + w.min(k - 1)];
+            }
+            // (middle_lanes writes the first k lanes only)
+            group(&mut b, &src, &mut o[g * size..(g + k) * size], &mut f[g..g + k]);
+        }
+    };
+    let work = size * n * 5;
+    if len * work >= 2 * TASK_WORK {
+        let per = (TASK_WORK / work).max(1).div_ceil(LANES) * LANES;
+        out.par_chunks_mut(size * per)
+            .zip(info.par_chunks_mut(per))
+            .enumerate()
+            .for_each(|(t, (o, f))| range(t * per, o, f));
+    } else {
+        range(0, &mut out, &mut info);
+    }
+    Some((out, layout, info))
 }

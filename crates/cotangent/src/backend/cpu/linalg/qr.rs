@@ -41,6 +41,9 @@ pub(crate) trait QrElem: LinalgElem {
     const MIN_POSITIVE: Self;
     fn hypot(self, o: Self) -> Self;
     fn copysign(self, sign: Self) -> Self;
+    /// `self * a + b` with one rounding (an FMA instruction inside the lane kernels,
+    /// which run with the CPU's FMA enabled).
+    fn mul_add(self, a: Self, b: Self) -> Self;
 }
 
 impl QrElem for f32 {
@@ -51,6 +54,10 @@ impl QrElem for f32 {
     fn copysign(self, sign: Self) -> Self {
         f32::copysign(self, sign)
     }
+    #[inline(always)]
+    fn mul_add(self, a: Self, b: Self) -> Self {
+        f32::mul_add(self, a, b)
+    }
 }
 
 impl QrElem for f64 {
@@ -60,6 +67,10 @@ impl QrElem for f64 {
     }
     fn copysign(self, sign: Self) -> Self {
         f64::copysign(self, sign)
+    }
+    #[inline(always)]
+    fn mul_add(self, a: Self, b: Self) -> Self {
+        f64::mul_add(self, a, b)
     }
 }
 
@@ -673,6 +684,15 @@ fn load_lanes<T: QrElem>(
 ) {
     match x {
         None => dst.iter_mut().for_each(|v| *v = [T::ZERO; LANES]),
+        Some((d, b)) if b.cs == 1 && b.rs == n => {
+            // contiguous row-major (the forward's results): each matrix one block
+            for l in 0..LANES {
+                let off = b.offsets[idx[l]];
+                for (v, &x) in dst.iter_mut().zip(&d[off..off + n * n]) {
+                    v[l] = x;
+                }
+            }
+        }
         Some((d, b)) => {
             for l in 0..LANES {
                 let off = b.offsets[idx[l]];
@@ -688,8 +708,8 @@ fn load_lanes<T: QrElem>(
 
 /// [`qr_backward`]'s formula on [`LANES`] square `n x n` factorisations at once (lanes
 /// `idx`), into `x` (row-major lanes); `buf`: scratch for the operands.
-// lanes are indexed on purpose (the loops over them vectorise)
-#[allow(clippy::needless_range_loop)]
+// lanes are indexed on purpose (the loops over them vectorise); Float has no SubAssign
+#[allow(clippy::needless_range_loop, clippy::assign_op_pattern)]
 #[inline(always)]
 fn backward_lanes_n<T: QrElem>(
     ops: [Operand<'_, T>; 4],
@@ -705,37 +725,42 @@ fn backward_lanes_n<T: QrElem>(
     load_lanes(ops[2], idx, gq, n);
     load_lanes(ops[3], idx, gr, n);
     // M = gR Rᵀ − Qᵀ gQ, its upper triangle: M[i, j] = Σ_{k ≥ j} gR[i, k] R[j, k]
-    // − Σ_p Q[p, i] gQ[p, j]
+    // − Σ_p Q[p, i] gQ[p, j] (fused multiply-adds; the second sum negated once)
     for i in 0..n {
         for j in i..n {
             let mut acc = [T::ZERO; LANES];
             for k in j..n {
                 let (a, b) = (gr[i * n + k], r[j * n + k]);
                 for l in 0..LANES {
-                    acc[l] += a[l] * b[l];
+                    acc[l] = a[l].mul_add(b[l], acc[l]);
                 }
             }
+            let mut neg = [T::ZERO; LANES];
             for p in 0..n {
                 let (a, b) = (q[p * n + i], gq[p * n + j]);
                 for l in 0..LANES {
-                    acc[l] += -(a[l] * b[l]);
+                    neg[l] = a[l].mul_add(b[l], neg[l]);
                 }
+            }
+            for l in 0..LANES {
+                acc[l] = acc[l] - neg[l];
             }
             mm[i * n + j] = acc;
             mm[j * n + i] = acc;
         }
     }
-    // B = gQ + Q S (S = Φ*(M), symmetric: mm mirrored), into gq
+    // B = gQ + Q S (S = Φ*(M), symmetric: mm mirrored), into gq, each entry summed in a
+    // register: B[p, j] = gQ[p, j] + Σ_i Q[p, i] S[i, j]
     for p in 0..n {
-        for i in 0..n {
-            let a = q[p * n + i];
-            for j in 0..n {
-                let b = mm[i * n + j];
-                let x = &mut gq[p * n + j];
+        for j in 0..n {
+            let mut x = gq[p * n + j];
+            for i in 0..n {
+                let (a, b) = (q[p * n + i], mm[i * n + j]);
                 for l in 0..LANES {
-                    x[l] += a[l] * b[l];
+                    x[l] = a[l].mul_add(b[l], x[l]);
                 }
             }
+            gq[p * n + j] = x;
         }
     }
     // X Rᵀ = B: columns of X from the last one
@@ -754,7 +779,7 @@ fn backward_lanes_n<T: QrElem>(
                 let rkj = r[k * n + j];
                 let x = &mut gq[p * n + k];
                 for l in 0..LANES {
-                    x[l] += -(rkj[l] * y[l]);
+                    x[l] = (-rkj[l]).mul_add(y[l], x[l]);
                 }
             }
         }
