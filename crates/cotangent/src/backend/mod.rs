@@ -264,9 +264,9 @@ pub(crate) enum SvdGradFail {
 /// shape, in the input's dtype, computed in f64): `det A = sign(P) ∏ U_ii`, its sign
 /// (`-1`, `0`, `1`, NaN for NaN), `log |det A|` (0 unless asked for; `-inf` at a zero
 /// pivot) and `loose`: all pivots finite and the smallest at most `√ε` times the largest
-/// in absolute value (near singular).
+/// in absolute value (near singular). (`I`: the integer buffers' type, the storage's by
+/// default.)
 #[derive(Debug)]
-/// (`I`: the integer buffers' type, the storage's by default.)
 pub(crate) struct LuDet<S, I = S> {
     pub(crate) lu: S,
     pub(crate) layout: Layout,
