@@ -127,7 +127,7 @@ fn runs<T: NormFloat>(
     }
 }
 
-/// The norms of the consecutive runs of `len` elements that tile `xs`, appended to `out`,
+/// The norms of the consecutive runs of `len` elements that tile `xs`, written to `out`,
 /// compiled for the machine's SIMD level (Rust never contracts `a * b + c` into a fused
 /// multiply-add, so the bits are those of the baseline build). Order 2 on runs of a
 /// multiple of 8 elements goes four runs at a time ([`norm2_groups`]).
