@@ -691,6 +691,52 @@ fn jacobi_lanes<T: LinalgElem>(
     by_order!(2 3 4);
 }
 
+/// Loads the symmetric matrices `first..first + count` of the batch (the triangle `upper`
+/// or lower, mirrored) into the lanes of `dst` (`n x n`, row-major); unused lanes and
+/// lanes with a non-finite entry hold zeros (they converge at once). Returns which lanes
+/// were non-finite.
+#[inline(always)]
+fn load_lanes<T: LinalgElem>(
+    data: &[T],
+    b: &Batch,
+    first: usize,
+    count: usize,
+    upper: bool,
+    n: usize,
+    dst: &mut [[T; LANES]],
+) -> [bool; LANES] {
+    let mut bad = [false; LANES];
+    for l in 0..LANES {
+        if l >= count {
+            for x in dst.iter_mut() {
+                x[l] = T::ZERO;
+            }
+            continue;
+        }
+        let off = b.offsets[first + l];
+        let mut finite = true;
+        for j in 0..n {
+            for k in j..n {
+                let x = if upper {
+                    data[off + j * b.rs + k * b.cs]
+                } else {
+                    data[off + k * b.rs + j * b.cs]
+                };
+                finite &= x.is_finite();
+                dst[j * n + k][l] = x;
+                dst[k * n + j][l] = x;
+            }
+        }
+        if !finite {
+            bad[l] = true;
+            for x in dst.iter_mut() {
+                x[l] = T::ZERO;
+            }
+        }
+    }
+    bad
+}
+
 /// [`jacobi_lanes`] for the order `n` (a constant where it is small): the operations of
 /// [`jacobi_n`] and [`rayleigh`] in the same order, each lane rotating only where the
 /// scalar loop rotates (elsewhere the rotation is the identity, `t = 0`); the sweeps go on
@@ -715,35 +761,7 @@ fn jacobi_lanes_n<T: LinalgElem>(
     let v = &mut bufs.v[..nn];
     let vectors = out.v.is_some();
     // load (unused and non-finite lanes hold zeros: they converge at once)
-    let mut bad = [false; LANES];
-    for l in 0..LANES {
-        if l >= count {
-            for x in a.iter_mut() {
-                x[l] = T::ZERO;
-            }
-            continue;
-        }
-        let off = b.offsets[first + l];
-        let mut finite = true;
-        for j in 0..n {
-            for k in j..n {
-                let x = if upper {
-                    data[off + j * b.rs + k * b.cs]
-                } else {
-                    data[off + k * b.rs + j * b.cs]
-                };
-                finite &= x.is_finite();
-                a[j * n + k][l] = x;
-                a[k * n + j][l] = x;
-            }
-        }
-        if !finite {
-            bad[l] = true;
-            for x in a.iter_mut() {
-                x[l] = T::ZERO;
-            }
-        }
-    }
+    let bad = load_lanes(data, b, first, count, upper, n, a);
     if vectors {
         a0.copy_from_slice(a);
         for x in v.iter_mut() {
@@ -1075,35 +1093,7 @@ fn ql_lanes_n<T: LinalgElem + LaneBits>(
     let zero: L<T> = [T::ZERO; LANES];
     let one: L<T> = [T::ONE; LANES];
     // load as `load_symmetric` (unused and non-finite lanes hold zeros)
-    let mut bad = [false; LANES];
-    for l in 0..LANES {
-        if l >= count {
-            for x in v.iter_mut() {
-                x[l] = T::ZERO;
-            }
-            continue;
-        }
-        let off = b.offsets[first + l];
-        let mut finite = true;
-        for j in 0..n {
-            for k in j..n {
-                let x = if upper {
-                    data[off + j * b.rs + k * b.cs]
-                } else {
-                    data[off + k * b.rs + j * b.cs]
-                };
-                finite &= x.is_finite();
-                v[j * n + k][l] = x;
-                v[k * n + j][l] = x;
-            }
-        }
-        if !finite {
-            bad[l] = true;
-            for x in v.iter_mut() {
-                x[l] = T::ZERO;
-            }
-        }
-    }
+    let bad = load_lanes(data, b, first, count, upper, n, v);
     // scale each lane by a power of two near its largest entry (a zero lane: by one; its
     // result is replaced by the scalar code's early answer below)
     let mut amax = zero;
