@@ -1,15 +1,17 @@
 #!/usr/bin/env python3
 """Ratio table of cotangent against PyTorch on the same workloads.
 
-    python3 scripts/bench_compare.py cotangent.json torch.json [--md out.md]
+    python3 scripts/bench_compare.py cotangent.json [cotangent2.json ...] torch.json [--md out.md]
 
-Both files hold records with op, dtype, shape, mode and median (seconds): the first
+The files hold records with op, dtype, shape, mode and median (seconds): the first
 written by `cargo run --release -p cotangent-bench`, the second by
-shared/bench/torch_linalg.py. Each cell is cotangent / PyTorch (below 1: cotangent is
+shared/bench/torch_linalg.py (the last file). With several cotangent files (repeated
+runs), each row takes the median of their medians. Each cell is cotangent / PyTorch (below 1: cotangent is
 faster), with both medians. Standard library only.
 """
 import argparse
 import json
+import statistics
 
 
 def load(path):
@@ -30,11 +32,16 @@ def fmt(s):
 
 def main():
     p = argparse.ArgumentParser()
-    p.add_argument("cotangent")
+    p.add_argument("cotangent", nargs="+")
     p.add_argument("torch")
     p.add_argument("--md")
     a = p.parse_args()
-    ours, theirs = load(a.cotangent), load(a.torch)
+    runs = [load(path) for path in a.cotangent]
+    theirs = load(a.torch)
+    ours = {}
+    for k in runs[0]:
+        meds = [r[k]["median"] for r in runs if k in r]
+        ours[k] = {"median": statistics.median(meds)}
     keys = [k for k in ours if k in theirs]
     lines = ["| op | dtype | shape | mode | cotangent | PyTorch | ratio |", "|---|---|---|---|---|---|---|"]
     for k in keys:

@@ -124,7 +124,7 @@ fn right_looking_small<T: Float>(l: &mut [T], n: usize) -> bool {
 
 /// Loads the lower triangle of matrix `i` of `ba` into `dst` (row-major, zero above).
 fn load_lower_rows<T: Copy>(ba: &Batch, a: &[T], i: usize, dst: &mut [T]) {
-    let (n, off) = (ba.n, ba.offsets[i]);
+    let (n, off) = (ba.n, ba.offset(i));
     for r in 0..n {
         let base = off + r * ba.rs;
         for (c, d) in dst[r * n..r * n + r + 1].iter_mut().enumerate() {
@@ -144,7 +144,7 @@ fn factor_one<T: LinalgElem>(
 ) -> i64 {
     let n = ba.n;
     // column-major lower triangle (the upper triangle stays zero)
-    let off = ba.offsets[i];
+    let off = ba.offset(i);
     for c in 0..n {
         let base = off + c * ba.cs;
         for (r, d) in dst[c * n + c..(c + 1) * n].iter_mut().enumerate() {
@@ -304,7 +304,7 @@ fn factor_lanes_n<T: LinalgElem>(
     rows: bool,
 ) {
     for w in 0..LANES {
-        let off = ba.offsets[first + w];
+        let off = ba.offset(first + w);
         for c in 0..n {
             for r in c..n {
                 buf[c * n + r][w] = a[off + r * ba.rs + c * ba.cs];
@@ -506,7 +506,7 @@ fn backward_small<T: Float>(l: &[T], g: &mut [T], dst: &mut [T], n: usize) {
 /// Loads the lower triangle of matrix `i` of `b` into lane `w` of `dst` (row-major, the
 /// upper triangle left as it is: zero).
 fn load_lower_lane<T: Copy>(b: &Batch, a: &[T], i: usize, dst: &mut [[T; LANES]], w: usize) {
-    let (n, off) = (b.n, b.offsets[i]);
+    let (n, off) = (b.n, b.offset(i));
     for r in 0..n {
         for c in 0..=r {
             dst[r * n + c][w] = a[off + r * b.rs + c * b.cs];
@@ -703,7 +703,7 @@ fn backward_faer<T: LinalgElem>(l: &[T], g: &mut [T], dst: &mut [T], n: usize, p
 
 /// Loads the lower triangle of matrix `i` of `b` into `dst` (column-major, zero above).
 fn load_lower_cols<T: Copy>(b: &Batch, a: &[T], i: usize, dst: &mut [T], zero: T) {
-    let (n, off) = (b.n, b.offsets[i]);
+    let (n, off) = (b.n, b.offset(i));
     for c in 0..n {
         let base = off + c * b.cs;
         dst[c * n..c * n + c].fill(zero);

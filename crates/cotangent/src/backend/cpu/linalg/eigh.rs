@@ -50,7 +50,7 @@ fn load_symmetric<T: LinalgElem>(
     a: &mut [T],
 ) -> bool {
     let n = b.n;
-    let off = b.offsets[i];
+    let off = b.offset(i);
     let mut finite = true;
     for j in 0..n {
         for k in j..n {
@@ -713,7 +713,7 @@ fn load_lanes<T: LinalgElem>(
             }
             continue;
         }
-        let off = b.offsets[first + l];
+        let off = b.offset(first + l);
         let mut finite = true;
         for j in 0..n {
             for k in j..n {

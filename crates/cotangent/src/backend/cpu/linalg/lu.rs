@@ -206,7 +206,7 @@ fn factor_lanes_n<T: LinalgElem>(
     det: Option<(&mut [DetOne], DetSpec)>,
 ) {
     for w in 0..LANES {
-        load_lane(buf, w, a, ba.offsets[first + w], (ba.rs, ba.cs), n, n);
+        load_lane(buf, w, a, ba.offset(first + w), (ba.rs, ba.cs), n, n);
     }
     let mut piv = [[0usize; LANES]; LANES_MAX];
     let mut bad = [false; LANES];
@@ -730,7 +730,7 @@ pub(crate) fn lu_solve<T: LinalgElem>(
         bb.load(b, i, dst);
         let ipiv = &piv[i * n..(i + 1) * n];
         if n <= SMALL_SOLVE {
-            let off = ba.offsets[i];
+            let off = ba.offset(i);
             if ba.rs == 1 && ba.cs == n {
                 // column-major already (the factors lu_factor returns): read in place
                 solve_small(&lu[off..off + n * n], ipiv, dst, n, adjoint);
@@ -868,7 +868,7 @@ fn solve_lanes_n<T: LinalgElem>(
     let mut piv = [[0usize; LANES]; LANES_MAX];
     for w in 0..LANES {
         let i = sys.first + w;
-        let (oa, ob) = (ba.offsets[i], bb.offsets[i]);
+        let (oa, ob) = (ba.offset(i), bb.offset(i));
         for c in 0..n {
             for r in 0..n {
                 lub[c * n + r][w] = lu[oa + r * ba.rs + c * ba.cs];
@@ -1108,7 +1108,7 @@ fn lu_middle<T: LinalgElem>(
         tmp.clear();
         tmp.resize(2 * size, T::ZERO);
         let (a, gw) = tmp.split_at_mut(size);
-        let off = ba.offsets[i];
+        let off = ba.offset(i);
         let a: &[T] = if ba.rs == 1 && ba.cs == n {
             &lu[off..off + size]
         } else {
@@ -1260,9 +1260,9 @@ fn middle_lanes_n<T: LinalgElem>(
     let size = n * n;
     let (a, g, x) = (&mut bufs.a[..size], &mut bufs.g[..size], &mut bufs.x[..size]);
     for w in 0..LANES {
-        load_lane(a, w, lu, ba.offsets[first + w], (ba.rs, ba.cs), n, n);
+        load_lane(a, w, lu, ba.offset(first + w), (ba.rs, ba.cs), n, n);
         if let Middle::Grad(gv, bg) = mid {
-            load_lane(g, w, gv, bg.offsets[first + w], (bg.rs, bg.cs), n, n);
+            load_lane(g, w, gv, bg.offset(first + w), (bg.rs, bg.cs), n, n);
         }
     }
     let diag = matches!(mid, Middle::Scale(_));
@@ -1550,14 +1550,7 @@ pub(crate) fn lu_inv<T: LinalgElem>(a: &[T], al: &Layout) -> Option<(Vec<T>, Lay
     let mut out = super::super::pool::overwritten(len * size, T::ZERO);
     let mut info = vec![0i64; len];
     let ones = [T::ONE; LANES];
-    let local = Batch {
-        dims: vec![LANES],
-        offsets: (0..LANES).map(|w| w * size).collect(),
-        m: n,
-        n,
-        rs: 1,
-        cs: n,
-    };
+    let local = Batch::listed((0..LANES).map(|w| w * size).collect(), n, n, 1, n);
     let scratch = || InvBufs {
         lu: vec![T::ZERO; LANES * size],
         piv: vec![0; LANES * n],
@@ -1579,12 +1572,11 @@ pub(crate) fn lu_inv<T: LinalgElem>(a: &[T], al: &Layout) -> Option<(Vec<T>, Lay
     let range = |start: usize, o: &mut [T], f: &mut [i64]| {
         let mut b = scratch();
         let count = f.len();
-        let mut src = Batch { dims: vec![LANES], offsets: vec![0; LANES], ..local.clone() };
-        (src.rs, src.cs) = (ba.rs, ba.cs);
+        let mut src = Batch::listed(vec![0; LANES], n, n, ba.rs, ba.cs);
         for g in (0..count).step_by(LANES) {
             let k = LANES.min(count - g);
-            for (w, off) in src.offsets.iter_mut().enumerate() {
-                *off = ba.offsets[start + g + w.min(k - 1)];
+            for w in 0..LANES {
+                src.set_offset(w, ba.offset(start + g + w.min(k - 1)));
             }
             // (middle_lanes writes the first k lanes only)
             group(&mut b, &src, &mut o[g * size..(g + k) * size], &mut f[g..g + k]);

@@ -37,8 +37,8 @@ impl LinalgElem for f64 {}
 pub(crate) struct Batch {
     /// The batch dims.
     pub(crate) dims: Vec<usize>,
-    /// Offset of each matrix, in row-major order of the batch dims.
-    pub(crate) offsets: Vec<usize>,
+    /// Where each matrix starts.
+    offsets: Offsets,
     pub(crate) m: usize,
     pub(crate) n: usize,
     /// Row and column strides.
@@ -46,13 +46,46 @@ pub(crate) struct Batch {
     pub(crate) cs: usize,
 }
 
+/// The storage offset of each matrix of a [`Batch`], in row-major order of the batch dims.
+#[derive(Debug, Clone)]
+enum Offsets {
+    /// Matrix `i` at `base + i * step` (the batch dims merge into one, as in any
+    /// contiguous or transposed tensor): nothing to list.
+    Even { base: usize, step: usize, len: usize },
+    /// Every offset, for batch dims that do not merge (a permuted or sliced batch).
+    Listed(Vec<usize>),
+}
+
 impl Batch {
     pub(crate) fn of(l: &Layout) -> Batch {
         let r = l.rank();
         debug_assert!(r >= 2);
         let dims = l.dims()[..r - 2].to_vec();
-        let mut offsets = Vec::with_capacity(dims.iter().product());
-        walk(&dims, [&l.strides()[..r - 2]], [l.offset()], |[o]| offsets.push(o));
+        let strides = &l.strides()[..r - 2];
+        let len: usize = dims.iter().product();
+        // the batch dims merge into one of stride `step` (the innermost one's) when each
+        // dim's stride is the next inner one's times that one's size (dims of size 1 do
+        // not count)
+        let mut step = None;
+        let mut even = true;
+        let mut inner: Option<(usize, usize)> = None;
+        for (&d, &s) in dims.iter().zip(strides).rev() {
+            if d == 1 {
+                continue;
+            }
+            match inner {
+                None => step = Some(s),
+                Some((id, is)) => even &= s == id * is,
+            }
+            inner = Some((d, s));
+        }
+        let offsets = if even {
+            Offsets::Even { base: l.offset(), step: step.unwrap_or(0), len }
+        } else {
+            let mut offsets = Vec::with_capacity(len);
+            walk(&dims, [strides], [l.offset()], |[o]| offsets.push(o));
+            Offsets::Listed(offsets)
+        };
         Batch {
             dims,
             offsets,
@@ -63,9 +96,37 @@ impl Batch {
         }
     }
 
+    /// A batch of `m x n` matrices with strides `rs`, `cs` at the given offsets.
+    pub(crate) fn listed(offsets: Vec<usize>, m: usize, n: usize, rs: usize, cs: usize) -> Batch {
+        Batch { dims: vec![offsets.len()], offsets: Offsets::Listed(offsets), m, n, rs, cs }
+    }
+
     /// The number of matrices.
     pub(crate) fn len(&self) -> usize {
-        self.offsets.len()
+        match &self.offsets {
+            Offsets::Even { len, .. } => *len,
+            Offsets::Listed(o) => o.len(),
+        }
+    }
+
+    /// Where matrix `i` starts in the storage.
+    #[inline]
+    pub(crate) fn offset(&self, i: usize) -> usize {
+        match &self.offsets {
+            Offsets::Even { base, step, len } => {
+                assert!(i < *len, "matrix {i} of a batch of {len}");
+                base + i * step
+            }
+            Offsets::Listed(o) => o[i],
+        }
+    }
+
+    /// Sets where matrix `i` starts (a [`Batch::listed`] batch).
+    pub(crate) fn set_offset(&mut self, i: usize, off: usize) {
+        match &mut self.offsets {
+            Offsets::Listed(o) => o[i] = off,
+            Offsets::Even { .. } => unreachable!("set_offset on an evenly spaced batch"),
+        }
     }
 
     /// Matrix `i`, read in place when a stride is 1, else copied into `tmp`.
@@ -75,12 +136,12 @@ impl Batch {
         i: usize,
         tmp: &'a mut Vec<T>,
     ) -> MatRef<'a, T> {
-        mat_ref(data, self.offsets[i], self.m, self.n, self.rs, self.cs, tmp)
+        mat_ref(data, self.offset(i), self.m, self.n, self.rs, self.cs, tmp)
     }
 
     /// Copies matrix `i` into `dst` (column-major, `m * n`).
     pub(crate) fn load<T: Copy>(&self, data: &[T], i: usize, dst: &mut [T]) {
-        load_colmajor(data, self.offsets[i], self.m, self.n, self.rs, self.cs, dst);
+        load_colmajor(data, self.offset(i), self.m, self.n, self.rs, self.cs, dst);
     }
 }
 
@@ -198,4 +259,41 @@ pub(crate) fn colmajor_layout(batch: &[usize], m: usize, n: usize) -> Layout {
     }
     strides.extend([1, m.max(1)]);
     Layout::new(shape, strides, 0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every matrix offset, listed by walking the batch dims one element at a time.
+    fn walked(l: &Layout) -> Vec<usize> {
+        let r = l.rank();
+        let mut v = Vec::new();
+        walk(&l.dims()[..r - 2], [&l.strides()[..r - 2]], [l.offset()], |[o]| v.push(o));
+        v
+    }
+
+    #[test]
+    fn batch_offsets_match_a_walk_of_the_batch_dims() {
+        let cases: Vec<(Vec<usize>, Vec<usize>, usize)> = vec![
+            (vec![3, 4], vec![4, 1], 0),                      // one matrix
+            (vec![5, 3, 4], vec![12, 4, 1], 7),               // contiguous batch
+            (vec![2, 3, 3, 4], vec![36, 12, 4, 1], 0),        // two batch dims that merge
+            (vec![2, 1, 3, 3, 4], vec![36, 99, 12, 4, 1], 2), // a size-1 dim between
+            (vec![3, 2, 3, 4], vec![12, 36, 4, 1], 0),        // permuted batch dims
+            (vec![4, 3, 3], vec![0, 3, 1], 5),                // broadcast batch
+            (vec![4, 2, 3, 3], vec![0, 9, 3, 1], 0),          // broadcast outer dim
+            (vec![2, 3, 2, 2], vec![24, 4, 2, 1], 1),         // sliced (stride gap)
+            (vec![0, 3, 3], vec![9, 3, 1], 0),                // empty batch
+            (vec![1, 1, 2, 2], vec![4, 4, 2, 1], 3),          // batch of one
+        ];
+        for (dims, strides, off) in cases {
+            let l = Layout::new(Shape::new(dims.clone()), strides.clone(), off);
+            let b = Batch::of(&l);
+            let want = walked(&l);
+            assert_eq!(b.len(), want.len(), "{dims:?} {strides:?}");
+            let got: Vec<usize> = (0..b.len()).map(|i| b.offset(i)).collect();
+            assert_eq!(got, want, "{dims:?} {strides:?}");
+        }
+    }
 }

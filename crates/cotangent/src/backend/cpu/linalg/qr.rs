@@ -238,7 +238,7 @@ fn one<T: QrElem>(
     let small = k <= SMALL_K || m * n <= SMALL_MN;
     if small {
         // row-major: A's transpose loaded column-major
-        load_colmajor(a, ba.offsets[i], n, m, ba.cs, ba.rs, &mut s.w);
+        load_colmajor(a, ba.offset(i), n, m, ba.cs, ba.rs, &mut s.w);
         s.tau.clear();
         s.tau.resize(k, T::ZERO);
         let kq = q.len() / m;
@@ -333,7 +333,7 @@ fn qr_lanes_n<T: QrElem>(
     n: usize,
 ) -> [bool; LANES] {
     for l in 0..LANES {
-        let off = ba.offsets[first + l];
+        let off = ba.offset(first + l);
         for i in 0..n {
             for c in 0..n {
                 w[i * n + c][l] = a[off + i * ba.rs + c * ba.cs];
@@ -687,7 +687,7 @@ fn load_lanes<T: QrElem>(
         Some((d, b)) if b.cs == 1 && b.rs == n => {
             // contiguous row-major (the forward's results): each matrix one block
             for l in 0..LANES {
-                let off = b.offsets[idx[l]];
+                let off = b.offset(idx[l]);
                 for (v, &x) in dst.iter_mut().zip(&d[off..off + n * n]) {
                     v[l] = x;
                 }
@@ -695,7 +695,7 @@ fn load_lanes<T: QrElem>(
         }
         Some((d, b)) => {
             for l in 0..LANES {
-                let off = b.offsets[idx[l]];
+                let off = b.offset(idx[l]);
                 for i in 0..n {
                     for c in 0..n {
                         dst[i * n + c][l] = d[off + i * b.rs + c * b.cs];
@@ -902,7 +902,7 @@ pub(crate) fn qr_backward<T: QrElem>(
         }
         bq.load(q.0, i, qm);
         // Q row-major too (its transpose column-major): rows of Q contiguous
-        load_colmajor(q.0, bq.offsets[i], n, m, bq.cs, bq.rs, qt);
+        load_colmajor(q.0, bq.offset(i), n, m, bq.cs, bq.rs, qt);
         br.load(r.0, i, rm);
         if let (Some(b), Some(g)) = (&bgq, gq) {
             b.load(g.0, i, gqm);
