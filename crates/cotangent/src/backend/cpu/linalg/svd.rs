@@ -769,8 +769,12 @@ pub(crate) fn svd_backward<T: LinalgElem>(
     let scratch = 3 * r * k + 5 * kk + m.max(k) * n.max(k);
     let work = r * k * k * 6;
     let one = |i: usize, dst: &mut [T], tmp: &mut Vec<T>, _: Par| {
-        tmp.clear();
-        tmp.resize(scratch, T::ZERO);
+        // every block is written before it is read (utgu, vtgv only when used): no fill
+        // per matrix
+        if tmp.len() != scratch {
+            tmp.clear();
+            tmp.resize(scratch, T::ZERO);
+        }
         let (uu, rest) = tmp.split_at_mut(r * k);
         let (vv, rest) = rest.split_at_mut(kk);
         let (gu_, rest) = rest.split_at_mut(r * k);
@@ -818,26 +822,33 @@ pub(crate) fn svd_backward<T: LinalgElem>(
             }
             (gu.is_some(), gvh.is_some())
         };
-        // X = Aᵀ B for column-major A, B (rows x k)
-        let atb = |x: &mut [T], a: &[T], b: &[T], rows: usize| {
+        // X = Aᵀ B for column-major A, B (rows x k): column c of X is the sum over p of
+        // B[p, c] times row p of A, for all k entries at once (vectorises), each entry
+        // summed over p in order, the bits of a dot product per entry; Aᵀ (row-major A)
+        // into `at` first
+        let atb = |x: &mut [T], a: &[T], b: &[T], rows: usize, at: &mut [T]| {
+            for rr in 0..k {
+                for (p, &v) in a[rr * rows..(rr + 1) * rows].iter().enumerate() {
+                    at[p * k + rr] = v;
+                }
+            }
             for c in 0..k {
-                for rr in 0..k {
-                    let (ac, bc) = (&a[rr * rows..(rr + 1) * rows], &b[c * rows..(c + 1) * rows]);
-                    let mut acc = T::ZERO;
-                    for (&p, &q) in ac.iter().zip(bc) {
-                        acc += p * q;
+                let xc = &mut x[c * k..(c + 1) * k];
+                xc.fill(T::ZERO);
+                for (p, &q) in b[c * rows..(c + 1) * rows].iter().enumerate() {
+                    for (y, &v) in xc.iter_mut().zip(&at[p * k..(p + 1) * k]) {
+                        *y += v * q;
                     }
-                    x[c * k + rr] = acc;
                 }
             }
         };
         inner.fill(T::ZERO);
         if vector {
             if has_gu {
-                atb(utgu, uu, gu_, r);
+                atb(utgu, uu, gu_, r, blk);
             }
             if has_gv {
-                atb(vtgv, vv, gv_, k);
+                atb(vtgv, vv, gv_, k, blk);
             }
             if let Err(f) = fill_inner(inner, utgu, vtgv, has_gu, has_gv, sv, gsv, k) {
                 let at = if f == SvdGradFail::Gap { &gap } else { &zero };
