@@ -71,6 +71,14 @@
 //! shapes, dtypes and indices. The operators `+ - * /` on tensors are sugar that panics on
 //! invalid input (see [`ops`](crate#operators)).
 //!
+//! **Threads.** Kernels split large work (a batch of matrices, a long elementwise pass,
+//! a big product) over rayon's global pool; the thread count is the pool's
+//! (`RAYON_NUM_THREADS`, or `rayon::ThreadPoolBuilder::build_global`). A call from outside
+//! the pool works on its own share too, with one worker fewer recruited, so that the
+//! threads at work are as many as the pool's. Every result is the same, to the bit,
+//! whatever the number of threads: the work is cut the same way, and each piece is
+//! computed the same way, whoever runs it.
+//!
 //! ## Operators
 //! `&a + &b`, `&a - 1.0`, `&a * &b`, `-&a`... call the corresponding methods and panic on
 //! error, like ndarray's operators. Use the methods in code that handles bad input.

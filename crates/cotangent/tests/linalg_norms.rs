@@ -741,3 +741,37 @@ fn matrix_norms_over_the_size_sweep() {
         }
     }
 }
+
+#[test]
+fn norms_and_their_gradients_do_not_depend_on_the_thread_count() {
+    // one long run (split into chunks across threads), many runs over trailing dims
+    // (split per thread from 2^17 elements), the elementwise backward: the same bits
+    // on 1, 2 and 3 threads, and with the calling thread outside or inside the pool
+    let run = || -> Vec<Vec<u64>> {
+        let mut out = Vec::new();
+        let cases: [(Vec<usize>, Option<Vec<isize>>); 3] = [
+            (vec![300_000], Some(vec![-1])),
+            (vec![600, 500], None),
+            (vec![1024, 16, 16], Some(vec![-2, -1])),
+        ];
+        for (shape, dims) in cases {
+            for p in [2.0, 1.0, 3.0, f64::INFINITY] {
+                let x = randn(&shape, 11);
+                let y = vector_norm(&x, p, dims.as_deref(), false).unwrap();
+                let g = grad_of(&x, |x| vector_norm(x, p, dims.as_deref(), false));
+                out.push(y.to_vec::<f64>().unwrap().iter().map(|v| v.to_bits()).collect());
+                out.push(g.to_vec::<f64>().unwrap().iter().map(|v| v.to_bits()).collect());
+            }
+        }
+        out
+    };
+    let outside = run();
+    for threads in [1, 2, 3] {
+        let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build().unwrap();
+        let got = pool.install(run);
+        for (i, (a, b)) in got.iter().zip(&outside).enumerate() {
+            let first = a.iter().zip(b).position(|(x, y)| x != y);
+            assert!(first.is_none(), "{threads} threads: result {i} differs at {first:?}");
+        }
+    }
+}

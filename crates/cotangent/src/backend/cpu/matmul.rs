@@ -3,7 +3,6 @@
 
 use faer::linalg::matmul::matmul as faer_matmul;
 use faer::{Accum, MatMut, MatRef, Par};
-use rayon::prelude::*;
 
 use super::strided::walk;
 use crate::dtype::Float;
@@ -325,9 +324,7 @@ pub(crate) fn matmul<T: GemmElem>(a: &[T], al: &Layout, b: &[T], bl: &Layout) ->
         };
         if batch * work >= 1 << 15 {
             let per_task = ((1usize << 14) / work).max(1);
-            out.par_chunks_mut(m * n * per_task)
-                .enumerate()
-                .for_each(|(t, o)| run(o, t * per_task));
+            super::par::for_each_chunk(&mut out, m * n * per_task, |t, o| run(o, t * per_task));
         } else {
             run(&mut out, 0);
         }
@@ -336,7 +333,7 @@ pub(crate) fn matmul<T: GemmElem>(a: &[T], al: &Layout, b: &[T], bl: &Layout) ->
     if batch > 1 && batch * work >= 1 << 15 && work < PAR_THRESHOLD {
         // about 2^14 multiply-adds per task
         let per_task = ((1usize << 14) / work.max(1)).max(1);
-        out.par_chunks_mut(m * n * per_task).enumerate().for_each(|(t, o)| {
+        super::par::for_each_chunk(&mut out, m * n * per_task, |t, o| {
             for (j, o) in o.chunks_exact_mut(m * n).enumerate() {
                 let (am, bm) = mats(t * per_task + j);
                 one(a, am, b, bm, o, m, k, n, Par::Seq);

@@ -3,6 +3,7 @@
 pub(crate) mod linalg;
 pub(crate) mod matmul;
 pub(crate) mod norm;
+pub(crate) mod par;
 pub(crate) mod pool;
 pub(crate) mod strided;
 
@@ -123,18 +124,38 @@ fn own<T: Pooled>(v: &[T], l: &Layout) -> Vec<T> {
 /// Elements from which a contiguous elementwise kernel runs on all of rayon's threads.
 const PAR_ELEMS: usize = 1 << 16;
 
+/// Elements per task of the contiguous elementwise kernels on all threads.
+const PAR_CHUNK: usize = 1 << 14;
+
+/// A new buffer of `len` elements (`first` is a valid value) written by `fill(start,
+/// chunk)` over chunks of [`PAR_CHUNK`] elements split across threads.
+fn fill_par<U: Pooled + Send>(
+    len: usize,
+    first: impl FnOnce() -> U,
+    fill: impl Fn(usize, &mut [U]) + Sync,
+) -> Vec<U> {
+    let mut out = match len {
+        0 => pool::take(0),
+        _ => pool::overwritten(len, first()),
+    };
+    par::for_each_chunk(&mut out, PAR_CHUNK, |t, o| fill(t * PAR_CHUNK, o));
+    out
+}
+
 /// [`map_strided`] on all threads when the input is large and contiguous.
 fn map_par<T: Copy + Sync, U: Pooled + Send>(
     v: &[T],
     l: &Layout,
     f: impl Fn(T) -> U + Sync,
 ) -> Vec<U> {
-    use rayon::prelude::*;
     if l.numel() >= PAR_ELEMS && rayon::current_num_threads() > 1 {
         if let Some(r) = l.contiguous_range() {
-            let mut out = pool::take(r.len());
-            v[r].par_iter().with_min_len(1 << 13).map(|&x| f(x)).collect_into_vec(&mut out);
-            return out;
+            let v = &v[r];
+            return fill_par(
+                v.len(),
+                || f(v[0]),
+                |s, o| o.iter_mut().zip(&v[s..]).for_each(|(d, &x)| *d = f(x)),
+            );
         }
     }
     map_strided(v, l, f)
@@ -148,27 +169,35 @@ fn zip_par<T: Copy + Sync, U: Pooled + Send>(
     bl: &Layout,
     f: impl Fn(T, T) -> U + Sync,
 ) -> Vec<U> {
-    use rayon::prelude::*;
     if al.numel() >= PAR_ELEMS && rayon::current_num_threads() > 1 {
         if let (Some(ra), Some(rb)) = (al.contiguous_range(), bl.contiguous_range()) {
-            let mut out = pool::take(ra.len());
-            a[ra]
-                .par_iter()
-                .with_min_len(1 << 13)
-                .zip(&b[rb])
-                .map(|(&x, &y)| f(x, y))
-                .collect_into_vec(&mut out);
-            return out;
+            let (a, b) = (&a[ra], &b[rb]);
+            return fill_par(
+                a.len(),
+                || f(a[0], b[0]),
+                |s, o| {
+                    let (a, b) = (&a[s..s + o.len()], &b[s..s + o.len()]);
+                    for ((d, &x), &y) in o.iter_mut().zip(a).zip(b) {
+                        *d = f(x, y);
+                    }
+                },
+            );
         }
         if let (Some(ra), true) = (al.contiguous_range(), is_scalar_broadcast(bl)) {
-            let (mut out, y) = (pool::take(ra.len()), b[bl.offset()]);
-            a[ra].par_iter().with_min_len(1 << 13).map(|&x| f(x, y)).collect_into_vec(&mut out);
-            return out;
+            let (a, y) = (&a[ra], b[bl.offset()]);
+            return fill_par(
+                a.len(),
+                || f(a[0], y),
+                |s, o| o.iter_mut().zip(&a[s..]).for_each(|(d, &x)| *d = f(x, y)),
+            );
         }
         if let (true, Some(rb)) = (is_scalar_broadcast(al), bl.contiguous_range()) {
-            let (mut out, x) = (pool::take(rb.len()), a[al.offset()]);
-            b[rb].par_iter().with_min_len(1 << 13).map(|&y| f(x, y)).collect_into_vec(&mut out);
-            return out;
+            let (x, b) = (a[al.offset()], &b[rb]);
+            return fill_par(
+                b.len(),
+                || f(x, b[0]),
+                |s, o| o.iter_mut().zip(&b[s..]).for_each(|(d, &y)| *d = f(x, y)),
+            );
         }
     }
     zip_strided(a, al, b, bl, f)

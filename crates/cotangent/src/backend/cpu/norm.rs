@@ -97,7 +97,8 @@ fn runs<T: NormFloat>(
         let mut out = super::pool::overwritten(n_out, T::ZERO);
         let per = runs_per_task(n_out, len);
         if per < n_out {
-            out.par_chunks_mut(per).zip(xs.par_chunks(per * len)).for_each(|(out, xs)| {
+            super::par::for_each_chunk(&mut out, per, |t, out| {
+                let xs = &xs[t * per * len..][..out.len() * len];
                 pulp::Arch::new().dispatch(TiledRuns { xs, len, ord, out, norm: &norm });
             });
         } else {
@@ -119,7 +120,8 @@ fn runs<T: NormFloat>(
     if n_out > 1 && n_out * len >= PAR_ELEMS && threads > 1 {
         let min_len = (PAR_ELEMS / 4 / len).max(1);
         starts.par_iter().with_min_len(min_len).map_init(Vec::new, |buf, &o| one(o, buf)).collect()
-    } else if n_out == 1 && contiguous && len >= 2 * PAR_ELEMS && threads > 1 {
+    } else if n_out == 1 && contiguous && len >= 2 * PAR_ELEMS {
+        // in chunks whatever the thread count, so that the bits do not depend on it
         vec![norm_slice_par(&v[starts[0]..starts[0] + len], ord)]
     } else {
         let mut buf = Vec::new();
@@ -314,7 +316,9 @@ fn finish<T: NormFloat>(xs: &[T], s: T, ord: f64) -> T {
     m * root(s, ord)
 }
 
-/// [`norm_slice`] of one long run, in chunks on all threads.
+/// [`norm_slice`] of one long run, in chunks on all threads. The chunks' partial results
+/// are combined in order on the calling thread, so the bits do not depend on how rayon
+/// split the work (a parallel `reduce` combines in the order its splits happened).
 fn norm_slice_par<T: NormFloat>(xs: &[T], ord: f64) -> T {
     const CHUNK: usize = 1 << 14;
     if !ord.is_finite() || ord == 0.0 {
@@ -325,7 +329,8 @@ fn norm_slice_par<T: NormFloat>(xs: &[T], ord: f64) -> T {
             norm_slice(&parts, ord)
         };
     }
-    let s = xs.par_chunks(CHUNK).map(|c| power_sum(c, ord)).reduce(|| T::ZERO, |a, b| a + b);
+    let parts: Vec<T> = xs.par_chunks(CHUNK).map(|c| power_sum(c, ord)).collect();
+    let s = parts.into_iter().fold(T::ZERO, |a, b| a + b);
     finish(xs, s, ord)
 }
 
@@ -460,12 +465,11 @@ fn scale_runs<T: NormFloat>(
         let per = runs_per_task(scale.len(), len);
         if scale.len() > 1 && per < scale.len() {
             // the forward's split (see PAR_TILED)
-            out.par_chunks_mut(per * len)
-                .zip(xs.par_chunks(per * len))
-                .zip(scale.par_chunks(per))
-                .for_each(|((out, xs), scale)| {
-                    pulp::Arch::new().dispatch(ScaleRuns { out, xs, len, scale, e: &e });
-                });
+            super::par::for_each_chunk(&mut out, per * len, |t, out| {
+                let xs = &xs[t * per * len..][..out.len()];
+                let scale = &scale[t * per..][..out.len() / len];
+                pulp::Arch::new().dispatch(ScaleRuns { out, xs, len, scale, e: &e });
+            });
         } else if n >= PAR_ELEMS && rayon::current_num_threads() > 1 {
             if scale.len() == 1 {
                 let s = scale[0];

@@ -10,12 +10,12 @@
 //! (PyTorch's LAPACK leaves the same state up to `n ≈ 100`, where it switches to a blocked
 //! algorithm.)
 
+use crate::backend::cpu::par::{for_each_chunk, run_tasks, Parts};
 use faer::dyn_stack::{MemBuffer, MemStack};
 use faer::linalg::cholesky::llt::factor::{
     cholesky_in_place, cholesky_in_place_scratch, LltRegularization,
 };
 use faer::{Par, Spec};
-use rayon::prelude::*;
 
 use super::{colmajor_layout, colmajor_mut, Batch, LinalgElem};
 use crate::dtype::Float;
@@ -393,12 +393,10 @@ pub(crate) fn cholesky<T: LinalgElem>(
     if ba.len() > 1 && n < PAR_N && ba.len() * work >= 2 * TASK_WORK {
         // whole groups of LANES per task
         let per_task = per_task(ba.len(), work).next_multiple_of(LANES);
-        out.par_chunks_mut(size * per_task)
-            .zip(info.par_chunks_mut(per_task))
-            .enumerate()
-            .for_each(|(t, (chunk, inf))| {
-                factor_range(&ba, a, t * per_task, chunk, inf, Par::Seq, rows);
-            });
+        let (po, pi) = (Parts::new(&mut out, size * per_task), Parts::new(&mut info, per_task));
+        run_tasks(pi.len(), |t| {
+            factor_range(&ba, a, t * per_task, po.take(t), pi.take(t), Par::Seq, rows);
+        });
     } else {
         let par = if n >= PAR_N { Par::rayon(0) } else { Par::Seq };
         factor_range(&ba, a, 0, &mut out, &mut info, par, rows);
@@ -783,7 +781,7 @@ pub(crate) fn cholesky_backward<T: LinalgElem>(
     let work = (size * n * 4 / 3).max(1);
     if bf.len() > 1 && n < PAR_N && bf.len() * work >= 2 * TASK_WORK {
         let per_task = per_task(bf.len(), work).next_multiple_of(LANES);
-        out.par_chunks_mut(size * per_task).enumerate().for_each(|(t, chunk)| {
+        for_each_chunk(&mut out, size * per_task, |t, chunk| {
             range(t * per_task, chunk, Par::Seq);
         });
     } else {

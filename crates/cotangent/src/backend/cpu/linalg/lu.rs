@@ -14,6 +14,7 @@ use faer::{MatRef, Par, Spec};
 use rayon::prelude::*;
 
 use super::{colmajor_layout, colmajor_mut, for_each_matrix, Batch, LinalgElem, TASK_WORK};
+use crate::backend::cpu::par::{run_tasks, Parts};
 use crate::layout::Layout;
 
 /// `min(m, n)` up to which the unblocked loop is used.
@@ -563,18 +564,12 @@ fn lu_factor_impl<T: LinalgElem>(
         if lanes {
             per = per.div_ceil(LANES) * LANES;
         }
-        let tasks = out
-            .par_chunks_mut(size * per)
-            .zip(piv.par_chunks_mut(k * per))
-            .zip(info.par_chunks_mut(per))
-            .enumerate();
-        if det.is_some() {
-            tasks.zip(dets.par_chunks_mut(per)).for_each(|((t, ((o, p), f)), d)| {
-                range(t * per, o, p, f, Some(d), Par::Seq);
-            });
-        } else {
-            tasks.for_each(|(t, ((o, p), f))| range(t * per, o, p, f, None, Par::Seq));
-        }
+        let (po, pp) = (Parts::new(&mut out, size * per), Parts::new(&mut piv, k * per));
+        let (pf, pd) = (Parts::new(&mut info, per), Parts::new(&mut dets, per));
+        run_tasks(pf.len(), |t| {
+            let d = if det.is_some() { Some(pd.take(t)) } else { None };
+            range(t * per, po.take(t), pp.take(t), pf.take(t), d, Par::Seq);
+        });
     } else {
         let par = if work >= PAR_WORK { Par::rayon(0) } else { Par::Seq };
         let d = if det.is_some() { Some(&mut dets[..]) } else { None };
@@ -785,7 +780,7 @@ pub(crate) fn for_each_lane_group<T: Send, S>(
     let len = out.len() / size.max(1);
     if len * work >= 2 * TASK_WORK {
         let per = (TASK_WORK / work.max(1)).max(1).div_ceil(LANES) * LANES;
-        out.par_chunks_mut(size * per).enumerate().for_each(|(t, o)| range(t * per, o));
+        crate::backend::cpu::par::for_each_chunk(out, size * per, |t, o| range(t * per, o));
     } else {
         range(0, out);
     }

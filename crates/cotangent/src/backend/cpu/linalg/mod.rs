@@ -225,7 +225,6 @@ pub(crate) fn for_each_matrix<T: Send, F>(
 ) where
     F: Fn(usize, &mut [T], &mut Vec<T>, Par) + Sync,
 {
-    use rayon::prelude::*;
     if size == 0 {
         return;
     }
@@ -233,7 +232,7 @@ pub(crate) fn for_each_matrix<T: Send, F>(
     let work = work.max(1);
     if len > 1 && !big && len * work >= 2 * TASK_WORK {
         let per_task = (TASK_WORK / work).max(1);
-        out.par_chunks_mut(size * per_task).enumerate().for_each(|(t, chunk)| {
+        super::par::for_each_chunk(out, size * per_task, |t, chunk| {
             let mut tmp = Vec::new();
             for (j, dst) in chunk.chunks_exact_mut(size).enumerate() {
                 one(t * per_task + j, dst, &mut tmp, Par::Seq);
