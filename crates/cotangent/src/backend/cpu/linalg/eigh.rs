@@ -1749,14 +1749,7 @@ fn backward_simd_n<T: LinalgElem + LaneBits, const N: usize>(
             // row i of X at once: Σ_k V_ki gV_k:, into t (column-major Xᵀ)
             for i in 0..n {
                 let vi = &vm[i * n..(i + 1) * n];
-                let ti = &mut t[i * n..(i + 1) * n];
-                ti.fill(T::ZERO);
-                for k in 0..n {
-                    let (vki, gk) = (vi[k], &g[k * rs..k * rs + n]);
-                    for j in 0..n {
-                        ti[j] = vki.mul_add(gk[j], ti[j]);
-                    }
-                }
+                combine(n, &mut t[i * n..(i + 1) * n], |k| (vi[k], &g[k * rs..k * rs + n]));
             }
             for j in 0..n {
                 for i in 0..n {
@@ -1775,14 +1768,7 @@ fn backward_simd_n<T: LinalgElem + LaneBits, const N: usize>(
                     GvRef::Columns(g, cs) => &g[j * cs..j * cs + n],
                     _ => &dst[j * n..(j + 1) * n],
                 };
-                let xj = &mut x[j * n..(j + 1) * n];
-                xj.fill(T::ZERO);
-                for k in 0..n {
-                    let (gkj, vk) = (gj[k], &t[k * n..(k + 1) * n]);
-                    for i in 0..n {
-                        xj[i] = vk[i].mul_add(gkj, xj[i]);
-                    }
-                }
+                combine(n, &mut x[j * n..(j + 1) * n], |k| (gj[k], &t[k * n..(k + 1) * n]));
             }
             for j in 0..n {
                 for i in 0..n {
@@ -1834,27 +1820,39 @@ fn backward_simd_n<T: LinalgElem + LaneBits, const N: usize>(
     // X = V M (column-major): column j is Σ_k V_:k M_kj, k in order
     for j in 0..n {
         let mj = &m[j * n..(j + 1) * n];
-        let xj = &mut x[j * n..(j + 1) * n];
-        xj.fill(T::ZERO);
-        for k in 0..n {
-            let (mkj, vk) = (mj[k], &vm[k * n..(k + 1) * n]);
-            for r in 0..n {
-                xj[r] = vk[r].mul_add(mkj, xj[r]);
-            }
-        }
+        combine(n, &mut x[j * n..(j + 1) * n], |k| (mj[k], &vm[k * n..(k + 1) * n]));
     }
     // gA = X Vᵀ, row-major: row r is Σ_k X_rk V_:k, k in order
     for r in 0..n {
-        let row = &mut dst[r * n..(r + 1) * n];
-        row.fill(T::ZERO);
-        for k in 0..n {
-            let (xrk, vk) = (x[k * n + r], &vm[k * n..(k + 1) * n]);
-            for c in 0..n {
-                row[c] = xrk.mul_add(vk[c], row[c]);
-            }
-        }
+        combine(n, &mut dst[r * n..(r + 1) * n], |k| (x[k * n + r], &vm[k * n..(k + 1) * n]));
     }
     true
+}
+
+/// `out = Σ_k c_k r_k` over `k = 0..n` in order, one FMA per term and entry, where
+/// `term(k) = (c_k, r_k)` (`r_k` at least as long as `out`), summed in registers (a local
+/// array, in blocks of 32 entries), then stored once.
+#[inline(always)]
+fn combine<'a, T: LinalgElem + LaneBits>(
+    n: usize,
+    out: &mut [T],
+    term: impl Fn(usize) -> (T, &'a [T]),
+) {
+    const B: usize = 32;
+    let mut j0 = 0;
+    while j0 < out.len() {
+        let len = (out.len() - j0).min(B);
+        let mut acc = [T::ZERO; B];
+        for k in 0..n {
+            let (c, r) = term(k);
+            let r = &r[j0..j0 + len];
+            for j in 0..len {
+                acc[j] = c.mul_add(r[j], acc[j]);
+            }
+        }
+        out[j0..j0 + len].copy_from_slice(&acc[..len]);
+        j0 += B;
+    }
 }
 
 /// The per-matrix VJP of [`eigh_backward`] before [`backward_simd`] (plain products, no
