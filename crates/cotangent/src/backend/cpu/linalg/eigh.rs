@@ -1747,10 +1747,7 @@ fn backward_simd_n<T: LinalgElem + LaneBits, const N: usize>(
         // transpose into t
         if let GvRef::Rows(g, rs) = gv {
             // row i of X at once: Σ_k V_ki gV_k:, into t (column-major Xᵀ)
-            for i in 0..n {
-                let vi = &vm[i * n..(i + 1) * n];
-                combine(n, &mut t[i * n..(i + 1) * n], |k| (vi[k], &g[k * rs..k * rs + n]));
-            }
+            products(n, t, |i, k| vm[i * n + k], |k| &g[k * rs..k * rs + n]);
             for j in 0..n {
                 for i in 0..n {
                     x[j * n + i] = t[i * n + j];
@@ -1763,12 +1760,12 @@ fn backward_simd_n<T: LinalgElem + LaneBits, const N: usize>(
                     t[k * n + i] = vm[i * n + k];
                 }
             }
-            for j in 0..n {
-                let gj = match gv {
-                    GvRef::Columns(g, cs) => &g[j * cs..j * cs + n],
-                    _ => &dst[j * n..(j + 1) * n],
-                };
-                combine(n, &mut x[j * n..(j + 1) * n], |k| (gj[k], &t[k * n..(k + 1) * n]));
+            let vt = &*t;
+            match gv {
+                GvRef::Columns(g, cs) => {
+                    products(n, x, |j, k| g[j * cs + k], |k| &vt[k * n..(k + 1) * n]);
+                }
+                _ => products(n, x, |j, k| dst[j * n + k], |k| &vt[k * n..(k + 1) * n]),
             }
             for j in 0..n {
                 for i in 0..n {
@@ -1818,40 +1815,58 @@ fn backward_simd_n<T: LinalgElem + LaneBits, const N: usize>(
         m[i * n + i] += gwi[i];
     }
     // X = V M (column-major): column j is Σ_k V_:k M_kj, k in order
-    for j in 0..n {
-        let mj = &m[j * n..(j + 1) * n];
-        combine(n, &mut x[j * n..(j + 1) * n], |k| (mj[k], &vm[k * n..(k + 1) * n]));
-    }
+    products(n, x, |j, k| m[j * n + k], |k| &vm[k * n..(k + 1) * n]);
     // gA = X Vᵀ, row-major: row r is Σ_k X_rk V_:k, k in order
-    for r in 0..n {
-        combine(n, &mut dst[r * n..(r + 1) * n], |k| (x[k * n + r], &vm[k * n..(k + 1) * n]));
-    }
+    products(n, dst, |r, k| x[k * n + r], |k| &vm[k * n..(k + 1) * n]);
     true
 }
 
-/// `out = Σ_k c_k r_k` over `k = 0..n` in order, one FMA per term and entry, where
-/// `term(k) = (c_k, r_k)` (`r_k` at least as long as `out`), summed in registers (a local
-/// array, in blocks of 32 entries), then stored once.
+/// Row `i` of `out` (`n x n`, rows contiguous) is `Σ_k c(i, k) r(k)` over `k = 0..n` in
+/// order, one FMA per term and entry (`r(k)` at least `n` long), summed in registers
+/// (local arrays, in blocks of 32 entries) and stored once; two rows at a time, sharing
+/// the loads of `r(k)` (twice the independent FMA chains of one row: the FMAs' latency,
+/// not their throughput, bounds one row).
 #[inline(always)]
-fn combine<'a, T: LinalgElem + LaneBits>(
+fn products<'a, T: LinalgElem + LaneBits>(
     n: usize,
     out: &mut [T],
-    term: impl Fn(usize) -> (T, &'a [T]),
+    c: impl Fn(usize, usize) -> T,
+    r: impl Fn(usize) -> &'a [T],
 ) {
     const B: usize = 32;
-    let mut j0 = 0;
-    while j0 < out.len() {
-        let len = (out.len() - j0).min(B);
-        let mut acc = [T::ZERO; B];
-        for k in 0..n {
-            let (c, r) = term(k);
-            let r = &r[j0..j0 + len];
-            for j in 0..len {
-                acc[j] = c.mul_add(r[j], acc[j]);
+    let mut i = 0;
+    while i + 1 < n {
+        let mut j0 = 0;
+        while j0 < n {
+            let len = (n - j0).min(B);
+            let (mut acc0, mut acc1) = ([T::ZERO; B], [T::ZERO; B]);
+            for k in 0..n {
+                let (c0, c1, rk) = (c(i, k), c(i + 1, k), &r(k)[j0..j0 + len]);
+                for j in 0..len {
+                    acc0[j] = c0.mul_add(rk[j], acc0[j]);
+                    acc1[j] = c1.mul_add(rk[j], acc1[j]);
+                }
             }
+            out[i * n + j0..i * n + j0 + len].copy_from_slice(&acc0[..len]);
+            out[(i + 1) * n + j0..(i + 1) * n + j0 + len].copy_from_slice(&acc1[..len]);
+            j0 += B;
         }
-        out[j0..j0 + len].copy_from_slice(&acc[..len]);
-        j0 += B;
+        i += 2;
+    }
+    if i < n {
+        let mut j0 = 0;
+        while j0 < n {
+            let len = (n - j0).min(B);
+            let mut acc = [T::ZERO; B];
+            for k in 0..n {
+                let (c0, rk) = (c(i, k), &r(k)[j0..j0 + len]);
+                for j in 0..len {
+                    acc[j] = c0.mul_add(rk[j], acc[j]);
+                }
+            }
+            out[i * n + j0..i * n + j0 + len].copy_from_slice(&acc[..len]);
+            j0 += B;
+        }
     }
 }
 
