@@ -561,3 +561,63 @@ fn fused_backward_at_repeated_eigenvalues() {
     let (fused, recorded) = both_paths(&[&wv], &[None], &a);
     assert_close(&fused.unwrap(), &recorded.unwrap(), 1e-12);
 }
+
+#[test]
+fn fused_backward_of_lane_batches() {
+    // the benchmark's loss (w.sum() + V.square().sum()) and one with a transposed gV, on
+    // lane-kernel batches (not a multiple of the lane count), both triangles, strided
+    // (transposed, sliced) input, f64 and f32: the fused VJP (not recorded) against the
+    // tensor-op one; then a 16x16 repeated eigenvalue among regular matrices: finite and
+    // equal for a projector loss, NotDifferentiable on both paths for a basis-dependent one
+    for (count, n, dt) in [(21, 16, DType::F64), (13, 8, DType::F64), (11, 16, DType::F32)] {
+        // only the triangle read counts: the rest need not be symmetric
+        let base = randn(&[count, n, n + 2], 171 + n as u64);
+        for strided in [false, true] {
+            let a = if strided {
+                base.narrow(-1, 1, n).unwrap().mT().unwrap()
+            } else {
+                base.narrow(-1, 1, n).unwrap().contiguous().unwrap()
+            };
+            let a = rg(a.to_dtype(dt).unwrap());
+            for uplo in [Uplo::Lower, Uplo::Upper] {
+                let e = eigh(&a, uplo).unwrap();
+                let sq = e.eigenvectors.square().unwrap().sum().unwrap();
+                let loss = e.eigenvalues.sum().unwrap().add(&sq).unwrap();
+                let c = randn(&[n, n], 172).to_dtype(dt).unwrap();
+                let lin = e.eigenvectors.mT().unwrap().mul(&c).unwrap().sum().unwrap();
+                for l in [&loss, &lin] {
+                    let (fused, recorded) = both_paths(&[l], &[None], &a);
+                    let (fused, recorded) = (fused.unwrap(), recorded.unwrap());
+                    let (f, r) = (
+                        fused.to_dtype(DType::F64).unwrap(),
+                        recorded.to_dtype(DType::F64).unwrap(),
+                    );
+                    let tol = if dt == DType::F32 { 1e-4 } else { 1e-11 };
+                    let scale = 1.0 + max_abs(&r);
+                    assert!(
+                        max_abs(&f.sub(&r).unwrap()) <= tol * scale,
+                        "{count}x{n} {dt:?} strided {strided} {uplo:?}"
+                    );
+                }
+            }
+        }
+    }
+    let n = 16;
+    let mut v = sym(&[11, n, n], 173).to_vec_f64();
+    let d: Vec<f64> = (0..n).map(|k| if k < 2 { 1.0 } else { 1.0 + k as f64 }).collect();
+    v[5 * n * n..6 * n * n].copy_from_slice(&with_spectrum(&d, 174).to_vec_f64());
+    let a = rg(Tensor::from_vec(v, vec![11, n, n]).unwrap());
+    let e = eigh(&a, Uplo::Lower).unwrap();
+    let vs = e.eigenvectors.narrow(-1, 0, 2).unwrap();
+    let c = randn(&[n, n], 175);
+    let proj = vs.matmul(&vs.mT().unwrap()).unwrap().mul(&c).unwrap().sum().unwrap();
+    let (fused, recorded) = both_paths(&[&proj], &[None], &a);
+    let (fused, recorded) = (fused.unwrap(), recorded.unwrap());
+    assert!(fused.to_vec_f64().iter().all(|x| x.is_finite()));
+    assert_close(&fused, &recorded, 1e-9);
+    let basis = e.eigenvectors.narrow(-1, 0, 1).unwrap().sum().unwrap();
+    let (fused, recorded) = both_paths(&[&basis], &[None], &a);
+    for r in [fused, recorded] {
+        assert!(matches!(r, Err(Error::NotDifferentiable { .. })), "{:?}", r.map(|_| ()));
+    }
+}
