@@ -172,7 +172,11 @@ impl Op for QrOp {
 /// `diag(R)` has the opposite sign to that pivot, and a column whose part below the
 /// diagonal is already zero is left as it is (`H = I`). On exactly or numerically
 /// rank-deficient matrices with more than 48 × 48 entries and both dims above 16, faer's
-/// blocked kernel may pick another valid factorisation than LAPACK's.
+/// blocked kernel may pick another valid factorisation than LAPACK's. Batches of square
+/// matrices up to 16 x 16 are factorised several at a time with fused multiply-adds: the
+/// same factors to rounding, except that the columns of `Q` that a numerically
+/// rank-deficient matrix leaves to rounding may differ from those of the matrix alone
+/// (another valid factorisation).
 ///
 /// Dtypes: f32, f64; bf16 and f16 are computed in f32 and rounded back (PyTorch refuses
 /// them).

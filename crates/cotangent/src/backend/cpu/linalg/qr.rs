@@ -9,8 +9,13 @@
 //! - larger ones: faer's blocked Householder QR on a column-major block, and its block
 //!   reflector application to form `Q`.
 //!
+//! Batches of square matrices up to 16 x 16 run [`LANES`] matrices at a time, one per
+//! SIMD lane (`qr_lanes`): the same reflectors, applied four columns at a time with fused
+//! multiply-adds.
+//!
 //! [`qr_backward`] is the VJP of small tall or square factorisations, fused per matrix
-//! (used when the backward pass is not recorded).
+//! (used when the backward pass is not recorded); for batches of small square matrices,
+//! [`LANES`] at a time too, each product summed a few entries at a time in registers.
 //!
 //! The reflector of column `j` is LAPACK's `larfg`: `H = I − τ v vᵀ`, `v₀ = 1`, mapping
 //! `x` to `β e₀` with `β = −sign(x₀) ‖x‖` (and `H = I`, `β = x₀` when the rest of `x` is
@@ -44,6 +49,30 @@ pub(crate) trait QrElem: LinalgElem {
     /// `self * a + b` with one rounding (an FMA instruction inside the lane kernels,
     /// which run with the CPU's FMA enabled).
     fn mul_add(self, a: Self, b: Self) -> Self;
+    /// Runs `f` on `len` lane entries of this thread's scratch, reused from call to call
+    /// (with its old contents: the lane kernels write before they read), so that the many
+    /// small tasks of a batch neither allocate nor zero their work blocks.
+    fn with_lanes<R>(len: usize, f: impl FnOnce(&mut [[Self; LANES]]) -> R) -> R;
+}
+
+/// The lane scratch of a thread for one element type (see [`QrElem::with_lanes`]).
+type LaneScratch<T> = std::thread::LocalKey<std::cell::RefCell<Vec<[T; LANES]>>>;
+
+/// [`QrElem::with_lanes`] on the scratch `key` (a fresh block if it is in use).
+fn with_lanes_in<T: QrElem, R>(
+    key: &'static LaneScratch<T>,
+    len: usize,
+    f: impl FnOnce(&mut [[T; LANES]]) -> R,
+) -> R {
+    key.with(|cell| match cell.try_borrow_mut() {
+        Ok(mut v) => {
+            if v.len() < len {
+                v.resize(len, [T::ZERO; LANES]);
+            }
+            f(&mut v[..len])
+        }
+        Err(_) => f(&mut vec![[T::ZERO; LANES]; len]),
+    })
 }
 
 impl QrElem for f32 {
@@ -58,6 +87,13 @@ impl QrElem for f32 {
     fn mul_add(self, a: Self, b: Self) -> Self {
         f32::mul_add(self, a, b)
     }
+    fn with_lanes<R>(len: usize, f: impl FnOnce(&mut [[Self; LANES]]) -> R) -> R {
+        thread_local! {
+            static LANES_F32: std::cell::RefCell<Vec<[f32; LANES]>> =
+                const { std::cell::RefCell::new(Vec::new()) };
+        }
+        with_lanes_in(&LANES_F32, len, f)
+    }
 }
 
 impl QrElem for f64 {
@@ -71,6 +107,13 @@ impl QrElem for f64 {
     #[inline(always)]
     fn mul_add(self, a: Self, b: Self) -> Self {
         f64::mul_add(self, a, b)
+    }
+    fn with_lanes<R>(len: usize, f: impl FnOnce(&mut [[Self; LANES]]) -> R) -> R {
+        thread_local! {
+            static LANES_F64: std::cell::RefCell<Vec<[f64; LANES]>> =
+                const { std::cell::RefCell::new(Vec::new()) };
+        }
+        with_lanes_in(&LANES_F64, len, f)
     }
 }
 
@@ -314,11 +357,77 @@ const LANES: usize = 8;
 /// Largest order of the lane kernel (square matrices).
 const LANES_MAX: usize = 16;
 
+/// One lane group's value: entry `l` belongs to matrix `l` of the group.
+type V<T> = [T; LANES];
+
+/// `a b + c` in every lane (one rounding).
+#[inline(always)]
+fn fma<T: QrElem>(a: V<T>, b: V<T>, c: V<T>) -> V<T> {
+    std::array::from_fn(|l| a[l].mul_add(b[l], c[l]))
+}
+
+/// `c − a b` in every lane (one rounding).
+#[inline(always)]
+fn fnma<T: QrElem>(a: V<T>, b: V<T>, c: V<T>) -> V<T> {
+    std::array::from_fn(|l| (-a[l]).mul_add(b[l], c[l]))
+}
+
+/// [`reflect`] on the `W` columns `c..c + W` of `buf`: `wᵀ = bufⱼ + Σᵢ vᵢ bufᵢ` summed in
+/// registers (`W` independent chains), then `bufⱼ −= τ w`, `bufᵢ −= τ vᵢ w`.
+#[inline(always)]
+fn reflect_block<T: QrElem, const W: usize>(
+    buf: &mut [V<T>],
+    n: usize,
+    j: usize,
+    v: &[V<T>],
+    tau: V<T>,
+    c: usize,
+) {
+    let mut acc: [V<T>; W] = std::array::from_fn(|t| buf[j * n + c + t]);
+    for i in j + 1..n {
+        let vi = v[i];
+        for t in 0..W {
+            acc[t] = fma(vi, buf[i * n + c + t], acc[t]);
+        }
+    }
+    for t in 0..W {
+        acc[t] = std::array::from_fn(|l| -(acc[t][l] * tau[l]));
+        let x = &mut buf[j * n + c + t];
+        *x = std::array::from_fn(|l| x[l] + acc[t][l]);
+    }
+    for i in j + 1..n {
+        let vi = v[i];
+        for t in 0..W {
+            let x = &mut buf[i * n + c + t];
+            *x = fma(vi, acc[t], *x);
+        }
+    }
+}
+
+/// Applies `H = I − τ v vᵀ` (`vⱼ = 1`, `vᵢ = v[i]` for `i > j`) from the left to rows
+/// `j..n` and columns `c0..n` of the row-major lanes `buf` (`n` columns), four columns at
+/// a time.
+#[inline(always)]
+fn reflect<T: QrElem>(buf: &mut [V<T>], n: usize, j: usize, v: &[V<T>], tau: V<T>, c0: usize) {
+    let mut c = c0;
+    while c + 4 <= n {
+        reflect_block::<T, 4>(buf, n, j, v, tau, c);
+        c += 4;
+    }
+    match n - c {
+        3 => reflect_block::<T, 3>(buf, n, j, v, tau, c),
+        2 => reflect_block::<T, 2>(buf, n, j, v, tau, c),
+        1 => reflect_block::<T, 1>(buf, n, j, v, tau, c),
+        _ => {}
+    }
+}
+
 /// `geqr2` and `org2r` on [`LANES`] square `n x n` matrices `first..` of `ba` at once: the
-/// same operations, in the same order, as the row-major loop of [`one`] (so the same
-/// results), into `q` and `r` (row-major, `n x n` each, `LANES` of them; `q` empty if not
-/// wanted). Returns which lanes are done: a lane whose column norms need scaling (or are
-/// zero, or not finite) is not, and is redone by [`one`].
+/// same reflectors as the row-major loop of [`one`], applied a few columns at a time with
+/// fused multiply-adds (so the same results to rounding), into `q` and `r` (row-major,
+/// `n x n` each, `LANES` of them; `q` empty if not wanted). Returns which lanes are done:
+/// a lane whose column norms need scaling (or are zero, or not finite) is not, and is
+/// redone by [`one`].
 // lanes are indexed on purpose (the loops over them vectorise)
 #[allow(clippy::needless_range_loop, clippy::too_many_arguments)]
 #[inline(always)]
@@ -334,31 +443,34 @@ fn qr_lanes_n<T: QrElem>(
 ) -> [bool; LANES] {
     for l in 0..LANES {
         let off = ba.offset(first + l);
-        for i in 0..n {
-            for c in 0..n {
-                w[i * n + c][l] = a[off + i * ba.rs + c * ba.cs];
+        if ba.cs == 1 && ba.rs == n {
+            for (x, &y) in w.iter_mut().zip(&a[off..off + n * n]) {
+                x[l] = y;
+            }
+        } else {
+            for i in 0..n {
+                for c in 0..n {
+                    w[i * n + c][l] = a[off + i * ba.rs + c * ba.cs];
+                }
             }
         }
     }
     let mut ok = [true; LANES];
     let mut taus = [[T::ZERO; LANES]; LANES_MAX];
-    let mut wv = [[T::ZERO; LANES]; LANES_MAX];
+    let mut v = [[T::ZERO; LANES]; LANES_MAX];
     // the last column has no reflector (τ = 0)
     for j in 0..n.saturating_sub(1) {
         let mut s = [T::ZERO; LANES];
         for i in j + 1..n {
             let x = w[i * n + j];
-            for l in 0..LANES {
-                s[l] += x[l] * x[l];
-            }
+            s = fma(x, x, s);
         }
         let mut tau = [T::ZERO; LANES];
         let mut inv = [T::ZERO; LANES];
         let mut beta = [T::ZERO; LANES];
         for l in 0..LANES {
             let alpha = w[j * n + j][l];
-            let xnorm = s[l].sqrt();
-            let ss = alpha * alpha + xnorm * xnorm;
+            let ss = alpha.mul_add(alpha, s[l]);
             ok[l] &= s[l].is_finite()
                 && s[l] >= T::MIN_POSITIVE
                 && ss.is_finite()
@@ -370,47 +482,18 @@ fn qr_lanes_n<T: QrElem>(
         }
         taus[j] = tau;
         for i in j + 1..n {
-            let x = &mut w[i * n + j];
-            for l in 0..LANES {
-                x[l] *= inv[l];
-            }
+            let x = w[i * n + j];
+            let y = std::array::from_fn(|l| x[l] * inv[l]);
+            w[i * n + j] = y;
+            v[i] = y;
         }
         w[j * n + j] = beta;
-        // H from the left on columns j + 1..
-        for c in j + 1..n {
-            wv[c] = w[j * n + c];
-        }
-        for i in j + 1..n {
-            let vi = w[i * n + j];
-            for c in j + 1..n {
-                let y = w[i * n + c];
-                for l in 0..LANES {
-                    wv[c][l] += vi[l] * y[l];
-                }
-            }
-        }
-        for c in j + 1..n {
-            for l in 0..LANES {
-                wv[c][l] = -(wv[c][l] * tau[l]);
-            }
-            let x = &mut w[j * n + c];
-            for l in 0..LANES {
-                x[l] += wv[c][l];
-            }
-        }
-        for i in j + 1..n {
-            let vi = w[i * n + j];
-            for c in j + 1..n {
-                let x = &mut w[i * n + c];
-                for l in 0..LANES {
-                    x[l] += vi[l] * wv[c][l];
-                }
-            }
-        }
+        reflect(w, n, j, &v, tau, j + 1);
     }
     let size = n * n;
     if !q.is_empty() {
-        // org2r: H₀ … H_{n−2} applied to I, the last reflector first
+        // org2r: H₀ … H_{n−2} applied to I, the last reflector first (columns < j of the
+        // partial product are still unit vectors above row j: untouched)
         for x in qb.iter_mut() {
             *x = [T::ZERO; LANES];
         }
@@ -418,37 +501,10 @@ fn qr_lanes_n<T: QrElem>(
             qb[c * n + c] = [T::ONE; LANES];
         }
         for j in (0..n.saturating_sub(1)).rev() {
-            let tau = taus[j];
-            for c in j..n {
-                wv[c] = qb[j * n + c];
-            }
             for i in j + 1..n {
-                let vi = w[i * n + j];
-                for c in j..n {
-                    let y = qb[i * n + c];
-                    for l in 0..LANES {
-                        wv[c][l] += vi[l] * y[l];
-                    }
-                }
+                v[i] = w[i * n + j];
             }
-            for c in j..n {
-                for l in 0..LANES {
-                    wv[c][l] = -(wv[c][l] * tau[l]);
-                }
-                let x = &mut qb[j * n + c];
-                for l in 0..LANES {
-                    x[l] += wv[c][l];
-                }
-            }
-            for i in j + 1..n {
-                let vi = w[i * n + j];
-                for c in j..n {
-                    let x = &mut qb[i * n + c];
-                    for l in 0..LANES {
-                        x[l] += vi[l] * wv[c][l];
-                    }
-                }
-            }
+            reflect(qb, n, j, &v, taus[j], j);
         }
         for (l, d) in q.chunks_exact_mut(size).enumerate() {
             if ok[l] {
@@ -557,28 +613,30 @@ fn qr_small_rows<T: QrElem>(a: &[T], ba: &Batch, want_q: bool) -> (Vec<T>, Vec<T
     let n = ba.n;
     let size = n * n;
     let nb = ba.len();
-    let mut qv = pool::filled(if want_q { nb * size } else { 0 }, T::ZERO);
-    let mut rv = pool::filled(nb * size, T::ZERO);
+    // every entry is written (by the lane kernel or, for the lanes it leaves, by `one`)
+    let mut qv = pool::overwritten(if want_q { nb * size } else { 0 }, T::ZERO);
+    let mut rv = pool::overwritten(nb * size, T::ZERO);
     let run = |start: usize, qc: &mut [T], rc: &mut [T]| {
         let mut s = Scratch::new();
         let mut cm: [Vec<T>; 2] = Default::default();
-        let mut w = vec![[T::ZERO; LANES]; size];
-        let mut qb = vec![[T::ZERO; LANES]; size];
         let groups = rc.len() / (size * LANES);
         let qstep = if want_q { size } else { 0 };
-        for g in 0..groups {
-            let first = start + g * LANES;
-            let qg = &mut qc[g * LANES * qstep..(g + 1) * LANES * qstep];
-            let rg = &mut rc[g * LANES * size..(g + 1) * LANES * size];
-            let ok = qr_lanes(ba, a, first, qg, rg, &mut w, &mut qb);
-            for (l, &done) in ok.iter().enumerate() {
-                if !done {
-                    let q = &mut qg[l * qstep..(l + 1) * qstep];
-                    let r = &mut rg[l * size..(l + 1) * size];
-                    one_rows(a, ba, first + l, q, r, &mut s, &mut cm);
+        T::with_lanes(2 * size, |buf| {
+            let (w, qb) = buf.split_at_mut(size);
+            for g in 0..groups {
+                let first = start + g * LANES;
+                let qg = &mut qc[g * LANES * qstep..(g + 1) * LANES * qstep];
+                let rg = &mut rc[g * LANES * size..(g + 1) * LANES * size];
+                let ok = qr_lanes(ba, a, first, qg, rg, w, qb);
+                for (l, &done) in ok.iter().enumerate() {
+                    if !done {
+                        let q = &mut qg[l * qstep..(l + 1) * qstep];
+                        let r = &mut rg[l * size..(l + 1) * size];
+                        one_rows(a, ba, first + l, q, r, &mut s, &mut cm);
+                    }
                 }
             }
-        }
+        });
         for j in groups * LANES..rc.len() / size {
             let q = &mut qc[j * qstep..(j + 1) * qstep];
             let r = &mut rc[j * size..(j + 1) * size];
@@ -706,97 +764,154 @@ fn load_lanes<T: QrElem>(
     }
 }
 
+/// Rows `i0..i0 + W` of column `j` of `M = gR Rᵀ − Qᵀ gQ` (row-major lanes), mirrored
+/// into row `j`: `M[i, j] = Σ_{k ≥ j} gR[i, k] R[j, k] − Σ_p Q[p, i] gQ[p, j]`, `W`
+/// independent sums.
+#[allow(clippy::too_many_arguments)]
+#[inline(always)]
+fn m_block<T: QrElem, const W: usize>(
+    q: &[V<T>],
+    r: &[V<T>],
+    gq: &[V<T>],
+    gr: &[V<T>],
+    mm: &mut [V<T>],
+    n: usize,
+    j: usize,
+    i0: usize,
+) {
+    let mut acc = [[T::ZERO; LANES]; W];
+    for k in j..n {
+        let b = r[j * n + k];
+        for t in 0..W {
+            acc[t] = fma(gr[(i0 + t) * n + k], b, acc[t]);
+        }
+    }
+    for p in 0..n {
+        let b = gq[p * n + j];
+        for t in 0..W {
+            acc[t] = fnma(q[p * n + i0 + t], b, acc[t]);
+        }
+    }
+    for t in 0..W {
+        mm[(i0 + t) * n + j] = acc[t];
+        mm[j * n + i0 + t] = acc[t];
+    }
+}
+
+/// Columns `j0..j0 + W` of row `p` of `B = gQ + Q S` into `gq` (`S` symmetric, all of it
+/// in `mm`): `B[p, j] = gQ[p, j] + Σ_i Q[p, i] S[i, j]`.
+#[inline(always)]
+fn b_block<T: QrElem, const W: usize>(
+    q: &[V<T>],
+    mm: &[V<T>],
+    gq: &mut [V<T>],
+    n: usize,
+    p: usize,
+    j0: usize,
+) {
+    let mut acc: [V<T>; W] = std::array::from_fn(|t| gq[p * n + j0 + t]);
+    for i in 0..n {
+        let a = q[p * n + i];
+        for t in 0..W {
+            acc[t] = fma(a, mm[i * n + j0 + t], acc[t]);
+        }
+    }
+    for t in 0..W {
+        gq[p * n + j0 + t] = acc[t];
+    }
+}
+
+/// Rows `p0..p0 + W` of `X Rᵀ = B` (`B` in `x`, overwritten by `X`), by back substitution:
+/// `X[p, j] = (B[p, j] − Σ_{k > j} R[j, k] X[p, k]) / R[j, j]` (`d[j] = 1 / R[j, j]`).
+#[inline(always)]
+fn solve_block<T: QrElem, const W: usize>(
+    r: &[V<T>],
+    d: &[V<T>],
+    x: &mut [V<T>],
+    n: usize,
+    p0: usize,
+) {
+    for j in (0..n).rev() {
+        let mut acc: [V<T>; W] = std::array::from_fn(|t| x[(p0 + t) * n + j]);
+        for k in j + 1..n {
+            let b = r[j * n + k];
+            for t in 0..W {
+                acc[t] = fnma(x[(p0 + t) * n + k], b, acc[t]);
+            }
+        }
+        for t in 0..W {
+            x[(p0 + t) * n + j] = std::array::from_fn(|l| acc[t][l] * d[j][l]);
+        }
+    }
+}
+
+/// Calls `$f::<W>($args.., at)` over `at = start..end` in blocks of four, then the rest.
+macro_rules! blocks {
+    ($f:ident, $start:expr, $end:expr, ($($arg:expr),*)) => {{
+        let (mut at, end) = ($start, $end);
+        while at + 4 <= end {
+            $f::<T, 4>($($arg,)* at);
+            at += 4;
+        }
+        match end - at {
+            3 => $f::<T, 3>($($arg,)* at),
+            2 => $f::<T, 2>($($arg,)* at),
+            1 => $f::<T, 1>($($arg,)* at),
+            _ => {}
+        }
+    }};
+}
+
 /// [`qr_backward`]'s formula on [`LANES`] square `n x n` factorisations at once (lanes
-/// `idx`), into `x` (row-major lanes); `buf`: scratch for the operands.
-// lanes are indexed on purpose (the loops over them vectorise); Float has no SubAssign
-#[allow(clippy::needless_range_loop, clippy::assign_op_pattern)]
+/// `idx`), into the third `n x n` block of `buf` (row-major lanes; the other four hold the
+/// other operands and `M`). Each step sums a
+/// few entries at a time in registers (independent chains of fused multiply-adds).
+// lanes are indexed on purpose (the loops over them vectorise)
+#[allow(clippy::needless_range_loop)]
 #[inline(always)]
 fn backward_lanes_n<T: QrElem>(
     ops: [Operand<'_, T>; 4],
     idx: &[usize; LANES],
-    buf: &mut [Vec<[T; LANES]>; 5],
+    buf: &mut [[T; LANES]],
     n: usize,
 ) {
-    let [q, r, gq, gr, mm] = buf;
-    let (q, r, gq, gr, mm) =
-        (&mut q[..n * n], &mut r[..n * n], &mut gq[..n * n], &mut gr[..n * n], &mut mm[..n * n]);
+    // five n x n blocks: the operands (the result in gq's) and M
+    let size = n * n;
+    let (q, rest) = buf[..5 * size].split_at_mut(size);
+    let (r, rest) = rest.split_at_mut(size);
+    let (gq, rest) = rest.split_at_mut(size);
+    let (gr, mm) = rest.split_at_mut(size);
     load_lanes(ops[0], idx, q, n);
     load_lanes(ops[1], idx, r, n);
     load_lanes(ops[2], idx, gq, n);
     load_lanes(ops[3], idx, gr, n);
-    // M = gR Rᵀ − Qᵀ gQ, its upper triangle: M[i, j] = Σ_{k ≥ j} gR[i, k] R[j, k]
-    // − Σ_p Q[p, i] gQ[p, j] (fused multiply-adds; the second sum negated once)
-    for i in 0..n {
-        for j in i..n {
-            let mut acc = [T::ZERO; LANES];
-            for k in j..n {
-                let (a, b) = (gr[i * n + k], r[j * n + k]);
-                for l in 0..LANES {
-                    acc[l] = a[l].mul_add(b[l], acc[l]);
-                }
-            }
-            let mut neg = [T::ZERO; LANES];
-            for p in 0..n {
-                let (a, b) = (q[p * n + i], gq[p * n + j]);
-                for l in 0..LANES {
-                    neg[l] = a[l].mul_add(b[l], neg[l]);
-                }
-            }
-            for l in 0..LANES {
-                acc[l] = acc[l] - neg[l];
-            }
-            mm[i * n + j] = acc;
-            mm[j * n + i] = acc;
-        }
+    // M = gR Rᵀ − Qᵀ gQ, its upper triangle (rows 0..=j of column j), mirrored: S = Φ*(M)
+    for j in 0..n {
+        blocks!(m_block, 0, j + 1, (q, r, gq, gr, mm, n, j));
     }
-    // B = gQ + Q S (S = Φ*(M), symmetric: mm mirrored), into gq, each entry summed in a
-    // register: B[p, j] = gQ[p, j] + Σ_i Q[p, i] S[i, j]
+    // B = gQ + Q S, into gq
     for p in 0..n {
-        for j in 0..n {
-            let mut x = gq[p * n + j];
-            for i in 0..n {
-                let (a, b) = (q[p * n + i], mm[i * n + j]);
-                for l in 0..LANES {
-                    x[l] = a[l].mul_add(b[l], x[l]);
-                }
-            }
-            gq[p * n + j] = x;
-        }
+        blocks!(b_block, 0, n, (q, mm, gq, n, p));
     }
-    // X Rᵀ = B: columns of X from the last one
-    for j in (0..n).rev() {
-        let mut d = [T::ZERO; LANES];
-        for l in 0..LANES {
-            d[l] = T::ONE / r[j * n + j][l];
-        }
-        for p in 0..n {
-            let x = &mut gq[p * n + j];
-            for l in 0..LANES {
-                x[l] *= d[l];
-            }
-            let y = *x;
-            for k in 0..j {
-                let rkj = r[k * n + j];
-                let x = &mut gq[p * n + k];
-                for l in 0..LANES {
-                    x[l] = (-rkj[l]).mul_add(y[l], x[l]);
-                }
-            }
-        }
+    // X Rᵀ = B, into gq
+    let mut d = [[T::ZERO; LANES]; LANES_MAX];
+    for j in 0..n {
+        d[j] = std::array::from_fn(|l| T::ONE / r[j * n + j][l]);
     }
+    blocks!(solve_block, 0, n, (r, &d, gq, n));
 }
 
 /// [`backward_lanes_n`] with the order a constant (unrolled loops).
 fn backward_lanes<T: QrElem>(
     ops: [Operand<'_, T>; 4],
     idx: &[usize; LANES],
-    buf: &mut [Vec<[T; LANES]>; 5],
+    buf: &mut [[T; LANES]],
     n: usize,
 ) {
     struct Kernel<'a, 'b, T, const N: usize> {
         ops: [Operand<'b, T>; 4],
         idx: &'a [usize; LANES],
-        buf: &'a mut [Vec<[T; LANES]>; 5],
+        buf: &'a mut [[T; LANES]],
     }
     impl<T: QrElem, const N: usize> pulp::WithSimd for Kernel<'_, '_, T, N> {
         type Output = ();
@@ -808,7 +923,7 @@ fn backward_lanes<T: QrElem>(
     fn fixed<T: QrElem, const N: usize>(
         ops: [Operand<'_, T>; 4],
         idx: &[usize; LANES],
-        buf: &mut [Vec<[T; LANES]>; 5],
+        buf: &mut [[T; LANES]],
     ) {
         pulp::Arch::new().dispatch(Kernel::<T, N> { ops, idx, buf });
     }
@@ -827,20 +942,22 @@ fn backward_lanes<T: QrElem>(
 /// time (the last group padded with repeats), row-major results.
 fn qr_backward_small<T: QrElem>(ops: [Operand<'_, T>; 4], nb: usize, n: usize) -> Vec<T> {
     let size = n * n;
-    let mut out = crate::backend::cpu::pool::filled(nb * size, T::ZERO);
+    // every entry is written (the last group's repeats are not copied out)
+    let mut out = crate::backend::cpu::pool::overwritten(nb * size, T::ZERO);
     let run = |start: usize, chunk: &mut [T]| {
-        let mut buf: [Vec<[T; LANES]>; 5] = std::array::from_fn(|_| vec![[T::ZERO; LANES]; size]);
         let count = chunk.len() / size;
-        for g in (0..count).step_by(LANES) {
-            let idx: [usize; LANES] = std::array::from_fn(|l| start + (g + l).min(count - 1));
-            backward_lanes(ops, &idx, &mut buf, n);
-            for l in 0..LANES.min(count - g) {
-                let d = &mut chunk[(g + l) * size..(g + l + 1) * size];
-                for (d, x) in d.iter_mut().zip(&buf[2][..size]) {
-                    *d = x[l];
+        T::with_lanes(5 * size, |buf| {
+            for g in (0..count).step_by(LANES) {
+                let idx: [usize; LANES] = std::array::from_fn(|l| start + (g + l).min(count - 1));
+                backward_lanes(ops, &idx, buf, n);
+                for l in 0..LANES.min(count - g) {
+                    let d = &mut chunk[(g + l) * size..(g + l + 1) * size];
+                    for (d, x) in d.iter_mut().zip(&buf[2 * size..3 * size]) {
+                        *d = x[l];
+                    }
                 }
             }
-        }
+        });
     };
     let work = size * n;
     if nb * work >= 2 * TASK_WORK {
