@@ -27,7 +27,7 @@
 use faer::dyn_stack::{MemBuffer, MemStack};
 use faer::linalg::evd::{self_adjoint_evd, self_adjoint_evd_scratch, ComputeEigenvectors};
 use faer::{ColMut, MatMut, Par, Spec};
-use rayon::prelude::*;
+use crate::backend::cpu::par::{for_each_chunk, run_tasks, Parts};
 
 use super::{colmajor_layout, Batch, LinalgElem, TASK_WORK};
 use crate::layout::Layout;
@@ -597,10 +597,8 @@ pub(crate) fn eigh<T: LinalgElem + LaneBits>(
                 }
             };
             if parallel {
-                w.par_chunks_mut(n * per_task)
-                    .zip(v.par_chunks_mut(n * n * per_task))
-                    .enumerate()
-                    .for_each(run);
+                let (pw, pv) = (Parts::new(&mut w, n * per_task), Parts::new(v, n * n * per_task));
+                run_tasks(pw.len(), |t| run((t, (pw.take(t), pv.take(t)))));
             } else {
                 run((0, (&mut w[..], v)));
             }
@@ -612,7 +610,7 @@ pub(crate) fn eigh<T: LinalgElem + LaneBits>(
                 }
             };
             if parallel {
-                w.par_chunks_mut(n * per_task).enumerate().for_each(run);
+                for_each_chunk(&mut w, n * per_task, |t, wc| run((t, wc)));
             } else {
                 run((0, &mut w[..]));
             }
@@ -1540,14 +1538,11 @@ fn for_each_lane_group<T: LinalgElem>(
     if count * work >= 2 * TASK_WORK {
         let per = (TASK_WORK / work.max(1)).max(1).div_ceil(LANES) * LANES;
         match v {
-            Some(v) => w
-                .par_chunks_mut(n * per)
-                .zip(v.par_chunks_mut(n * n * per))
-                .enumerate()
-                .for_each(|(t, (wc, vc))| range(t * per, wc, Some(vc))),
-            None => {
-                w.par_chunks_mut(n * per).enumerate().for_each(|(t, wc)| range(t * per, wc, None));
+            Some(v) => {
+                let (pw, pv) = (Parts::new(w, n * per), Parts::new(v, n * n * per));
+                run_tasks(pw.len(), |t| range(t * per, pw.take(t), Some(pv.take(t))));
             }
+            None => for_each_chunk(w, n * per, |t, wc| range(t * per, wc, None)),
         }
     } else {
         range(0, w, v);
@@ -1608,7 +1603,7 @@ pub(crate) fn eigh_backward<T: LinalgElem + LaneBits>(
     if count > 1 && count * work >= 2 * TASK_WORK {
         // runs of a few matrices per task (the scratch is set up once per run)
         let per = (TASK_WORK / work).max(BACKWARD_RUN);
-        out.par_chunks_mut(size * per).enumerate().for_each(|(t, c)| run(t * per, c));
+        for_each_chunk(&mut out, size * per, |t, c| run(t * per, c));
     } else {
         run(0, &mut out);
     }

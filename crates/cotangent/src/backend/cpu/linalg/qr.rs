@@ -26,7 +26,7 @@
 use faer::dyn_stack::{MemBuffer, MemStack};
 use faer::linalg::{householder, qr::no_pivoting::factor as qrf};
 use faer::{Conj, MatMut, MatRef, Par};
-use rayon::prelude::*;
+use crate::backend::cpu::par::{for_each_chunk, run_tasks, Parts};
 
 use super::{colmajor_layout, load_colmajor, Batch, LinalgElem};
 use crate::backend::QrSpec;
@@ -649,12 +649,10 @@ fn qr_small_rows<T: QrElem>(a: &[T], ba: &Batch, want_q: bool) -> (Vec<T>, Vec<T
         let even = nb.div_ceil(4 * rayon::current_num_threads());
         let per = (TASK_WORK / work).min(even).max(1).next_multiple_of(LANES);
         if want_q {
-            qv.par_chunks_mut(size * per)
-                .zip(rv.par_chunks_mut(size * per))
-                .enumerate()
-                .for_each(|(t, (qc, rc))| run(t * per, qc, rc));
+            let (pq, pr) = (Parts::new(&mut qv, size * per), Parts::new(&mut rv, size * per));
+            run_tasks(pr.len(), |t| run(t * per, pq.take(t), pr.take(t)));
         } else {
-            rv.par_chunks_mut(size * per).enumerate().for_each(|(t, rc)| run(t * per, &mut [], rc));
+            for_each_chunk(&mut rv, size * per, |t, rc| run(t * per, &mut [], rc));
         }
     } else {
         run(0, &mut qv, &mut rv);
@@ -709,12 +707,10 @@ pub(crate) fn qr<T: QrElem>(a: &[T], al: &Layout, spec: QrSpec) -> (Option<Facto
             }
         };
         if spec.want_q {
-            qv.par_chunks_mut(qsize * per)
-                .zip(rv.par_chunks_mut(rsize * per))
-                .enumerate()
-                .for_each(|(t, (qc, rc))| run(t, Some(qc), rc));
+            let (pq, pr) = (Parts::new(&mut qv, qsize * per), Parts::new(&mut rv, rsize * per));
+            run_tasks(pr.len(), |t| run(t, Some(pq.take(t)), pr.take(t)));
         } else {
-            rv.par_chunks_mut(rsize * per).enumerate().for_each(|(t, rc)| run(t, None, rc));
+            for_each_chunk(&mut rv, rsize * per, |t, rc| run(t, None, rc));
         }
     } else {
         let par = if work >= PAR_WORK { Par::rayon(0) } else { Par::Seq };
@@ -963,7 +959,7 @@ fn qr_backward_small<T: QrElem>(ops: [Operand<'_, T>; 4], nb: usize, n: usize) -
     if nb * work >= 2 * TASK_WORK {
         let even = nb.div_ceil(4 * rayon::current_num_threads());
         let per = (TASK_WORK / work).min(even).max(1).next_multiple_of(LANES);
-        out.par_chunks_mut(size * per).enumerate().for_each(|(t, c)| run(t * per, c));
+        for_each_chunk(&mut out, size * per, |t, c| run(t * per, c));
     } else {
         run(0, &mut out);
     }
@@ -1078,7 +1074,7 @@ pub(crate) fn qr_backward<T: QrElem>(
     let work = m * n * n;
     if bq.len() > 1 && bq.len() * work >= 2 * TASK_WORK {
         let per = (TASK_WORK / work.max(1)).max(1);
-        out.par_chunks_mut(size * per).enumerate().for_each(|(t, chunk)| {
+        for_each_chunk(&mut out, size * per, |t, chunk| {
             let mut s: [Vec<T>; 6] = Default::default();
             for (j, ga) in chunk.chunks_exact_mut(size).enumerate() {
                 one(t * per + j, ga, &mut s);
