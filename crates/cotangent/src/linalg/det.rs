@@ -1,6 +1,7 @@
 //! Determinants from one LU factorisation: `linalg.det`, `linalg.slogdet`, `logdet`
 //! (explicit composites with hand-written, singular-safe VJPs).
 
+use super::lu::contiguous_cpu;
 use super::solve::inv_ex;
 use super::util::{check_float, check_square, from_kernel};
 use crate::autograd::node::{record, record1, Op, VjpCtx};
@@ -57,8 +58,9 @@ fn parts(a: &Tensor, want_log: bool) -> Result<Parts> {
 
 /// `g[..., None, None] * A⁻ᵀ` from saved factors (first order only).
 fn scaled_inv_t(lu: &Tensor, pivots: &Tensor, g: &Tensor) -> Result<Tensor> {
-    let piv = pivots.contiguous_storage();
-    let c = g.broadcast_to(pivots.dims()[..pivots.rank() - 1].to_vec())?.contiguous_storage();
+    let piv = contiguous_cpu(pivots);
+    let c = g.broadcast_to(pivots.dims()[..pivots.rank() - 1].to_vec())?;
+    let c = contiguous_cpu(&c);
     let (s, l) = lu.storage().cpu().lu_inv_t(lu.layout(), &piv, &c, true)?;
     Ok(from_kernel(s, l))
 }

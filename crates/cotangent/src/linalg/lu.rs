@@ -71,6 +71,16 @@ pub(crate) fn check_info(op: &'static str, info: &Tensor) -> Result<()> {
     }
 }
 
+/// `t`'s elements as a contiguous buffer from offset 0: its own storage when it already
+/// is one (the pivots the factorisations return), else a copy.
+pub(crate) fn contiguous_cpu(t: &Tensor) -> std::borrow::Cow<'_, crate::backend::CpuStorage> {
+    if t.is_contiguous() && t.layout().offset() == 0 {
+        std::borrow::Cow::Borrowed(t.storage().cpu())
+    } else {
+        std::borrow::Cow::Owned(t.contiguous_storage())
+    }
+}
+
 /// The packed LU of `a` (f32 or f64, at least 2 dims) without recording: `(lu, pivots,
 /// info)`.
 pub(crate) fn factor_raw(a: &Tensor) -> Result<(Tensor, Tensor, Tensor)> {
@@ -535,7 +545,7 @@ pub(crate) fn lu_solve_raw(
     b: &Tensor,
     adjoint: bool,
 ) -> Result<Tensor> {
-    let piv = pivots.contiguous_storage();
+    let piv = contiguous_cpu(pivots);
     let (s, l) =
         lu.storage().cpu().lu_solve(lu.layout(), &piv, b.storage().cpu(), b.layout(), adjoint)?;
     Ok(from_kernel(s, l))

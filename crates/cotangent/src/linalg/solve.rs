@@ -2,7 +2,7 @@
 //! `linalg.solve_ex`, `linalg.inv`, `linalg.inv_ex` (explicit composites: the forward
 //! is a factorisation and a solve, the VJP is written by hand and reuses the factors).
 
-use super::lu::{check_info, factor_raw, lu_solve_raw};
+use super::lu::{check_info, contiguous_cpu, factor_raw, lu_solve_raw};
 use super::util::{broadcast_batch, check_float, check_same_dtype, check_square, from_kernel};
 use super::Side;
 use crate::autograd::node::{record1, Op, VjpCtx};
@@ -240,7 +240,7 @@ fn inv_impl(op: &'static str, a: &Tensor, check: bool) -> Result<InvEx> {
     // with Aᵀ = P L U: A⁻¹ = (Aᵀ)⁻ᵀ = P L⁻ᵀ U⁻ᵀ
     let ones = Tensor::ones(batch, a.dtype())?.contiguous_storage();
     let (s, l) =
-        lu.storage().cpu().lu_inv_t(lu.layout(), &pivots.contiguous_storage(), &ones, false)?;
+        lu.storage().cpu().lu_inv_t(lu.layout(), &contiguous_cpu(&pivots), &ones, false)?;
     let x = from_kernel(s, l);
     let inverse = record1(InvOp, &[a], x, true);
     Ok(InvEx { inverse, info })

@@ -105,35 +105,74 @@ pub(crate) const LANES: usize = 8;
 /// Largest order of square matrices the lane kernel takes.
 const LANES_MAX: usize = 16;
 
-/// Copies the `m x n` matrix at `off` of `a` (strides `(rs, cs)`) into lane `w` of `buf`
-/// (column-major); contiguous matrices (either order) by a loop with no stride
-/// arithmetic, which unrolls when the sizes are constants.
+/// Where the [`LANES`] matrices `first..` of `b` start.
 #[inline(always)]
-fn load_lane<T: Copy>(
+fn lane_offsets(b: &Batch, first: usize) -> [usize; LANES] {
+    let mut offs = [0; LANES];
+    for (w, o) in offs.iter_mut().enumerate() {
+        *o = b.offset(first + w);
+    }
+    offs
+}
+
+/// The `len` elements at each of `offs` in `a`, one slice per lane.
+#[inline(always)]
+fn lane_slices<'a, T>(a: &'a [T], offs: &[usize; LANES], len: usize) -> [&'a [T]; LANES] {
+    let mut s: [&[T]; LANES] = [&[]; LANES];
+    for (x, &o) in s.iter_mut().zip(offs) {
+        *x = &a[o..o + len];
+    }
+    s
+}
+
+/// The element of each lane's matrix that `at(w)` gives, as one array.
+#[inline(always)]
+fn gather<T: LinalgElem>(at: impl Fn(usize) -> T) -> [T; LANES] {
+    let mut v = [T::ZERO; LANES];
+    for (w, x) in v.iter_mut().enumerate() {
+        *x = at(w);
+    }
+    v
+}
+
+/// Copies the `m x n` matrices at `offs` of `a` (strides `(rs, cs)`), matrix `w` into
+/// lane `w` of `buf` (column-major). Each element's lanes are gathered and stored as one
+/// array (the kernel's vector loads then forward from whole stores, not from [`LANES`]
+/// scalar ones); contiguous matrices (either order) by loops with no stride arithmetic,
+/// which unroll when the sizes are constants.
+#[inline(always)]
+fn load_lanes<T: LinalgElem>(
     buf: &mut [[T; LANES]],
-    w: usize,
     a: &[T],
-    off: usize,
+    offs: &[usize; LANES],
     (rs, cs): (usize, usize),
     m: usize,
     n: usize,
 ) {
     let size = m * n;
-    if rs == 1 && cs == m {
-        for (v, &x) in buf[..size].iter_mut().zip(&a[off..off + size]) {
-            v[w] = x;
+    let buf = &mut buf[..size];
+    if size == 0 {
+        return;
+    }
+    if rs == 1 && (cs == m || n == 1) {
+        let src = lane_slices(a, offs, size);
+        for (e, v) in buf.iter_mut().enumerate() {
+            *v = gather(|w| src[w][e]);
         }
-    } else if cs == 1 && rs == n {
-        let src = &a[off..off + size];
+    } else if rs == 0 && cs == 0 {
+        // one broadcast value per matrix
+        buf.fill(gather(|w| a[offs[w]]));
+    } else if cs == 1 && (rs == n || m == 1) {
+        let src = lane_slices(a, offs, size);
         for c in 0..n {
             for r in 0..m {
-                buf[c * m + r][w] = src[r * n + c];
+                buf[c * m + r] = gather(|w| src[w][r * n + c]);
             }
         }
     } else {
         for c in 0..n {
             for r in 0..m {
-                buf[c * m + r][w] = a[off + r * rs + c * cs];
+                buf[c * m + r] = gather(|w| a[offs[w] + r * rs + c * cs]);
             }
         }
     }
@@ -206,9 +245,7 @@ fn factor_lanes_n<T: LinalgElem>(
     n: usize,
     det: Option<(&mut [DetOne], DetSpec)>,
 ) {
-    for w in 0..LANES {
-        load_lane(buf, w, a, ba.offset(first + w), (ba.rs, ba.cs), n, n);
-    }
+    load_lanes(buf, a, &lane_offsets(ba, first), (ba.rs, ba.cs), n, n);
     let mut piv = [[0usize; LANES]; LANES_MAX];
     let mut bad = [false; LANES];
     for k in 0..n {
@@ -842,8 +879,22 @@ fn solve_lanes<T: LinalgElem>(
     }
 }
 
+/// Each system's row permutation from its interchanges `ipiv` (1-based, in `1..=n`):
+/// `(Pᵀ y)[r] = y[perm[r]]` (the interchanges applied in order to `0..n`).
+#[inline(always)]
+fn row_perm(ipiv: &[i64], perm: &mut [usize]) {
+    for (r, v) in perm.iter_mut().enumerate() {
+        *v = r;
+    }
+    for (j, &q) in ipiv.iter().enumerate() {
+        perm.swap(j, (q - 1) as usize);
+    }
+}
+
 /// The substitutions of [`solve_small_n`] over [`LANES`] systems (`x` in `xb`, `n x k`
-/// column-major per lane; the factors in `lub`, column-major per lane).
+/// column-major per lane; the factors in `lub`, column-major per lane). The
+/// interchanges are applied as each lane's row permutation, when the right-hand sides
+/// are loaded (`Pᵀ B`) or the solutions stored (`P Z`, adjoint), with no branches.
 // lanes are indexed on purpose (the loops over them vectorise); Float has no SubAssign
 #[allow(clippy::needless_range_loop, clippy::assign_op_pattern)]
 #[inline(always)]
@@ -860,39 +911,29 @@ fn solve_lanes_n<T: LinalgElem>(
     let (bb, b) = sys.b;
     let lub = &mut lub[..n * n];
     let xb = &mut xb[..n * k];
-    let mut piv = [[0usize; LANES]; LANES_MAX];
-    for w in 0..LANES {
+    load_lanes(lub, lu, &lane_offsets(ba, sys.first), (ba.rs, ba.cs), n, n);
+    let mut perm = [[0usize; LANES_MAX]; LANES];
+    for (w, p) in perm.iter_mut().enumerate() {
         let i = sys.first + w;
-        let (oa, ob) = (ba.offset(i), bb.offset(i));
-        for c in 0..n {
-            for r in 0..n {
-                lub[c * n + r][w] = lu[oa + r * ba.rs + c * ba.cs];
-            }
-        }
+        row_perm(&sys.piv[i * n..(i + 1) * n], &mut p[..n]);
+    }
+    let ob = lane_offsets(bb, sys.first);
+    let (rs, cs) = (bb.rs, bb.cs);
+    if adjoint || (rs == 0 && cs == 0) {
+        // (a broadcast value is left as it is by a permutation)
+        load_lanes(xb, b, &ob, (rs, cs), n, k);
+    } else if rs == 1 && (cs == n || k == 1) {
+        let src = lane_slices(b, &ob, n * k);
         for c in 0..k {
             for r in 0..n {
-                xb[c * n + r][w] = b[ob + r * bb.rs + c * bb.cs];
+                xb[c * n + r] = gather(|w| src[w][c * n + perm[w][r]]);
             }
         }
-        for (j, p) in piv[..n].iter_mut().enumerate() {
-            p[w] = (sys.piv[i * n + j] - 1) as usize;
-        }
-    }
-    let swap = |xb: &mut [[T; LANES]], j: usize| {
-        for w in 0..LANES {
-            let p = piv[j][w];
-            if p != j {
-                for c in 0..k {
-                    let t = xb[c * n + j][w];
-                    xb[c * n + j][w] = xb[c * n + p][w];
-                    xb[c * n + p][w] = t;
-                }
+    } else {
+        for c in 0..k {
+            for r in 0..n {
+                xb[c * n + r] = gather(|w| b[ob[w] + perm[w][r] * rs + c * cs]);
             }
-        }
-    };
-    if !adjoint {
-        for j in 0..n {
-            swap(xb, j);
         }
     }
     for col in xb.chunks_exact_mut(n) {
@@ -950,14 +991,18 @@ fn solve_lanes_n<T: LinalgElem>(
             }
         }
     }
-    if adjoint {
-        for j in (0..n).rev() {
-            swap(xb, j);
-        }
-    }
     for (w, d) in dst.chunks_exact_mut(n * k).enumerate() {
-        for (o, x) in d.iter_mut().zip(xb.iter()) {
-            *o = x[w];
+        if adjoint {
+            let p = &perm[w][..n];
+            for c in 0..k {
+                for r in 0..n {
+                    d[c * n + p[r]] = xb[c * n + r][w];
+                }
+            }
+        } else {
+            for (o, x) in d.iter_mut().zip(xb.iter()) {
+                *o = x[w];
+            }
         }
     }
 }
@@ -1254,11 +1299,9 @@ fn middle_lanes_n<T: LinalgElem>(
 ) {
     let size = n * n;
     let (a, g, x) = (&mut bufs.a[..size], &mut bufs.g[..size], &mut bufs.x[..size]);
-    for w in 0..LANES {
-        load_lane(a, w, lu, ba.offset(first + w), (ba.rs, ba.cs), n, n);
-        if let Middle::Grad(gv, bg) = mid {
-            load_lane(g, w, gv, bg.offset(first + w), (bg.rs, bg.cs), n, n);
-        }
+    load_lanes(a, lu, &lane_offsets(ba, first), (ba.rs, ba.cs), n, n);
+    if let Middle::Grad(gv, bg) = mid {
+        load_lanes(g, gv, &lane_offsets(bg, first), (bg.rs, bg.cs), n, n);
     }
     let diag = matches!(mid, Middle::Scale(_));
     match mid {
