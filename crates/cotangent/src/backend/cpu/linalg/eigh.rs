@@ -24,10 +24,10 @@
 //! A matrix whose read triangle holds a NaN or an infinity is not decomposed (no loop runs
 //! on it): its outputs are NaN, and it is reported as failed (the first such matrix).
 
+use crate::backend::cpu::par::{for_each_chunk, run_tasks, Parts};
 use faer::dyn_stack::{MemBuffer, MemStack};
 use faer::linalg::evd::{self_adjoint_evd, self_adjoint_evd_scratch, ComputeEigenvectors};
 use faer::{ColMut, MatMut, Par, Spec};
-use crate::backend::cpu::par::{for_each_chunk, run_tasks, Parts};
 
 use super::{colmajor_layout, Batch, LinalgElem, TASK_WORK};
 use crate::layout::Layout;

@@ -11,7 +11,6 @@ use faer::dyn_stack::{MemBuffer, MemStack};
 use faer::linalg::lu::partial_pivoting::factor as pp;
 use faer::linalg::triangular_solve as ts;
 use faer::{MatRef, Par, Spec};
-use rayon::prelude::*;
 
 use super::{colmajor_layout, colmajor_mut, for_each_matrix, Batch, LinalgElem, TASK_WORK};
 use crate::backend::cpu::par::{run_tasks, Parts};
@@ -1623,10 +1622,8 @@ pub(crate) fn lu_inv<T: LinalgElem>(a: &[T], al: &Layout) -> Option<(Vec<T>, Lay
     let work = size * n * 5;
     if len * work >= 2 * TASK_WORK {
         let per = (TASK_WORK / work).max(1).div_ceil(LANES) * LANES;
-        out.par_chunks_mut(size * per)
-            .zip(info.par_chunks_mut(per))
-            .enumerate()
-            .for_each(|(t, (o, f))| range(t * per, o, f));
+        let (po, pf) = (Parts::new(&mut out, size * per), Parts::new(&mut info, per));
+        run_tasks(pf.len(), |t| range(t * per, po.take(t), pf.take(t)));
     } else {
         range(0, &mut out, &mut info);
     }

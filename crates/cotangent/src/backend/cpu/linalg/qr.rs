@@ -23,10 +23,10 @@
 //! rank-deficient columns (it then skips the column, which gives another valid
 //! factorisation), which only the large-matrix path can meet.
 
+use crate::backend::cpu::par::{for_each_chunk, run_tasks, Parts};
 use faer::dyn_stack::{MemBuffer, MemStack};
 use faer::linalg::{householder, qr::no_pivoting::factor as qrf};
 use faer::{Conj, MatMut, MatRef, Par};
-use crate::backend::cpu::par::{for_each_chunk, run_tasks, Parts};
 
 use super::{colmajor_layout, load_colmajor, Batch, LinalgElem};
 use crate::backend::QrSpec;
