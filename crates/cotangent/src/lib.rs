@@ -75,9 +75,10 @@
 //! a big product) over rayon's global pool; the thread count is the pool's
 //! (`RAYON_NUM_THREADS`, or `rayon::ThreadPoolBuilder::build_global`). A call from outside
 //! the pool works on its own share too, with one worker fewer recruited, so that the
-//! threads at work are as many as the pool's. Every result is the same, to the bit,
-//! whatever the number of threads: the work is cut the same way, and each piece is
-//! computed the same way, whoever runs it.
+//! threads at work are as many as the pool's. Batched and elementwise kernels, norms and
+//! reductions give the same bits whatever the number of threads (the work is cut the
+//! same way and each piece computed the same way, whoever runs it; tested on 1 to 4
+//! threads); large single matrices use faer's parallel kernels.
 //!
 //! ## Operators
 //! `&a + &b`, `&a - 1.0`, `&a * &b`, `-&a`... call the corresponding methods and panic on
