@@ -66,14 +66,13 @@ pub(crate) fn take<T: Pooled>(n: usize) -> Vec<T> {
 
 /// `n` elements for a kernel that writes every one of them before reading any: a cached
 /// buffer keeps its old (initialised) values instead of being filled first, which for a
-/// batch of small matrices was a fifth of a solve's time; a new allocation is filled
-/// with `value`.
+/// batch of small matrices was a fifth of a solve's time; only the elements past its
+/// old length (all of a new allocation) are filled with `value`.
 pub(crate) fn overwritten<T: Pooled>(n: usize, value: T) -> Vec<T> {
     let mut v = reuse(n);
     if v.len() >= n {
         v.truncate(n);
     } else {
-        v.clear();
         v.resize(n, value);
     }
     v
