@@ -226,47 +226,30 @@ impl UnaryKernel for ScalarOp {
 impl ScalarOp {
     /// The op over a floating buffer, its variant dispatched outside the loop.
     fn run(self, s: &CpuStorage, l: &Layout) -> Result<CpuStorage> {
-        #[derive(Clone, Copy)]
-        struct AddK(f64);
-        impl UnaryKernel for AddK {
-            const NAME: &'static str = "add";
-            #[inline(always)]
-            fn f<T: Float>(self, x: T) -> T {
-                x + T::of(self.0)
-            }
+        // `$K(c)`: the kernel `|x| $e` with the parameter `c` (as `$c`, in `T`)
+        macro_rules! kernel {
+            ($K:ident, $name:literal, |$c:ident, $x:ident| $e:expr) => {
+                #[derive(Clone, Copy)]
+                struct $K(f64);
+                impl UnaryKernel for $K {
+                    const NAME: &'static str = $name;
+                    #[inline(always)]
+                    fn f<T: Float>(self, $x: T) -> T {
+                        let $c = T::of(self.0);
+                        $e
+                    }
+                }
+            };
         }
-        #[derive(Clone, Copy)]
-        struct MulK(f64);
-        impl UnaryKernel for MulK {
-            const NAME: &'static str = "mul";
-            #[inline(always)]
-            fn f<T: Float>(self, x: T) -> T {
-                x * T::of(self.0)
-            }
-        }
-        #[derive(Clone, Copy)]
-        struct RSubK(f64);
-        impl UnaryKernel for RSubK {
-            const NAME: &'static str = "rsub";
-            #[inline(always)]
-            fn f<T: Float>(self, x: T) -> T {
-                T::of(self.0) - x
-            }
-        }
-        #[derive(Clone, Copy)]
-        struct SquareK;
-        impl UnaryKernel for SquareK {
-            const NAME: &'static str = "pow";
-            #[inline(always)]
-            fn f<T: Float>(self, x: T) -> T {
-                x * x
-            }
-        }
+        kernel!(AddK, "add", |c, x| x + c);
+        kernel!(MulK, "mul", |c, x| x * c);
+        kernel!(RSubK, "rsub", |c, x| c - x);
+        kernel!(SquareK, "pow", |_c, x| x * x);
         match self {
             ScalarOp::Add(v) => s.unary(l, AddK(v)),
             ScalarOp::Mul(v) => s.unary(l, MulK(v)),
             ScalarOp::RSub(v) => s.unary(l, RSubK(v)),
-            ScalarOp::Pow(2.0) => s.unary(l, SquareK),
+            ScalarOp::Pow(2.0) => s.unary(l, SquareK(2.0)),
             // the rest call a libm function per element (or branch) anyway
             _ => s.unary(l, self),
         }
