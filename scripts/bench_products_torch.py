@@ -1,17 +1,19 @@
 #!/usr/bin/env python3
-"""Times in PyTorch the product ops of cotangent-bench that torch_linalg.py lacks.
+"""Times in PyTorch the ops of cotangent-bench that torch_linalg.py lacks.
 
 Ops (inputs randn; loss = output.sum(); fwdbwd = torch.autograd.grad(loss, inputs)):
   addmm    addmm(C, A, B)      C, A, B (n, n), square sizes
   baddbmm  baddbmm(C, A, B)    C, A, B (B, n, n), batched shapes 4096x4x4, 1024x16x16
   linear   linear(x, W, b)     x (64, n), W (n, n) / sqrt(n), b (n), square sizes
+  matrix_exp  linalg.matrix_exp(A)  A = I + 0.5 randn / sqrt(n), square and batched
 Records carry the fields of torch_linalg.py (op, dtype, shape, mode, median), so
-scripts/bench_compare.py reads them beside `cotangent-bench --ops addmm baddbmm linear`.
+scripts/bench_compare.py reads them beside `cotangent-bench --ops addmm baddbmm linear
+matrix_exp`.
 Timing: torch.set_num_threads(T); warm-up; an inner loop sized so one sample lasts
 >= --sample-s; the median of >= --min-reps samples and >= --min-time seconds.
 
 Usage: /tmp/torch/bin/python scripts/bench_products_torch.py --out-json torch_products.json
-    [--ops addmm baddbmm linear] [--dtypes float64 float32] [--sizes 4 256 1024]
+    [--ops addmm baddbmm linear matrix_exp] [--dtypes float64 float32] [--sizes 4 256 1024]
     [--no-batched] [--threads 2]
 """
 
@@ -22,7 +24,7 @@ import time
 
 import torch
 
-OPS = ["addmm", "baddbmm", "linear"]
+OPS = ["addmm", "baddbmm", "linear", "matrix_exp"]
 SQUARE = [4, 16, 64, 256, 1024]
 BATCHED = [(4096, 4), (1024, 16)]
 DTYPES = {"float64": torch.float64, "float32": torch.float32}
@@ -30,6 +32,8 @@ DTYPES = {"float64": torch.float64, "float32": torch.float32}
 
 def inputs(op, batch, n, dt):
     shape = (n, n) if batch is None else (batch, n, n)
+    if op == "matrix_exp":
+        return [torch.eye(n, dtype=dt) + 0.5 * torch.randn(shape, dtype=dt) / n ** 0.5]
     if op in ("addmm", "baddbmm"):
         return [torch.randn(shape, dtype=dt) for _ in range(3)]
     return [torch.randn(64, n, dtype=dt), torch.randn(n, n, dtype=dt) / n ** 0.5,
@@ -39,12 +43,16 @@ def inputs(op, batch, n, dt):
 def forward(op, xs):
     if op == "addmm":
         return torch.addmm(xs[0], xs[1], xs[2])
+    if op == "matrix_exp":
+        return torch.linalg.matrix_exp(xs[0])
     if op == "baddbmm":
         return torch.baddbmm(xs[0], xs[1], xs[2])
     return torch.nn.functional.linear(xs[0], xs[1], xs[2])
 
 
 def applicable(op, batch):
+    if op == "matrix_exp":
+        return True
     return (batch is not None) == (op == "baddbmm")
 
 

@@ -151,3 +151,96 @@ fn gradients_first_and_second_order() {
         Ok(vec![matrix_exp(&x[0].matmul(&x[0])?)?.mul(w)?.sum()?])
     });
 }
+
+/// The gradient of `sum(exp(A) ∘ W)`, i.e. `L(Aᵀ, W)`, computed by the backward.
+fn vjp(a: &Tensor, w: &Tensor) -> Tensor {
+    let a = rg(a.clone());
+    let loss = matrix_exp(&a).unwrap().mul(w).unwrap().sum().unwrap();
+    cotangent::autograd::grad(&[&loss], &[None], &[&a], cotangent::autograd::GradOptions::default())
+        .unwrap()[0]
+        .clone()
+        .unwrap()
+}
+
+/// `L(Aᵀ, W)` as PyTorch computes it: the top-right block of the exponential of the
+/// explicit `2n x 2n` block matrix `[[Aᵀ, W], [0, Aᵀ]]`.
+fn block_reference(a: &Tensor, w: &Tensor) -> Tensor {
+    let n = a.dims()[a.rank() - 1];
+    let at = a.mT().unwrap();
+    let top = Tensor::cat(&[&at, w], -1).unwrap();
+    let bottom = Tensor::cat(&[&at.zeros_like().unwrap(), &at], -1).unwrap();
+    let m = Tensor::cat(&[&top, &bottom], -2).unwrap();
+    matrix_exp(&m).unwrap().narrow(-2, 0, n).unwrap().narrow(-1, n, n).unwrap()
+}
+
+#[test]
+fn backward_equals_the_block_matrix_exponential() {
+    // the structured kernel (n x n blocks, the cotangent scaled by a power of two) against
+    // the exponential of the 2n x 2n block matrix, over orders with unrolled loops (2, 3,
+    // 4, 16), the general small loop (1, 5, 17) and faer's products (30), cotangents far
+    // larger and smaller than A, norms needing each degree and squarings, batched
+    for (n, norm, wscale, seed) in [
+        (1, 0.5, 1.0, 1),
+        (2, 0.01, 1.0, 2),
+        (3, 1.0, 1e6, 3),
+        (4, 0.3, 1e-6, 4),
+        (4, 9.0, 1.0, 5),
+        (5, 2.0, 30.0, 6),
+        (16, 1.5, 1.0, 7),
+        (16, 20.0, 1e3, 8),
+        (17, 0.2, 1.0, 9),
+        (30, 3.0, 0.01, 10),
+    ] {
+        let a = scaled(&[3, n, n], norm, seed);
+        let w = randn(&[3, n, n], seed + 100).mul_scalar(wscale).unwrap();
+        let got = vjp(&a, &w);
+        // L is linear in W: the reference takes W / wscale (its own 2n x 2n exponential
+        // would square many more times at a large W, and lose accuracy doing so)
+        let want = block_reference(&a, &w.div_scalar(wscale).unwrap()).mul_scalar(wscale).unwrap();
+        let scale = max_abs(&want);
+        let err = max_abs(&got.sub(&want).unwrap());
+        assert!(err <= 1e-12 * scale.max(f64::MIN_POSITIVE), "n {n} norm {norm}: {err} of {scale}");
+        // and in f32
+        let got32 = vjp(&a.to_dtype(DType::F32).unwrap(), &w.to_dtype(DType::F32).unwrap());
+        let err32 = max_abs(&got32.to_dtype(DType::F64).unwrap().sub(&want).unwrap());
+        assert!(err32 <= 1e-4 * scale, "f32 n {n} norm {norm}: {err32} of {scale}");
+    }
+    // a zero cotangent gives a zero gradient; a zero A gives the cotangent itself
+    let a = scaled(&[4, 4], 1.0, 11);
+    assert_eq!(max_abs(&vjp(&a, &Tensor::zeros((4, 4), DType::F64).unwrap())), 0.0);
+    let w = randn(&[4, 4], 12);
+    assert_close(&vjp(&Tensor::zeros((4, 4), DType::F64).unwrap(), &w), &w, 1e-15);
+}
+
+#[test]
+fn backward_of_non_finite_and_half_inputs() {
+    // NaN or inf in A: a NaN gradient for that matrix only (as the block exponential)
+    let mut v = scaled(&[2, 3, 3], 1.0, 13).to_vec_f64();
+    v[9 + 4] = f64::INFINITY;
+    let a = Tensor::from_vec(v, (2, 3, 3)).unwrap();
+    let g = vjp(&a, &Tensor::ones((2, 3, 3), DType::F64).unwrap()).to_vec_f64();
+    assert!(g[..9].iter().all(|x| x.is_finite()));
+    assert!(g[9..].iter().all(|x| x.is_nan()));
+    // bf16: computed in f32 and rounded back, as the forward
+    let a = scaled(&[4, 4], 1.0, 14);
+    let w = randn(&[4, 4], 15);
+    let want = block_reference(&a, &w);
+    let got = vjp(&a.to_dtype(DType::Bf16).unwrap(), &w.to_dtype(DType::Bf16).unwrap());
+    assert_eq!(got.dtype(), DType::Bf16);
+    let err = max_abs(&got.to_dtype(DType::F64).unwrap().sub(&want).unwrap());
+    assert!(err <= 3e-2 * max_abs(&want), "bf16: {err}");
+}
+
+#[test]
+fn gradients_of_unrolled_orders_and_large_cotangents() {
+    // second order through the structured backward at orders with unrolled loops, with a
+    // cotangent much larger than A (scaled before the Padé evaluation)
+    for (n, norm, seed) in [(2, 1.0, 16), (4, 3.0, 17)] {
+        let a = rg(scaled(&[n, n], norm, seed));
+        let w = randn(&[n, n], seed + 1).mul_scalar(1e3).unwrap();
+        let w = &w;
+        check2(&format!("matrix_exp n {n}"), &[a], move |x| {
+            Ok(vec![matrix_exp(&x[0])?.mul(w)?.sum()?])
+        });
+    }
+}

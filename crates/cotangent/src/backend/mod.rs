@@ -248,6 +248,11 @@ pub(crate) trait BackendStorage: Sized {
     /// `exp(A)` of each square `self: (*, n, n)` (scaling and squaring with Padé
     /// approximants), column-major, with its layout.
     fn matrix_exp(&self, l: &Layout) -> Result<(Self, Layout)>;
+
+    /// The Fréchet derivative of the exponential, `[exp([[X, E], [0, X]])]₁₂`, for each
+    /// `X` of `self: (*, n, n)` and `E` of `e` (the same shape and dtype), column-major,
+    /// with its layout.
+    fn matrix_exp_frechet(&self, l: &Layout, e: (&Self, &Layout)) -> Result<(Self, Layout)>;
 }
 
 /// Why a fused SVD backward has no gradient (the VJP's `NotDifferentiable` reasons).

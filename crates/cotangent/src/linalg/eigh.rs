@@ -124,7 +124,11 @@ impl Op for EighOp {
             };
         }
         let inner = match gv {
-            None => gw.map(|gw| gw.diag_embed(0, -2, -1)).transpose()?,
+            // V diag(gw) Vᵀ with the diagonal applied as a column scaling (one product)
+            None => match gw {
+                Some(gw) => return Ok(vec![Some(v.mul(&gw.unsqueeze(-2)?)?.matmul(&v.mT()?)?)]),
+                None => None,
+            },
             Some(gv) => {
                 let x = v.mT()?.matmul(gv)?;
                 let skew = x.sub(&x.mT()?)?.mul_scalar(0.5)?;

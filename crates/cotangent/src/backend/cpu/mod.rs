@@ -1299,4 +1299,24 @@ impl BackendStorage for CpuStorage {
             _ => return Err(unsupported("linalg.matrix_exp", self.dtype())),
         })
     }
+
+    fn matrix_exp_frechet(
+        &self,
+        l: &Layout,
+        e: (&CpuStorage, &Layout),
+    ) -> Result<(CpuStorage, Layout)> {
+        let op = ("linalg.matrix_exp", self.dtype());
+        macro_rules! go {
+            ($v:ident, $a:expr) => {{
+                let ee = typed(op, e.0)?;
+                let (x, xl) = linalg::matrix_exp::matrix_exp_frechet(&$a[..], l, ee, e.1);
+                (CpuStorage::$v(x), xl)
+            }};
+        }
+        Ok(match self {
+            CpuStorage::F32(a) => go!(F32, a),
+            CpuStorage::F64(a) => go!(F64, a),
+            _ => return Err(unsupported("linalg.matrix_exp", self.dtype())),
+        })
+    }
 }

@@ -6,18 +6,34 @@
 //! bound `θ_m` the 1-norm does not exceed; above the largest, `A` is scaled by `2⁻ˢ` so
 //! that it does, and the approximant is squared `s` times. The approximant
 //! `r_m(A) = (V − U)⁻¹ (V + U)` (`U` the odd part, `V` the even part) is one LU solve.
-//! Products run through own loops for small matrices and faer's GEMM above.
-//! A matrix with a NaN or an infinity gives NaN everywhere (as PyTorch), without a loop;
-//! a `1 x 1` matrix is the scalar exponential (as PyTorch: `exp(inf) = inf`).
+//! Products and the solve run through own loops for small matrices (compiled for the
+//! CPU's FMA and vector width by `pulp`'s dispatch, unrolled for some orders) and faer's
+//! GEMM and LU above. A matrix with a NaN or an infinity gives NaN everywhere (as
+//! PyTorch), without a loop; a `1 x 1` matrix is the scalar exponential (as PyTorch:
+//! `exp(inf) = inf`).
+//!
+//! The Fréchet derivative `L(X, E) = [exp([[X, E], [0, X]])]₁₂` (the VJP of the
+//! exponential) is the same algorithm on the `2n x 2n` block matrix, with its structure
+//! used: every polynomial and rational function of `M = [[X, E], [0, X]]` is
+//! `[[p(X), D], [0, p(X)]]`, so each is held as the pair `(p(X), D)`. A product of pairs is
+//! three `n x n` products (`(P₁P₂, P₁D₂ + D₁P₂)`) instead of the eight of a `2n x 2n`
+//! product, and the solve with `[[Q, Q'], [0, Q]]` factorises `Q` once (Al-Mohy and Higham
+//! 2009, "Computing the Fréchet derivative of the matrix exponential, with an application
+//! to condition number estimation", SIAM J. Matrix Anal. Appl. 30(4)). As `L` is linear in
+//! `E`, `E` is first scaled by a power of two to about `X`'s 1-norm (and the result scaled
+//! back, both exactly): the degree and the number of squarings are chosen from the block
+//! matrix's 1-norm as for any matrix, and a large `E` (the cotangent of a sum over a large
+//! matrix has 1-norm `n`) no longer adds squarings.
 
 use faer::linalg::matmul::matmul as faer_matmul;
 use faer::linalg::solvers::Solve;
 use faer::{Accum, MatMut, MatRef, Par};
 
+use super::eigh::LaneBits;
 use super::{colmajor_layout, for_each_matrix, Batch, LinalgElem};
 use crate::layout::Layout;
 
-/// Up to this order products run through the direct loop.
+/// Up to this order products and the solve run through the own loops.
 const SMALL_N: usize = 24;
 /// From this order faer may use every thread on one matrix.
 const PAR_N: usize = 256;
@@ -73,10 +89,44 @@ fn coefficients(m: usize) -> &'static [f64] {
     }
 }
 
-/// `c = a b` for column-major `n x n` blocks.
-fn mm<T: LinalgElem>(c: &mut [T], a: &[T], b: &[T], n: usize, par: Par) {
-    if n <= SMALL_N {
-        c.fill(T::ZERO);
+/// Working buffers of one Padé evaluation, each of `K` parts of `n * n`: powers `A²`,
+/// `A⁴`, `A⁶`, `U`, `V`, and two scratch.
+const BUFS: usize = 7;
+
+/// `c = a b` (or `c += a b` if `acc_in`) for column-major `n x n` blocks (`N` is `n` when
+/// not 0: the loops unroll).
+#[inline(always)]
+fn mm<T: LinalgElem + LaneBits, const N: usize>(
+    c: &mut [T],
+    a: &[T],
+    b: &[T],
+    n: usize,
+    acc_in: bool,
+    par: Par,
+) {
+    let n = if N > 0 { N } else { n };
+    if N > 0 {
+        // each column of c accumulated in registers
+        for j in 0..N {
+            let mut acc = [T::ZERO; N];
+            if acc_in {
+                acc.copy_from_slice(&c[j * N..(j + 1) * N]);
+            }
+            for k in 0..N {
+                let bkj = b[j * N + k];
+                let ak = &a[k * N..(k + 1) * N];
+                for i in 0..N {
+                    acc[i] = ak[i].mul_add(bkj, acc[i]);
+                }
+            }
+            c[j * N..(j + 1) * N].copy_from_slice(&acc);
+        }
+    } else if n <= SMALL_N {
+        let nn = n * n;
+        let (c, a, b) = (&mut c[..nn], &a[..nn], &b[..nn]);
+        if !acc_in {
+            c.fill(T::ZERO);
+        }
         for j in 0..n {
             let cj = &mut c[j * n..(j + 1) * n];
             for k in 0..n {
@@ -89,7 +139,7 @@ fn mm<T: LinalgElem>(c: &mut [T], a: &[T], b: &[T], n: usize, par: Par) {
     } else {
         faer_matmul(
             MatMut::from_column_major_slice_mut(c, n, n),
-            Accum::Replace,
+            if acc_in { Accum::Add } else { Accum::Replace },
             MatRef::from_column_major_slice(a, n, n),
             MatRef::from_column_major_slice(b, n, n),
             T::ONE,
@@ -98,22 +148,353 @@ fn mm<T: LinalgElem>(c: &mut [T], a: &[T], b: &[T], n: usize, par: Par) {
     }
 }
 
-/// `out = Σ_k c_k P_k + c_I I` over the given powers (`out` overwritten).
-fn combo<T: LinalgElem>(out: &mut [T], terms: &[(f64, &[T])], c_eye: f64, n: usize) {
-    out.fill(T::ZERO);
-    for &(c, p) in terms {
-        let c = T::of(c);
-        for (x, &y) in out.iter_mut().zip(p) {
-            *x += c * y;
+/// The product of `K`-part values: `c = a b` for `K = 1`; for pairs,
+/// `(c, c') = (a b, a b' + a' b)`.
+#[inline(always)]
+fn mmk<T: LinalgElem + LaneBits, const N: usize, const K: usize>(
+    c: &mut [T],
+    a: &[T],
+    b: &[T],
+    n: usize,
+    par: Par,
+) {
+    let nn = n * n;
+    mm::<T, N>(&mut c[..nn], &a[..nn], &b[..nn], n, false, par);
+    if K == 2 {
+        let c1 = &mut c[nn..2 * nn];
+        mm::<T, N>(c1, &a[..nn], &b[nn..2 * nn], n, false, par);
+        mm::<T, N>(c1, &a[nn..2 * nn], &b[..nn], n, true, par);
+    }
+}
+
+/// `out = Σ_k c_k P_k + c_I I` over `K`-part values (the identity only in the first part:
+/// the identity of the block matrix is the pair `(I, 0)`), in one pass.
+#[inline(always)]
+fn combo<T: LinalgElem + LaneBits>(out: &mut [T], terms: &[(f64, &[T])], c_eye: f64, n: usize) {
+    let len = out.len();
+    let c: [T; 4] = std::array::from_fn(|i| terms.get(i).map_or(T::ZERO, |t| T::of(t.0)));
+    let p = |i: usize| &terms[i].1[..len];
+    match terms.len() {
+        1 => {
+            for (x, &a) in out.iter_mut().zip(p(0)) {
+                *x = c[0] * a;
+            }
         }
+        2 => {
+            for ((x, &a), &b) in out.iter_mut().zip(p(0)).zip(p(1)) {
+                *x = b.mul_add(c[1], c[0] * a);
+            }
+        }
+        3 => {
+            for (((x, &a), &b), &d) in out.iter_mut().zip(p(0)).zip(p(1)).zip(p(2)) {
+                *x = d.mul_add(c[2], b.mul_add(c[1], c[0] * a));
+            }
+        }
+        4 => {
+            let it = out.iter_mut().zip(p(0)).zip(p(1)).zip(p(2)).zip(p(3));
+            for ((((x, &a), &b), &d), &e) in it {
+                *x = e.mul_add(c[3], d.mul_add(c[2], b.mul_add(c[1], c[0] * a)));
+            }
+        }
+        _ => out.fill(T::ZERO),
     }
     for j in 0..n {
         out[j * n + j] += T::of(c_eye);
     }
 }
 
+/// LU with partial pivoting of the column-major `n x n` block `q` in place (unit lower
+/// `L` below the diagonal, `U` on and above), row interchanges in `piv`.
+#[inline(always)]
+fn lu_small<T: LinalgElem + LaneBits, const N: usize>(q: &mut [T], n: usize, piv: &mut [usize]) {
+    if N > 0 {
+        // the updates run over whole columns (constant length, no masked accesses), with
+        // the multipliers of the rows at and above the pivot zero
+        for k in 0..N {
+            let mut p = k;
+            let mut best = q[k * N + k].abs();
+            for i in k + 1..N {
+                let v = q[k * N + i].abs();
+                if v > best {
+                    best = v;
+                    p = i;
+                }
+            }
+            piv[k] = p;
+            if p != k {
+                for j in 0..N {
+                    q.swap(j * N + k, j * N + p);
+                }
+            }
+            let d = q[k * N + k];
+            let inv = if d == T::ZERO { T::ZERO } else { T::ONE / d };
+            let l: [T; N] =
+                std::array::from_fn(|i| if i > k { q[k * N + i] * inv } else { T::ZERO });
+            q[k * N + k + 1..(k + 1) * N].copy_from_slice(&l[k + 1..]);
+            for j in k + 1..N {
+                let col = &mut q[j * N..(j + 1) * N];
+                let f = -col[k];
+                for (x, &li) in col.iter_mut().zip(&l) {
+                    *x = li.mul_add(f, *x);
+                }
+            }
+        }
+        return;
+    }
+    for k in 0..n {
+        let mut p = k;
+        let mut best = q[k * n + k].abs();
+        for i in k + 1..n {
+            let v = q[k * n + i].abs();
+            if v > best {
+                best = v;
+                p = i;
+            }
+        }
+        piv[k] = p;
+        if p != k {
+            for j in 0..n {
+                q.swap(j * n + k, j * n + p);
+            }
+        }
+        let d = q[k * n + k];
+        if d != T::ZERO {
+            let inv = T::ONE / d;
+            for i in k + 1..n {
+                q[k * n + i] *= inv;
+            }
+        }
+        let (left, right) = q.split_at_mut((k + 1) * n);
+        let lk = &left[k * n + k + 1..k * n + n];
+        for j in 0..n - k - 1 {
+            let col = &mut right[j * n..(j + 1) * n];
+            let f = -col[k];
+            for (x, &l) in col[k + 1..].iter_mut().zip(lk) {
+                *x = l.mul_add(f, *x);
+            }
+        }
+    }
+}
+
+/// Solves `Q X = R` in place in `r` (`n x n`) with the factors of [`lu_small`]; `t`
+/// (`n²`) is scratch.
+#[inline(always)]
+fn lu_solve_small<T: LinalgElem + LaneBits, const N: usize>(
+    q: &[T],
+    piv: &[usize],
+    r: &mut [T],
+    t: &mut [T],
+    n: usize,
+) {
+    if N > 0 {
+        // on the transpose, so that each step is a row operation over all N right-hand
+        // sides (contiguous, of constant length)
+        let t = &mut t[..N * N];
+        for c in 0..N {
+            for i in 0..N {
+                t[i * N + c] = r[c * N + i];
+            }
+        }
+        for (k, &p) in piv.iter().enumerate().take(N) {
+            if p != k {
+                for c in 0..N {
+                    t.swap(k * N + c, p * N + c);
+                }
+            }
+        }
+        for k in 0..N {
+            let rk: [T; N] = std::array::from_fn(|c| t[k * N + c]);
+            for i in k + 1..N {
+                let l = -q[k * N + i];
+                for (y, &x) in t[i * N..(i + 1) * N].iter_mut().zip(&rk) {
+                    *y = x.mul_add(l, *y);
+                }
+            }
+        }
+        for k in (0..N).rev() {
+            let d = q[k * N + k];
+            let rk: [T; N] = std::array::from_fn(|c| t[k * N + c] / d);
+            t[k * N..(k + 1) * N].copy_from_slice(&rk);
+            for i in 0..k {
+                let u = -q[k * N + i];
+                for (y, &x) in t[i * N..(i + 1) * N].iter_mut().zip(&rk) {
+                    *y = x.mul_add(u, *y);
+                }
+            }
+        }
+        for c in 0..N {
+            for i in 0..N {
+                r[c * N + i] = t[i * N + c];
+            }
+        }
+        return;
+    }
+    for c in 0..n {
+        let col = &mut r[c * n..(c + 1) * n];
+        for (k, &p) in piv.iter().enumerate().take(n) {
+            col.swap(k, p);
+        }
+        for k in 0..n {
+            let x = -col[k];
+            for (y, &l) in col[k + 1..].iter_mut().zip(&q[k * n + k + 1..k * n + n]) {
+                *y = l.mul_add(x, *y);
+            }
+        }
+        for k in (0..n).rev() {
+            col[k] /= q[k * n + k];
+            let x = -col[k];
+            for (y, &u) in col[..k].iter_mut().zip(&q[k * n..k * n + k]) {
+                *y = u.mul_add(x, *y);
+            }
+        }
+    }
+}
+
+/// `p ← q⁻¹ p` for `K`-part values: for pairs, `[[Q, Q'], [0, Q]]⁻¹ [[P, P'], [0, P]]` is
+/// `(R, Q⁻¹ (P' − Q' R))` with `R = Q⁻¹ P` (one factorisation). `x` is scratch.
+#[inline(always)]
+fn solve<T: LinalgElem + LaneBits, const N: usize, const K: usize>(
+    q: &mut [T],
+    p: &mut [T],
+    x: &mut [T],
+    n: usize,
+    par: Par,
+) {
+    let nn = n * n;
+    if N > 0 || n <= SMALL_N {
+        let mut piv = [0usize; SMALL_N];
+        lu_small::<T, N>(&mut q[..nn], n, &mut piv);
+        lu_solve_small::<T, N>(&q[..nn], &piv, &mut p[..nn], x, n);
+        if K == 2 {
+            mm::<T, N>(&mut x[..nn], &q[nn..2 * nn], &p[..nn], n, false, par);
+            for (y, &z) in p[nn..2 * nn].iter_mut().zip(&x[..nn]) {
+                *y -= z;
+            }
+            lu_solve_small::<T, N>(&q[..nn], &piv, &mut p[nn..2 * nn], x, n);
+        }
+    } else {
+        let lu = MatRef::from_column_major_slice(&q[..nn], n, n).partial_piv_lu();
+        let (p0, p1) = p.split_at_mut(nn);
+        lu.solve_in_place(MatMut::from_column_major_slice_mut(p0, n, n));
+        if K == 2 {
+            faer_matmul(
+                MatMut::from_column_major_slice_mut(&mut p1[..nn], n, n),
+                Accum::Add,
+                MatRef::from_column_major_slice(&q[nn..2 * nn], n, n),
+                MatRef::from_column_major_slice(p0, n, n),
+                -T::ONE,
+                par,
+            );
+            lu.solve_in_place(MatMut::from_column_major_slice_mut(&mut p1[..nn], n, n));
+        }
+    }
+}
+
+/// The Padé degree and the number of squarings for a (block) matrix of 1-norm `norm`.
+fn degree<T: LinalgElem>(norm: f64) -> (usize, i32) {
+    let thetas: &[(usize, f64)] = if T::EPSILON.to_f64() > 1e-10 { &THETA_F32 } else { &THETA_F64 };
+    for &(deg, th) in thetas {
+        if norm <= th {
+            return (deg, 0);
+        }
+    }
+    let (deg, th) = thetas[thetas.len() - 1];
+    (deg, (norm / th).log2().ceil().max(0.0) as i32)
+}
+
+/// `exp` of the `K`-part value `a` (finite, of block 1-norm `norm`) in place, by scaling
+/// and squaring; `tmp` holds [`BUFS`] values of `K` parts.
+#[inline(always)]
+fn pade<T: LinalgElem + LaneBits, const N: usize, const K: usize>(
+    a: &mut [T],
+    n: usize,
+    norm: f64,
+    tmp: &mut [T],
+    par: Par,
+) {
+    let n = if N > 0 { N } else { n };
+    let sz = K * n * n;
+    let (m, s) = degree::<T>(norm);
+    if s > 0 {
+        let f = T::of(2.0f64.powi(-s));
+        for x in a.iter_mut() {
+            *x *= f;
+        }
+    }
+    let (a2, rest) = tmp.split_at_mut(sz);
+    let (a4, rest) = rest.split_at_mut(sz);
+    let (a6, rest) = rest.split_at_mut(sz);
+    let (u, rest) = rest.split_at_mut(sz);
+    let (v, rest) = rest.split_at_mut(sz);
+    let (w, rest) = rest.split_at_mut(sz);
+    let x = &mut rest[..sz];
+    let b = coefficients(m);
+    mmk::<T, N, K>(a2, a, a, n, par);
+    if m == 13 {
+        mmk::<T, N, K>(a4, a2, a2, n, par);
+        mmk::<T, N, K>(a6, a4, a2, n, par);
+        // U = A [A6 (b13 A6 + b11 A4 + b9 A2) + b7 A6 + b5 A4 + b3 A2 + b1 I]
+        combo(w, &[(b[13], a6), (b[11], a4), (b[9], a2)], 0.0, n);
+        mmk::<T, N, K>(x, a6, w, n, par);
+        combo(w, &[(1.0, x), (b[7], a6), (b[5], a4), (b[3], a2)], b[1], n);
+        mmk::<T, N, K>(u, a, w, n, par);
+        // V = A6 (b12 A6 + b10 A4 + b8 A2) + b6 A6 + b4 A4 + b2 A2 + b0 I
+        combo(w, &[(b[12], a6), (b[10], a4), (b[8], a2)], 0.0, n);
+        mmk::<T, N, K>(x, a6, w, n, par);
+        combo(v, &[(1.0, x), (b[6], a6), (b[4], a4), (b[2], a2)], b[0], n);
+    } else {
+        // powers A², A⁴, …, A^(m−1) in a2, a4, a6, x
+        if m >= 5 {
+            mmk::<T, N, K>(a4, a2, a2, n, par);
+        }
+        if m >= 7 {
+            mmk::<T, N, K>(a6, a4, a2, n, par);
+        }
+        if m >= 9 {
+            mmk::<T, N, K>(x, a6, a2, n, par);
+        }
+        let pows: [&[T]; 4] = [a2, a4, a6, x];
+        let k = (m - 1) / 2; // number of even powers used
+        let odd: [(f64, &[T]); 4] = std::array::from_fn(|i| (b[(2 * i + 3).min(m)], pows[i]));
+        combo(w, &odd[..k], b[1], n);
+        mmk::<T, N, K>(u, a, w, n, par);
+        let even: [(f64, &[T]); 4] = std::array::from_fn(|i| (b[(2 * i + 2).min(m)], pows[i]));
+        combo(v, &even[..k], b[0], n);
+    }
+    // r = (V − U)⁻¹ (V + U)
+    for ((p, q), (&uu, &vv)) in a.iter_mut().zip(w.iter_mut()).zip(u.iter().zip(v.iter())) {
+        *p = vv + uu;
+        *q = vv - uu;
+    }
+    solve::<T, N, K>(w, a, x, n, par);
+    for _ in 0..s {
+        u.copy_from_slice(a);
+        mmk::<T, N, K>(a, u, u, n, par);
+    }
+}
+
+/// The largest column sum of `|a|` (`n x n`, column-major), and each column's sum into
+/// `sums` when given.
+fn col_sums<T: LinalgElem>(a: &[T], n: usize, mut sums: Option<&mut [f64]>) -> f64 {
+    let mut best = 0.0f64;
+    for j in 0..n {
+        let s = a[j * n..(j + 1) * n].iter().fold(0.0f64, |s, x| s + x.abs().to_f64());
+        if let Some(sums) = sums.as_deref_mut() {
+            sums[j] = s;
+        }
+        best = best.max(s);
+    }
+    best
+}
+
 /// `exp(A)` of the column-major `n x n` block `a`, in place; `tmp` is scratch.
-fn expm_one<T: LinalgElem>(a: &mut [T], n: usize, tmp: &mut Vec<T>, par: Par) {
+#[inline(always)]
+fn expm_one<T: LinalgElem + LaneBits, const N: usize>(
+    a: &mut [T],
+    n: usize,
+    tmp: &mut Vec<T>,
+    par: Par,
+) {
     if n == 1 {
         // the scalar exponential (as PyTorch: exp(inf) = inf)
         a[0] = a[0].exp();
@@ -123,92 +504,134 @@ fn expm_one<T: LinalgElem>(a: &mut [T], n: usize, tmp: &mut Vec<T>, par: Par) {
         a.fill(T::NAN);
         return;
     }
-    let norm = (0..n)
-        .map(|j| a[j * n..(j + 1) * n].iter().fold(0.0f64, |s, x| s + x.abs().to_f64()))
-        .fold(0.0f64, f64::max);
-    let thetas: &[(usize, f64)] = if T::EPSILON.to_f64() > 1e-10 { &THETA_F32 } else { &THETA_F64 };
-    let (mut m, mut s) = (0, 0i32);
-    for &(deg, th) in thetas {
-        if norm <= th {
-            m = deg;
-            break;
-        }
-    }
-    if m == 0 {
-        let (deg, th) = thetas[thetas.len() - 1];
-        m = deg;
-        s = (norm / th).log2().ceil().max(0.0) as i32;
-        let f = T::of(2.0f64.powi(-s));
-        for x in a.iter_mut() {
-            *x *= f;
-        }
-    }
+    let norm = col_sums(a, n, None);
+    tmp.resize(BUFS * n * n, T::ZERO);
+    pade::<T, N, 1>(a, n, norm, tmp, par);
+}
+
+/// `L(X, E) = [exp([[X, E], [0, X]])]₁₂` into `dst` (`n x n`), for `x` and `e` loaded one
+/// after the other at the start of `work` (`(BUFS + 1) 2 n²`: the pair, then the Padé
+/// buffers; overwritten).
+#[inline(always)]
+fn frechet_one<T: LinalgElem + LaneBits, const N: usize>(
+    work: &mut [T],
+    dst: &mut [T],
+    n: usize,
+    par: Par,
+) {
     let nn = n * n;
-    tmp.clear();
-    tmp.resize(7 * nn, T::ZERO);
-    let (a2, rest) = tmp.split_at_mut(nn);
-    let (a4, rest) = rest.split_at_mut(nn);
-    let (a6, rest) = rest.split_at_mut(nn);
-    let (u, rest) = rest.split_at_mut(nn);
-    let (v, rest) = rest.split_at_mut(nn);
-    let (w, rest) = rest.split_at_mut(nn);
-    let x = &mut rest[..nn];
-    let b = coefficients(m);
-    mm(a2, a, a, n, par);
-    if m == 13 {
-        mm(a4, a2, a2, n, par);
-        mm(a6, a4, a2, n, par);
-        // U = A [A6 (b13 A6 + b11 A4 + b9 A2) + b7 A6 + b5 A4 + b3 A2 + b1 I]
-        combo(w, &[(b[13], a6), (b[11], a4), (b[9], a2)], 0.0, n);
-        mm(x, a6, w, n, par);
-        combo(w, &[(1.0, x), (b[7], a6), (b[5], a4), (b[3], a2)], b[1], n);
-        mm(u, a, w, n, par);
-        // V = A6 (b12 A6 + b10 A4 + b8 A2) + b6 A6 + b4 A4 + b2 A2 + b0 I
-        combo(w, &[(b[12], a6), (b[10], a4), (b[8], a2)], 0.0, n);
-        mm(x, a6, w, n, par);
-        combo(v, &[(1.0, x), (b[6], a6), (b[4], a4), (b[2], a2)], b[0], n);
+    let (xe, tmp) = work.split_at_mut(2 * nn);
+    if xe.iter().any(|x| !x.is_finite()) {
+        // as the exponential of the block matrix
+        dst.fill(T::NAN);
+        return;
+    }
+    let mut sums = [0.0f64; 2 * SMALL_N];
+    let mut big = Vec::new();
+    let (sx, se) = if n <= SMALL_N {
+        sums.split_at_mut(n)
     } else {
-        // powers A², A⁴, …, A^(m−1) in a2, a4, a6, x
-        if m >= 5 {
-            mm(a4, a2, a2, n, par);
-        }
-        if m >= 7 {
-            mm(a6, a4, a2, n, par);
-        }
-        if m >= 9 {
-            mm(x, a6, a2, n, par);
-        }
-        let pows: [&[T]; 4] = [a2, a4, a6, x];
-        let k = (m - 1) / 2; // number of even powers used
-        let odd: Vec<(f64, &[T])> = (0..k).map(|i| (b[2 * i + 3], pows[i])).collect();
-        combo(w, &odd, b[1], n);
-        mm(u, a, w, n, par);
-        let even: Vec<(f64, &[T])> = (0..k).map(|i| (b[2 * i + 2], pows[i])).collect();
-        combo(v, &even, b[0], n);
+        big.resize(2 * n, 0.0);
+        big.split_at_mut(n)
+    };
+    let (x, e) = xe.split_at_mut(nn);
+    let nx = col_sums(x, n, Some(sx));
+    let ne = col_sums(e, n, Some(&mut se[..n]));
+    if ne == 0.0 {
+        dst.fill(T::ZERO);
+        return;
     }
-    // r = (V − U)⁻¹ (V + U)
-    for ((p, q), (&uu, &vv)) in a.iter_mut().zip(w.iter_mut()).zip(u.iter().zip(v.iter())) {
-        *p = vv + uu;
-        *q = vv - uu;
+    // L is linear in E: scale E by 2⁻ᵏ to about X's 1-norm (exactly), and L back by 2ᵏ
+    let kmax = if T::EPSILON.to_f64() > 1e-10 { 120 } else { 1000 };
+    let target = if nx > 0.0 { nx } else { 1.0 };
+    let k = ((ne / target).log2().round() as i32).clamp(-kmax, kmax);
+    let f = 2.0f64.powi(-k);
+    for y in e.iter_mut() {
+        *y *= T::of(f);
     }
-    let lu = MatRef::from_column_major_slice(&*w, n, n).partial_piv_lu();
-    lu.solve_in_place(MatMut::from_column_major_slice_mut(a, n, n));
-    for _ in 0..s {
-        u.copy_from_slice(a);
-        mm(a, u, u, n, par);
+    // the block matrix's 1-norm: its column j + n sums column j of E and of X
+    let norm = sx.iter().zip(&se[..n]).fold(0.0f64, |m, (a, b)| m.max(a + b * f));
+    pade::<T, N, 2>(xe, n, norm, tmp, par);
+    let back = T::of(2.0f64.powi(k));
+    for (d, &y) in dst.iter_mut().zip(&xe[nn..]) {
+        *d = y * back;
     }
+}
+
+/// Runs `f::<N>` compiled by `pulp`'s dispatch (the CPU's FMA and vector width), with `N`
+/// the order for the orders whose loops unroll, else 0.
+macro_rules! by_order {
+    ($n:expr, $kernel:ident { $($field:ident),* }) => {
+        match $n {
+            2 => pulp::Arch::new().dispatch($kernel::<T, 2> { $($field),* }),
+            3 => pulp::Arch::new().dispatch($kernel::<T, 3> { $($field),* }),
+            4 => pulp::Arch::new().dispatch($kernel::<T, 4> { $($field),* }),
+            16 => pulp::Arch::new().dispatch($kernel::<T, 16> { $($field),* }),
+            _ => pulp::Arch::new().dispatch($kernel::<T, 0> { $($field),* }),
+        }
+    };
 }
 
 /// `exp(A)` of each square matrix of `a: (*, n, n)`; column-major results, with their
 /// layout.
-pub(crate) fn matrix_exp<T: LinalgElem>(a: &[T], l: &Layout) -> (Vec<T>, Layout) {
+pub(crate) fn matrix_exp<T: LinalgElem + LaneBits>(a: &[T], l: &Layout) -> (Vec<T>, Layout) {
+    struct Kernel<'a, T, const N: usize> {
+        dst: &'a mut [T],
+        tmp: &'a mut Vec<T>,
+        n: usize,
+        par: Par,
+    }
+    impl<T: LinalgElem + LaneBits, const N: usize> pulp::WithSimd for Kernel<'_, T, N> {
+        type Output = ();
+        #[inline(always)]
+        fn with_simd<S: pulp::Simd>(self, _: S) {
+            expm_one::<T, N>(self.dst, self.n, self.tmp, self.par);
+        }
+    }
     let b = Batch::of(l);
     let n = b.n;
     let mut out = crate::backend::cpu::pool::filled(b.len() * n * n, T::ZERO);
     let work = 20 * n * n * n;
     for_each_matrix(&mut out, n * n, work, n >= PAR_N, |i, dst, tmp, par| {
         b.load(a, i, dst);
-        expm_one(dst, n, tmp, par);
+        by_order!(n, Kernel { dst, tmp, n, par });
     });
     (out, colmajor_layout(&b.dims, n, n))
+}
+
+/// The Fréchet derivative `L(X, E) = [exp([[X, E], [0, X]])]₁₂` for each pair of square
+/// matrices of `x` and `e` (one shape `(*, n, n)`); column-major results, with their
+/// layout.
+pub(crate) fn matrix_exp_frechet<T: LinalgElem + LaneBits>(
+    x: &[T],
+    xl: &Layout,
+    e: &[T],
+    el: &Layout,
+) -> (Vec<T>, Layout) {
+    struct Kernel<'a, T, const N: usize> {
+        work: &'a mut [T],
+        dst: &'a mut [T],
+        n: usize,
+        par: Par,
+    }
+    impl<T: LinalgElem + LaneBits, const N: usize> pulp::WithSimd for Kernel<'_, T, N> {
+        type Output = ();
+        #[inline(always)]
+        fn with_simd<S: pulp::Simd>(self, _: S) {
+            frechet_one::<T, N>(self.work, self.dst, self.n, self.par);
+        }
+    }
+    let (bx, be) = (Batch::of(xl), Batch::of(el));
+    let n = bx.n;
+    let nn = n * n;
+    let mut out = crate::backend::cpu::pool::filled(bx.len() * nn, T::ZERO);
+    let work = 50 * n * n * n;
+    for_each_matrix(&mut out, nn, work, n >= PAR_N, |i, dst, tmp, par| {
+        tmp.resize((BUFS + 1) * 2 * nn, T::ZERO);
+        bx.load(x, i, &mut tmp[..nn]);
+        be.load(e, i, &mut tmp[nn..2 * nn]);
+        let work = &mut tmp[..];
+        by_order!(n, Kernel { work, dst, n, par });
+    });
+    (out, colmajor_layout(&bx.dims, n, n))
 }
