@@ -74,7 +74,7 @@ impl Op for LstsqOp {
             _ => pinv(a, None, None, false)?,
         };
         let ga = if cx.needs_input_grad(0) {
-            Some(pinv_backward(&g.matmul(&b.mT()?)?, &p, a)?)
+            Some(pinv_backward(&g.matmul(&b.mT()?)?, &p, a, false)?)
         } else {
             None
         };

@@ -47,6 +47,8 @@ fn cutoffs(
 #[derive(Debug)]
 struct PinvOp {
     hermitian: bool,
+    /// Every matrix of the batch has full rank `min(m, n)` at the cutoff.
+    full_rank: bool,
 }
 
 impl Op for PinvOp {
@@ -64,37 +66,49 @@ impl Op for PinvOp {
     // hermitian: A is the symmetric matrix of the lower triangle and the gradient is the
     // general one at it (PyTorch's through eigh, for symmetric input). Tensor ops on the
     // re-linked output and input: any order.
+    // At full rank a projector is the identity, A P = I (m <= n) or P A = I (m >= n), on
+    // a neighbourhood of A (full rank is an open condition), so the terms with (I − A P)
+    // or (I − P A) are zero there, with all their derivatives; they are left out rather
+    // than computed as rounding noise (PyTorch computes them): for square A,
+    // gA = −Pᵀ G Pᵀ, two products instead of eight.
     fn vjp(&self, cx: &VjpCtx<'_>, g: &[Option<Tensor>]) -> Result<Vec<Option<Tensor>>> {
         let Some(g) = &g[0] else { return Ok(vec![None]) };
         let a = if self.hermitian { sym_lower(cx.input(0))? } else { cx.input(0).clone() };
         let p = cx.output(0)?;
-        Ok(vec![Some(pinv_backward(g, &p, &a)?)])
+        Ok(vec![Some(pinv_backward(g, &p, &a, self.full_rank)?)])
     }
 }
 
-/// PyTorch's `pinv_backward(grad, pinvA, A)`, in tensor ops.
-pub(crate) fn pinv_backward(g: &Tensor, p: &Tensor, a: &Tensor) -> Result<Tensor> {
+/// PyTorch's `pinv_backward(grad, pinvA, A)`, in tensor ops; `full_rank`: every matrix
+/// has rank `min(m, n)`, and the terms with the complement of a projector that is then
+/// the identity are left out.
+pub(crate) fn pinv_backward(g: &Tensor, p: &Tensor, a: &Tensor, full_rank: bool) -> Result<Tensor> {
     let (m, n) = (a.dims()[a.rank() - 2], a.dims()[a.rank() - 1]);
     let pt = p.mT()?;
     let gt = g.mT()?;
+    if full_rank && m == n {
+        return pt.matmul(g)?.matmul(&pt)?.neg();
+    }
     if m <= n {
         let k = gt.matmul(p)?;
+        let lead = p.matmul(&k)?.mT()?.neg()?;
+        let tail = pt.matmul(p)?.matmul(&gt.sub(&k.matmul(a)?)?)?;
+        if full_rank {
+            // A P = I: (I − A P) K Pᵀ = 0
+            return lead.add(&tail);
+        }
         let kpt = k.matmul(&pt)?;
-        p.matmul(&k)?
-            .mT()?
-            .neg()?
-            .add(&kpt)?
-            .sub(&a.matmul(p)?.matmul(&kpt)?)?
-            .add(&pt.matmul(p)?.matmul(&gt.sub(&k.matmul(a)?)?)?)
+        lead.add(&kpt)?.sub(&a.matmul(p)?.matmul(&kpt)?)?.add(&tail)
     } else {
         let k = p.matmul(&gt)?;
+        let lead =
+            k.matmul(p)?.mT()?.neg()?.add(&gt.sub(&a.matmul(&k)?)?.matmul(p)?.matmul(&pt)?)?;
+        if full_rank {
+            // P A = I: Pᵀ K (I − P A) = 0
+            return Ok(lead);
+        }
         let ptk = pt.matmul(&k)?;
-        k.matmul(p)?
-            .mT()?
-            .neg()?
-            .add(&gt.sub(&a.matmul(&k)?)?.matmul(p)?.matmul(&pt)?)?
-            .add(&ptk)?
-            .sub(&ptk.matmul(p)?.matmul(a)?)
+        lead.add(&ptk)?.sub(&ptk.matmul(p)?.matmul(a)?)
     }
 }
 
@@ -123,7 +137,10 @@ fn dims_of(a: &Tensor) -> (usize, usize, Vec<usize>, usize) {
 ///
 /// Gradient: PyTorch's `pinv_backward` (the derivative of `A⁺` for a constant rank), in
 /// tensor ops on the result: differentiable to any order. Not continuous where a
-/// singular value crosses the cutoff. With `hermitian`, the general pinv gradient at the
+/// singular value crosses the cutoff. When every matrix has full rank, the terms that
+/// vanish there (`A A⁺ = I` or `A⁺ A = I`) are left out: for square `A` the gradient is
+/// `−A⁺ᵀ G A⁺ᵀ`, as for [`super::inv`], where PyTorch adds rounding noise of the size
+/// `eps · cond(A)`. With `hermitian`, the general pinv gradient at the
 /// symmetric matrix read (PyTorch's, for symmetric input; for non-symmetric input PyTorch
 /// gives another matrix, through `eigh`).
 ///
@@ -151,12 +168,14 @@ pub fn pinv(a: &Tensor, atol: Option<f64>, rtol: Option<f64>, hermitian: bool) -
     }
     let (m, n, batch, nb) = dims_of(a);
     let k = m.min(n);
+    let mut full_rank = false;
     let p = {
         let _guard = no_grad();
         let a_read = if hermitian { sym_lower(a)? } else { a.clone() };
         let f = svd(&a_read, false)?;
         let sv = f.s.to_vec_f64();
         let cut = cutoffs(&sv, k, nb, m, n, a.dtype(), atol, rtol);
+        full_rank = k > 0 && sv.iter().enumerate().all(|(i, &x)| x > cut[i / k]);
         let sinv: Vec<f64> = sv
             .iter()
             .enumerate()
@@ -167,7 +186,7 @@ pub fn pinv(a: &Tensor, atol: Option<f64>, rtol: Option<f64>, hermitian: bool) -
         let sinv = Tensor::from_vec(sinv, sdims)?.to_dtype(a.dtype())?;
         f.vh.mT()?.mul(&sinv.unsqueeze(-2)?)?.matmul(&f.u.mT()?)?
     };
-    Ok(record1(PinvOp { hermitian }, &[a], p, true))
+    Ok(record1(PinvOp { hermitian, full_rank }, &[a], p, true))
 }
 
 /// The numerical rank of matrices (`torch.linalg.matrix_rank`).

@@ -35,7 +35,7 @@ use crate::layout::Layout;
 /// Up to this order the own loops are used (faer above).
 pub(crate) const SMALL_N: usize = 16;
 /// From this order faer may use every thread on one matrix.
-const PAR_N: usize = 512;
+const PAR_N: usize = 256;
 /// The most Jacobi sweeps (convergence is quadratic: a handful suffice); a bound so that
 /// no input can loop forever.
 const MAX_SWEEPS: usize = 60;
