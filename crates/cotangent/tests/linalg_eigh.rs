@@ -494,6 +494,9 @@ fn fused_backward_matches_the_recorded_one() {
         (vec![2, 3, 20, 20], DType::F64),
         (vec![9, 3, 3], DType::F32),
         (vec![5, 7, 7], DType::F32),
+        // above the fused orders: the first-order middle factor in one host pass
+        (vec![2, 40, 40], DType::F64),
+        (vec![37, 37], DType::F32),
     ] {
         let a = rg(sym(&shape, 141).to_dtype(dt).unwrap());
         let e = eigh(&a, Uplo::Lower).unwrap();
@@ -529,11 +532,16 @@ fn fused_backward_at_repeated_eigenvalues() {
     // a batch with a repeated eigenvalue among regular matrices: the projector loss
     // (basis-independent) has the same finite gradient on both paths; a basis-dependent
     // loss fails with the same NotDifferentiable on both; eigenvalue-only losses are
-    // finite on both
-    let n = 4;
+    // finite on both; at an order of the fused kernel and above them
+    for n in [4, 40] {
+        repeated_eigenvalue_on_both_paths(n);
+    }
+}
+
+fn repeated_eigenvalue_on_both_paths(n: usize) {
     let mut v = sym(&[6, n, n], 151).to_vec_f64();
-    v[3 * n * n..4 * n * n]
-        .copy_from_slice(&with_spectrum(&[1.0, 1.0, 3.0, 4.0], 152).to_vec_f64());
+    let spectrum: Vec<f64> = (0..n).map(|i| if i == 0 { 1.0 } else { i as f64 }).collect();
+    v[3 * n * n..4 * n * n].copy_from_slice(&with_spectrum(&spectrum, 152).to_vec_f64());
     let a = rg(Tensor::from_vec(v, vec![6, n, n]).unwrap());
     let e = eigh(&a, Uplo::Lower).unwrap();
     let c = randn(&[n, n], 153);

@@ -168,7 +168,7 @@ pub fn pinv(a: &Tensor, atol: Option<f64>, rtol: Option<f64>, hermitian: bool) -
     }
     let (m, n, batch, nb) = dims_of(a);
     let k = m.min(n);
-    let mut full_rank = false;
+    let full_rank;
     let p = {
         let _guard = no_grad();
         let a_read = if hermitian { sym_lower(a)? } else { a.clone() };
