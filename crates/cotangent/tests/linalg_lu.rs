@@ -420,3 +420,29 @@ fn batched_lane_backward_matches_one_by_one() {
         }
     }
 }
+
+#[test]
+fn pivots_of_a_reused_buffer_are_all_rewritten() {
+    // 4,096 4 x 4 matrices have 128 KiB of pivots, a size the buffer cache keeps: factor
+    // one batch, drop it, then factor another (with singular, zero and NaN matrices) into
+    // the reused buffer; each matrix's pivots must be its own, as factorised alone
+    let count = 4096;
+    let first = lu_factor_ex(&randn(&[count, 4, 4], 61)).unwrap();
+    drop(first);
+    let mut v = randn(&[count, 4, 4], 62).to_vec_f64();
+    for (i, m) in v.chunks_exact_mut(16).enumerate() {
+        match i % 5 {
+            1 => m.fill(0.0),
+            2 => m[..4].fill(0.0),
+            3 => m[5] = f64::NAN,
+            _ => {}
+        }
+    }
+    let a = t(&v, &[count, 4, 4]);
+    let f = lu_factor_ex(&a).unwrap();
+    let piv = f.pivots.to_vec::<i64>().unwrap();
+    for i in (0..count).step_by(7).chain([count - 1]) {
+        let one = lu_factor_ex(&a.narrow(0, i, 1).unwrap()).unwrap();
+        assert_eq!(&piv[i * 4..(i + 1) * 4], &one.pivots.to_vec::<i64>().unwrap()[..], "{i}");
+    }
+}

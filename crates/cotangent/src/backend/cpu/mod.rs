@@ -33,11 +33,12 @@ pub enum CpuStorage {
 }
 
 impl CpuStorage {
-    /// Hands a large f32/f64 buffer to the cache for reuse (leaves `self` empty).
+    /// Hands a large f32/f64/i64 buffer to the cache for reuse (leaves `self` empty).
     pub(crate) fn recycle(&mut self) {
         match self {
             CpuStorage::F64(v) => pool::give(std::mem::take(v)),
             CpuStorage::F32(v) => pool::give(std::mem::take(v)),
+            CpuStorage::I64(v) => pool::give(std::mem::take(v)),
             _ => {}
         }
     }

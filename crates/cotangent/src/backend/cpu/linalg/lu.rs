@@ -536,7 +536,8 @@ fn lu_factor_impl<T: LinalgElem>(
     let size = m * n;
     // every matrix is loaded into its block before it is factorised
     let mut out = super::super::pool::overwritten(ba.len() * size, T::ZERO);
-    let mut piv = vec![0i64; ba.len() * k];
+    // every pivot is written (each path sets all k of its matrix)
+    let mut piv = super::super::pool::overwritten(ba.len() * k, 0i64);
     let mut info = vec![0i64; ba.len()];
     let mut dets = vec![DetOne::default(); if det.is_some() { ba.len() } else { 0 }];
     let layout = colmajor_layout(&ba.dims, m, n);
