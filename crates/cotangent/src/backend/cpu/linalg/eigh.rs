@@ -1549,6 +1549,15 @@ fn for_each_lane_group<T: LinalgElem>(
     }
 }
 
+/// A vector layout `(*, n)` read as a batch of `n x 1` matrices.
+fn column(l: &Layout) -> Batch {
+    let mut dims = l.dims().to_vec();
+    dims.push(1);
+    let mut strides = l.strides().to_vec();
+    strides.push(1);
+    Batch::of(&Layout::new(dims.into(), strides, l.offset()))
+}
+
 /// The VJP of [`eigh`], fused per matrix (the backward pass's fast path when it is not
 /// recorded): `gA = V (diag(gw) + F ∘ skew(VᵀgV)) Vᵀ`, `F_ij = 1/(w_j − w_i)`, from the
 /// eigenvalues `w: (*, n)`, the eigenvectors `v: (*, n, n)` and the cotangents (`None`
@@ -1569,14 +1578,6 @@ pub(crate) fn eigh_backward<T: LinalgElem + LaneBits>(
     use std::sync::atomic::{AtomicBool, Ordering};
     let bv = Batch::of(v.1);
     let n = bv.n;
-    // a vector layout (*, n) read as a batch of n x 1 matrices
-    let column = |l: &Layout| {
-        let mut dims = l.dims().to_vec();
-        dims.push(1);
-        let mut strides = l.strides().to_vec();
-        strides.push(1);
-        Batch::of(&Layout::new(dims.into(), strides, l.offset()))
-    };
     let bw = column(w.1);
     let bgw = gw.map(|g| column(g.1));
     let bgv = gv.map(|g| Batch::of(g.1));
@@ -2157,13 +2158,6 @@ mod backward_tests {
     ) -> Vec<Option<Vec<T>>> {
         let bv = Batch::of(v.1);
         let n = bv.n;
-        let column = |l: &Layout| {
-            let mut dims = l.dims().to_vec();
-            dims.push(1);
-            let mut strides = l.strides().to_vec();
-            strides.push(1);
-            Batch::of(&Layout::new(dims.into(), strides, l.offset()))
-        };
         let (bw, bgw, bgv) = (column(w.1), gw.map(|g| column(g.1)), gv.map(|g| Batch::of(g.1)));
         (0..bv.len())
             .map(|i| {

@@ -203,6 +203,27 @@ fn combo<T: LinalgElem + LaneBits>(out: &mut [T], terms: &[(f64, &[T])], c_eye: 
     }
 }
 
+/// The first row `p >= k` of largest magnitude in column `k` of the column-major `n x n`
+/// block `q`, swapped with row `k`.
+#[inline(always)]
+fn pivot<T: LinalgElem>(q: &mut [T], n: usize, k: usize) -> usize {
+    let mut p = k;
+    let mut best = q[k * n + k].abs();
+    for i in k + 1..n {
+        let v = q[k * n + i].abs();
+        if v > best {
+            best = v;
+            p = i;
+        }
+    }
+    if p != k {
+        for j in 0..n {
+            q.swap(j * n + k, j * n + p);
+        }
+    }
+    p
+}
+
 /// LU with partial pivoting of the column-major `n x n` block `q` in place (unit lower
 /// `L` below the diagonal, `U` on and above), row interchanges in `piv`.
 #[inline(always)]
@@ -211,21 +232,7 @@ fn lu_small<T: LinalgElem + LaneBits, const N: usize>(q: &mut [T], n: usize, piv
         // the updates run over whole columns (constant length, no masked accesses), with
         // the multipliers of the rows at and above the pivot zero
         for k in 0..N {
-            let mut p = k;
-            let mut best = q[k * N + k].abs();
-            for i in k + 1..N {
-                let v = q[k * N + i].abs();
-                if v > best {
-                    best = v;
-                    p = i;
-                }
-            }
-            piv[k] = p;
-            if p != k {
-                for j in 0..N {
-                    q.swap(j * N + k, j * N + p);
-                }
-            }
+            piv[k] = pivot(q, N, k);
             let d = q[k * N + k];
             let inv = if d == T::ZERO { T::ZERO } else { T::ONE / d };
             let l: [T; N] =
@@ -242,21 +249,7 @@ fn lu_small<T: LinalgElem + LaneBits, const N: usize>(q: &mut [T], n: usize, piv
         return;
     }
     for k in 0..n {
-        let mut p = k;
-        let mut best = q[k * n + k].abs();
-        for i in k + 1..n {
-            let v = q[k * n + i].abs();
-            if v > best {
-                best = v;
-                p = i;
-            }
-        }
-        piv[k] = p;
-        if p != k {
-            for j in 0..n {
-                q.swap(j * n + k, j * n + p);
-            }
-        }
+        piv[k] = pivot(q, n, k);
         let d = q[k * n + k];
         if d != T::ZERO {
             let inv = T::ONE / d;
