@@ -734,24 +734,29 @@ fn batched_solve_gradients_match_one_at_a_time() {
 }
 
 /// The first-order backward of `inv` on a batch of small matrices (from the inverse the
-/// lane kernel computed): the same gradient as one matrix at a time and as the recorded
-/// backward, for every size the lanes take and beyond, strided input, a broadcast and a
-/// general cotangent, a singular and a NaN matrix among regular ones, batches not a
-/// multiple of the lane count; the same bits on 1 and 3 threads.
+/// lane kernel computed; `−Xᵀ G Xᵀ` in one pass per matrix up to order 16, padded from
+/// 5 to 8 and from 9 to 16): the same gradient as one matrix at a time and as the
+/// recorded backward (two products and a negation), for every size the lanes and the
+/// fused backward take and beyond, strided input, a broadcast, a general and a transposed
+/// (strided) cotangent, a singular and a NaN matrix among regular ones, batches not a
+/// multiple of the lane count, f32; the same bits on 1 and 3 threads.
 #[test]
 fn batched_inverse_gradients_match_one_at_a_time() {
-    let grads = |a: &Tensor, w: Option<&Tensor>, create_graph: bool| {
+    // `w`: the weights of the loss and whether they multiply Xᵀ (then the cotangent
+    // reaching inv is a transposed view)
+    let grads = |a: &Tensor, w: Option<(&Tensor, bool)>, create_graph: bool| {
         let a = rg(a.clone());
         let x = inv_ex(&a).unwrap().inverse;
         let loss = match w {
-            Some(w) => x.mul(w).unwrap().sum().unwrap(),
+            Some((w, true)) => x.mT().unwrap().mul(w).unwrap().sum().unwrap(),
+            Some((w, false)) => x.mul(w).unwrap().sum().unwrap(),
             None => x.sum().unwrap(),
         };
         let opts = GradOptions { create_graph, allow_unused: false };
         grad(&[&loss], &[None], &[&a], opts).unwrap()[0].clone().unwrap().detach()
     };
-    for n in [1usize, 2, 3, 4, 5, 8, 16, 17] {
-        for batch in [8usize, 21] {
+    for n in [1usize, 2, 3, 4, 5, 7, 8, 9, 16, 17] {
+        for batch in [7usize, 8, 21] {
             let mut v = well_conditioned(&[batch, n, n], 120 + n as u64).to_vec_f64();
             v[3 * n * n..4 * n * n].fill(0.0);
             v[6 * n * n + n * n / 2] = f64::NAN;
@@ -760,11 +765,12 @@ fn batched_inverse_gradients_match_one_at_a_time() {
             let w = randn(&[batch, n, n], 121);
             for (a, reg) in [(a.clone(), regular.clone()), (a.mT().unwrap(), regular.mT().unwrap())]
             {
-                for w in [None, Some(&w)] {
+                for w in [None, Some((&w, false)), Some((&w, true))] {
                     let all = grads(&a, w, false);
                     for i in 0..batch {
                         let pick = |t: &Tensor| t.narrow(0, i, 1).unwrap();
-                        let one = grads(&pick(&a), w.map(pick).as_ref(), false);
+                        let wi = w.map(|(w, tr)| (pick(w), tr));
+                        let one = grads(&pick(&a), wi.as_ref().map(|(w, tr)| (w, *tr)), false);
                         let what = format!("n {n} batch {batch} matrix {i}");
                         agree(&what, &pick(&all).to_vec_f64(), &one.to_vec_f64(), 1e-12);
                     }
@@ -780,4 +786,14 @@ fn batched_inverse_gradients_match_one_at_a_time() {
         pool.install(|| grads(&a, None, false).to_vec_f64())
     };
     same_bits("inverse backward threads", &on(3), &on(1));
+    // f32: the fused pass against the recorded products
+    for n in [3usize, 4, 6, 12] {
+        let a = well_conditioned(&[9, n, n], 123).to_dtype(DType::F32).unwrap();
+        let w = randn(&[9, n, n], 124).to_dtype(DType::F32).unwrap();
+        for w in [None, Some((&w, false)), Some((&w, true))] {
+            let (f, r) = (grads(&a, w, false), grads(&a, w, true));
+            assert_eq!(f.dtype(), DType::F32);
+            agree(&format!("f32 n {n}"), &f.to_vec_f64(), &r.to_vec_f64(), 1e-4);
+        }
+    }
 }

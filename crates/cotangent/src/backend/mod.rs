@@ -105,6 +105,12 @@ pub(crate) trait BackendStorage: Sized {
     /// dims; the result is row-major `(*, m, n)`.
     fn matmul(&self, l: &Layout, rhs: &Self, rl: &Layout) -> Result<Self>;
 
+    /// `alpha · Xᵀ G Xᵀ` for each square `X` of `self: (*, n, n)` and `G` of `g` (equal
+    /// batch dims, any strides): the first-order gradient of the inverse (`alpha = −1`)
+    /// in one pass, row-major; `None` where the backend has no such kernel for this
+    /// order (the caller multiplies instead).
+    fn inv_sandwich(&self, l: &Layout, g: &Self, gl: &Layout, alpha: f64) -> Result<Option<Self>>;
+
     // dense linear algebra: operands have equal batch dims and one dtype (f32 or f64);
     // results carry their own layout (column-major matrices where LAPACK's are)
 

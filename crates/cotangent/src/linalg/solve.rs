@@ -206,10 +206,20 @@ impl Op for InvOp {
     }
 
     // X = A⁻¹ ⇒ dX = −X dA X ⇒ gA = −Xᵀ G Xᵀ (PyTorch derivatives.yaml linalg_inv_ex).
-    // In tensor ops on the re-linked output, so any order.
+    // First order: one backend pass over each matrix where it has one (the same sums in
+    // the same order as the two products); recorded: tensor ops on the re-linked output,
+    // so any order.
     fn vjp(&self, cx: &VjpCtx<'_>, g: &[Option<Tensor>]) -> Result<Vec<Option<Tensor>>> {
         let Some(g) = &g[0] else { return Ok(vec![None]) };
-        let xt = cx.output(0)?.mT()?;
+        let x = cx.output(0)?;
+        if !cx.create_graph() && g.dims() == x.dims() && g.dtype() == x.dtype() {
+            let fused =
+                x.storage().cpu().inv_sandwich(x.layout(), g.storage().cpu(), g.layout(), -1.0)?;
+            if let Some(s) = fused {
+                return Ok(vec![Some(from_kernel(s, Layout::contiguous(x.shape().clone())))]);
+            }
+        }
+        let xt = x.mT()?;
         Ok(vec![Some(xt.matmul(g)?.matmul(&xt)?.neg()?)])
     }
 }

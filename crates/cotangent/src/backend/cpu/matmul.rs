@@ -391,3 +391,161 @@ impl BatchOffsets {
         }
     }
 }
+
+/// The `n x n` matrix `m` of `v` in the top-left corner of an `N x N` array, zeros
+/// elsewhere (`n <= N`); [`load`] when `n = N`.
+#[inline(always)]
+fn load_padded<T: GemmElem, const N: usize>(v: &[T], m: Mat, n: usize) -> [[T; N]; N] {
+    if n == N {
+        return load::<T, N, N>(v, m);
+    }
+    let mut x = [[T::ZERO; N]; N];
+    for (i, row) in x.iter_mut().enumerate().take(n) {
+        for (j, e) in row.iter_mut().enumerate().take(n) {
+            *e = v[m.off + i * m.rs + j * m.cs];
+        }
+    }
+    x
+}
+
+/// `out = alpha · Y G Y` for one matrix, `Y = Xᵀ` (`y` gives `X` with its strides
+/// swapped), padded to `N x N`; `out` is the row-major `n x n` block. The products are
+/// summed in the order of [`fixed`] (`(Y G) Y`): up to order 4 the bits are those of two
+/// [`matmul`]s followed by the scaling (larger products there go through faer, which may
+/// sum in another order).
+#[inline(always)]
+fn sandwich_one<T: GemmElem, const N: usize>(
+    x: &[T],
+    ym: Mat,
+    g: &[T],
+    gm: Mat,
+    alpha: T,
+    out: &mut [T],
+    n: usize,
+) {
+    // orders up to 4 have their own instance: n is the constant N there
+    let n = if N <= 4 { N } else { n };
+    let y = load_padded::<T, N>(x, ym, n);
+    let gg = load_padded::<T, N>(g, gm, n);
+    let mut t = [[T::ZERO; N]; N];
+    for i in 0..N {
+        for p in 0..N {
+            for j in 0..N {
+                t[i][j] += y[i][p] * gg[p][j];
+            }
+        }
+    }
+    let mut c = [[T::ZERO; N]; N];
+    for i in 0..N {
+        for p in 0..N {
+            for j in 0..N {
+                c[i][j] += t[i][p] * y[p][j];
+            }
+        }
+    }
+    for (o, row) in out.chunks_exact_mut(n).zip(&c) {
+        for (o, &v) in o.iter_mut().zip(row) {
+            *o = alpha * v;
+        }
+    }
+}
+
+/// Largest order that [`sandwich_t`] takes.
+pub(crate) const SANDWICH_MAX: usize = 16;
+
+/// `out_b = alpha · X_bᵀ G_b X_bᵀ` for square `x: (*, n, n)` and `g: (*, n, n)` with
+/// equal batch dims, any strides (an expanded cotangent included): the first-order
+/// gradient of the inverse (`alpha = −1`) in one pass over each matrix instead of two
+/// products and a negation. Row-major result; `None` when `n >` [`SANDWICH_MAX`]
+/// (the caller multiplies instead). Orders up to 4 are unrolled exactly, the others
+/// padded with zeros to 8 or 16 (the padding adds exact zeros to no element).
+pub(crate) fn sandwich_t<T: GemmElem>(
+    x: &[T],
+    xl: &Layout,
+    g: &[T],
+    gl: &Layout,
+    alpha: T,
+) -> Option<Vec<T>> {
+    let r = xl.rank();
+    let n = xl.dims()[r - 1];
+    if n > SANDWICH_MAX {
+        return None;
+    }
+    let batch_dims = &xl.dims()[..r - 2];
+    let batch: usize = batch_dims.iter().product();
+    let size = n * n;
+    // every matrix's block is written whole
+    let mut out = super::pool::overwritten(batch * size, T::ZERO);
+    if out.is_empty() {
+        return Some(out);
+    }
+    let offsets = BatchOffsets::new(
+        batch_dims,
+        &xl.strides()[..r - 2],
+        &gl.strides()[..r - 2],
+        xl.offset(),
+        gl.offset(),
+    );
+    // Xᵀ: X's strides swapped
+    let (yrs, ycs) = (xl.strides()[r - 1], xl.strides()[r - 2]);
+    let (grs, gcs) = (gl.strides()[r - 2], gl.strides()[r - 1]);
+    let run = |o: &mut [T], first: usize| {
+        struct Kernel<'a, T, const N: usize> {
+            x: &'a [T],
+            g: &'a [T],
+            o: &'a mut [T],
+            first: usize,
+            n: usize,
+            alpha: T,
+            offsets: &'a BatchOffsets,
+            strides: [usize; 4],
+        }
+        impl<T: GemmElem, const N: usize> pulp::WithSimd for Kernel<'_, T, N> {
+            type Output = ();
+            #[inline(always)]
+            fn with_simd<S: pulp::Simd>(self, _: S) {
+                let Kernel { x, g, o, first, n, alpha, offsets, strides: [yrs, ycs, grs, gcs] } =
+                    self;
+                let n = if N <= 4 { N } else { n };
+                for (j, ob) in o.chunks_exact_mut(n * n).enumerate() {
+                    let (ox, og) = offsets.get(first + j);
+                    let ym = Mat { off: ox, rs: yrs, cs: ycs };
+                    let gm = Mat { off: og, rs: grs, cs: gcs };
+                    sandwich_one::<T, N>(x, ym, g, gm, alpha, ob, n);
+                }
+            }
+        }
+        let strides = [yrs, ycs, grs, gcs];
+        let arch = pulp::Arch::new();
+        macro_rules! go {
+            ($nn:literal) => {
+                arch.dispatch(Kernel::<T, $nn> {
+                    x,
+                    g,
+                    o,
+                    first,
+                    n,
+                    alpha,
+                    offsets: &offsets,
+                    strides,
+                })
+            };
+        }
+        match n {
+            1 => go!(1),
+            2 => go!(2),
+            3 => go!(3),
+            4 => go!(4),
+            5..=8 => go!(8),
+            _ => go!(16),
+        }
+    };
+    let work = 2 * size * n;
+    if batch > 1 && batch * work >= 1 << 15 {
+        let per_task = ((1usize << 14) / work).max(1);
+        super::par::for_each_chunk(&mut out, size * per_task, |t, o| run(o, t * per_task));
+    } else {
+        run(&mut out, 0);
+    }
+    Some(out)
+}

@@ -968,6 +968,28 @@ impl BackendStorage for CpuStorage {
         })
     }
 
+    fn inv_sandwich(
+        &self,
+        l: &Layout,
+        g: &CpuStorage,
+        gl: &Layout,
+        alpha: f64,
+    ) -> Result<Option<CpuStorage>> {
+        const OP: &str = "linalg.inv";
+        Ok(match (self, g) {
+            (CpuStorage::F32(x), CpuStorage::F32(g)) => {
+                matmul::sandwich_t(x, l, g, gl, alpha as f32).map(CpuStorage::F32)
+            }
+            (CpuStorage::F64(x), CpuStorage::F64(g)) => {
+                matmul::sandwich_t(x, l, g, gl, alpha).map(CpuStorage::F64)
+            }
+            _ if self.dtype() != g.dtype() => {
+                return Err(Error::DTypeMismatch { op: OP, lhs: self.dtype(), rhs: g.dtype() })
+            }
+            _ => return Err(unsupported(OP, self.dtype())),
+        })
+    }
+
     fn solve_triangular(
         &self,
         l: &Layout,

@@ -168,7 +168,10 @@ impl<T: NormFloat, F: Fn(&[T]) -> T> pulp::WithSimd for TiledRuns<'_, T, F> {
     #[inline(always)]
     fn with_simd<S: pulp::Simd>(self, _: S) {
         let TiledRuns { xs, len, ord, out, norm } = self;
-        if ord == 2.0 && len % 8 == 0 {
+        if ord == 2.0 && len == 16 {
+            // 4 x 4 matrices: the run length a constant (the loops unroll)
+            norm2_groups(xs, 16, out);
+        } else if ord == 2.0 && len % 8 == 0 {
             norm2_groups(xs, len, out);
         } else {
             for (o, run) in out.iter_mut().zip(xs.chunks_exact(len)) {
@@ -436,8 +439,17 @@ impl<T: NormFloat, E: Fn(T, T) -> T> pulp::WithSimd for ScaleRuns<'_, T, E> {
     #[inline(always)]
     fn with_simd<S: pulp::Simd>(self, _: S) {
         let ScaleRuns { out, xs, len, scale, e } = self;
-        for ((o, xs), &s) in out.chunks_mut(len).zip(xs.chunks(len)).zip(scale) {
-            o.iter_mut().zip(xs).for_each(|(o, &x)| *o = e(x, s));
+        #[inline(always)]
+        fn go<T: Copy>(out: &mut [T], xs: &[T], len: usize, scale: &[T], e: impl Fn(T, T) -> T) {
+            for ((o, xs), &s) in out.chunks_mut(len).zip(xs.chunks(len)).zip(scale) {
+                o.iter_mut().zip(xs).for_each(|(o, &x)| *o = e(x, s));
+            }
+        }
+        if len == 16 {
+            // 4 x 4 matrices: the run length a constant (the loop unrolls)
+            go(out, xs, 16, scale, e);
+        } else {
+            go(out, xs, len, scale, e);
         }
     }
 }
