@@ -856,19 +856,30 @@ pub(crate) fn svd_backward<T: LinalgElem>(
                 return;
             }
         }
-        if let Some(g) = gsv {
+        if !vector {
+            // a loss through S only: inner = diag(gS), so gA' = U' inner scales U''s
+            // columns (one product in all instead of two)
+            for c in 0..k {
+                let g = gsv.map_or(T::ZERO, |g| g[c]);
+                for (y, &uv) in ga[c * r..(c + 1) * r].iter_mut().zip(&uu[c * r..(c + 1) * r]) {
+                    *y = uv * g;
+                }
+            }
+        } else if let Some(g) = gsv {
             for j in 0..k {
                 inner[j * k + j] += g[j];
             }
         }
-        // gA' = U' inner
-        for c in 0..k {
-            let col = &mut ga[c * r..(c + 1) * r];
-            col.fill(T::ZERO);
-            for p in 0..k {
-                let x = inner[c * k + p];
-                for (y, &uv) in col.iter_mut().zip(&uu[p * r..(p + 1) * r]) {
-                    *y += uv * x;
+        if vector {
+            // gA' = U' inner
+            for c in 0..k {
+                let col = &mut ga[c * r..(c + 1) * r];
+                col.fill(T::ZERO);
+                for p in 0..k {
+                    let x = inner[c * k + p];
+                    for (y, &uv) in col.iter_mut().zip(&uu[p * r..(p + 1) * r]) {
+                        *y += uv * x;
+                    }
                 }
             }
         }
