@@ -206,9 +206,9 @@ impl Op for InvOp {
     }
 
     // X = A⁻¹ ⇒ dX = −X dA X ⇒ gA = −Xᵀ G Xᵀ (PyTorch derivatives.yaml linalg_inv_ex).
-    // First order: one backend pass over each matrix where it has one (the same sums in
-    // the same order as the two products); recorded: tensor ops on the re-linked output,
-    // so any order.
+    // First order: one backend pass over each matrix where it has one (the sums of the
+    // two products, in their order up to 4 x 4); recorded: tensor ops on the re-linked
+    // output, so any order.
     fn vjp(&self, cx: &VjpCtx<'_>, g: &[Option<Tensor>]) -> Result<Vec<Option<Tensor>>> {
         let Some(g) = &g[0] else { return Ok(vec![None]) };
         let x = cx.output(0)?;
@@ -261,7 +261,8 @@ fn inv_impl(op: &'static str, a: &Tensor, check: bool) -> Result<InvEx> {
 ///
 /// Math: `A⁻¹` for `a: (*, n, n)`, batched.
 ///
-/// Gradient: `gA = −A⁻ᵀ G A⁻ᵀ`, in tensor ops on the result: any order.
+/// Gradient: `gA = −A⁻ᵀ G A⁻ᵀ` from the result: any order (a first-order backward of
+/// matrices up to 16 x 16 in one pass per matrix, a recorded one in tensor ops).
 ///
 /// Dtypes: f32, f64 (bf16 and f16 computed in f32).
 ///

@@ -134,6 +134,24 @@ fn load<T: GemmElem, const R: usize, const C: usize>(v: &[T], m: Mat) -> [[T; C]
     x
 }
 
+/// `x · y` for arrays, each entry summed over `p` in order from zero (fully unrolled
+/// for small sizes).
+#[inline(always)]
+fn product<T: GemmElem, const M: usize, const K: usize, const N: usize>(
+    x: &[[T; K]; M],
+    y: &[[T; N]; K],
+) -> [[T; N]; M] {
+    let mut c = [[T::ZERO; N]; M];
+    for i in 0..M {
+        for p in 0..K {
+            for j in 0..N {
+                c[i][j] += x[i][p] * y[p][j];
+            }
+        }
+    }
+    c
+}
+
 /// `out = a · b` for `M x K` and `K x N` matrices of any strides: both are loaded into
 /// arrays, so the product is fully unrolled and free of bounds checks.
 #[inline(always)]
@@ -144,15 +162,7 @@ fn fixed<T: GemmElem, const M: usize, const K: usize, const N: usize>(
     bm: Mat,
     out: &mut [T],
 ) {
-    let (x, y) = (load::<T, M, K>(a, am), load::<T, K, N>(b, bm));
-    let mut c = [[T::ZERO; N]; M];
-    for i in 0..M {
-        for p in 0..K {
-            for j in 0..N {
-                c[i][j] += x[i][p] * y[p][j];
-            }
-        }
-    }
+    let c = product(&load::<T, M, K>(a, am), &load::<T, K, N>(b, bm));
     for (o, row) in out.chunks_exact_mut(N).zip(&c) {
         // an unrolled loop: `copy_from_slice` calls libc's memmove for these few elements
         #[allow(clippy::manual_memcpy)]
@@ -427,22 +437,7 @@ fn sandwich_one<T: GemmElem, const N: usize>(
     let n = if N <= 4 { N } else { n };
     let y = load_padded::<T, N>(x, ym, n);
     let gg = load_padded::<T, N>(g, gm, n);
-    let mut t = [[T::ZERO; N]; N];
-    for i in 0..N {
-        for p in 0..N {
-            for j in 0..N {
-                t[i][j] += y[i][p] * gg[p][j];
-            }
-        }
-    }
-    let mut c = [[T::ZERO; N]; N];
-    for i in 0..N {
-        for p in 0..N {
-            for j in 0..N {
-                c[i][j] += t[i][p] * y[p][j];
-            }
-        }
-    }
+    let c = product(&product(&y, &gg), &y);
     for (o, row) in out.chunks_exact_mut(n).zip(&c) {
         for (o, &v) in o.iter_mut().zip(row) {
             *o = alpha * v;
@@ -451,14 +446,15 @@ fn sandwich_one<T: GemmElem, const N: usize>(
 }
 
 /// Largest order that [`sandwich_t`] takes.
-pub(crate) const SANDWICH_MAX: usize = 16;
+const SANDWICH_MAX: usize = 16;
 
 /// `out_b = alpha · X_bᵀ G_b X_bᵀ` for square `x: (*, n, n)` and `g: (*, n, n)` with
 /// equal batch dims, any strides (an expanded cotangent included): the first-order
 /// gradient of the inverse (`alpha = −1`) in one pass over each matrix instead of two
 /// products and a negation. Row-major result; `None` when `n >` [`SANDWICH_MAX`]
 /// (the caller multiplies instead). Orders up to 4 are unrolled exactly, the others
-/// padded with zeros to 8 or 16 (the padding adds exact zeros to no element).
+/// padded with zeros to 8 or 16: a padded term is `0 · 0`, so it changes no sum (except
+/// that a sum of negative zeros becomes `+0`).
 pub(crate) fn sandwich_t<T: GemmElem>(
     x: &[T],
     xl: &Layout,
