@@ -319,15 +319,37 @@ fn factor_lanes_n<T: LinalgElem>(
         let mut sign = prod;
         let (mut max, mut min) = ([0.0f64; LANES], [f64::INFINITY; LANES]);
         let mut finite = [true; LANES];
+        // one quantity per loop over the lanes, each in selects (so that each loop
+        // vectorises; one loop updating all five stayed scalar): the same values as
+        // `sign_of`, `f64::max` and `f64::min` (a NaN pivot leaves max and min as they are)
         for k in 0..n {
             let dk = buf[k * n + k];
+            let mut d = [0.0f64; LANES];
             for w in 0..LANES {
-                let d = dk[w].to_f64();
-                prod[w] *= d;
-                sign[w] *= sign_of(d);
-                max[w] = max[w].max(d.abs());
-                min[w] = min[w].min(d.abs());
-                finite[w] &= d.is_finite();
+                d[w] = dk[w].to_f64();
+            }
+            for w in 0..LANES {
+                prod[w] *= d[w];
+            }
+            for w in 0..LANES {
+                let s = if d[w] > 0.0 {
+                    1.0
+                } else if d[w] < 0.0 {
+                    -1.0
+                } else if d[w] == 0.0 {
+                    0.0
+                } else {
+                    f64::NAN
+                };
+                sign[w] *= s;
+            }
+            for w in 0..LANES {
+                let a = d[w].abs();
+                max[w] = if a > max[w] { a } else { max[w] };
+                min[w] = if a < min[w] { a } else { min[w] };
+            }
+            for w in 0..LANES {
+                finite[w] &= d[w].abs() < f64::INFINITY;
             }
         }
         for (w, o) in dv.iter_mut().enumerate() {
