@@ -842,8 +842,8 @@ pub(crate) fn svd_backward<T: LinalgElem>(
                 }
             }
         };
-        inner.fill(T::ZERO);
         if vector {
+            inner.fill(T::ZERO);
             if has_gu {
                 atb(utgu, uu, gu_, r, blk);
             }
@@ -855,22 +855,11 @@ pub(crate) fn svd_backward<T: LinalgElem>(
                 at.fetch_min(i, Ordering::Relaxed);
                 return;
             }
-        }
-        if !vector {
-            // a loss through S only: inner = diag(gS), so gA' = U' inner scales U''s
-            // columns (one product in all instead of two)
-            for c in 0..k {
-                let g = gsv.map_or(T::ZERO, |g| g[c]);
-                for (y, &uv) in ga[c * r..(c + 1) * r].iter_mut().zip(&uu[c * r..(c + 1) * r]) {
-                    *y = uv * g;
+            if let Some(g) = gsv {
+                for j in 0..k {
+                    inner[j * k + j] += g[j];
                 }
             }
-        } else if let Some(g) = gsv {
-            for j in 0..k {
-                inner[j * k + j] += g[j];
-            }
-        }
-        if vector {
             // gA' = U' inner
             for c in 0..k {
                 let col = &mut ga[c * r..(c + 1) * r];
@@ -880,6 +869,15 @@ pub(crate) fn svd_backward<T: LinalgElem>(
                     for (y, &uv) in col.iter_mut().zip(&uu[p * r..(p + 1) * r]) {
                         *y += uv * x;
                     }
+                }
+            }
+        } else {
+            // a loss through S only: inner = diag(gS), so gA' = U' inner scales U''s
+            // columns (one product in all instead of two)
+            for c in 0..k {
+                let g = gsv.map_or(T::ZERO, |g| g[c]);
+                for (y, &uv) in ga[c * r..(c + 1) * r].iter_mut().zip(&uu[c * r..(c + 1) * r]) {
+                    *y = uv * g;
                 }
             }
         }
