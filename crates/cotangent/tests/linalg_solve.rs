@@ -395,10 +395,12 @@ fn slogdet_beyond_the_range_of_det() {
 
 /// `det`/`slogdet` as LU's factors give them, computed the way the front end did before
 /// the backend kernel read them off the factors: `(det, sign, logabsdet)` per matrix, in
-/// f64 from `lu_factor`'s factors.
+/// f64 from `lu_factor`'s factors (of `Aᵀ` for a row-major `A`, as `det` factorises).
 fn det_from_factors(a: &Tensor) -> Vec<(f64, f64, f64)> {
-    let f = cotangent::linalg::lu_factor_ex(a).unwrap();
     let n = a.dims()[a.rank() - 1];
+    let row_major = n > 1 && a.strides()[a.rank() - 1] == 1;
+    let at = if row_major { a.mT().unwrap() } else { a.clone() };
+    let f = cotangent::linalg::lu_factor_ex(&at).unwrap();
     let lu = f.lu.to_vec_f64();
     let piv = f.pivots.to_vec::<i64>().unwrap();
     let count: usize = a.dims()[..a.rank() - 2].iter().product();

@@ -36,13 +36,22 @@ struct Parts {
     sign: Tensor,
     logabs: Tensor,
     loose: Vec<bool>,
+    /// Whether the factors are those of `Aᵀ` (see [`parts`]).
+    transposed: bool,
 }
 
+/// [`Parts`] of `a`. A row-major `A` (the usual layout) is factorised as `Aᵀ`, whose
+/// memory is then column-major like the factors' (`det Aᵀ = det A`): the batched kernels
+/// read each matrix, and the backward writes `A⁻ᵀ` (as `(Aᵀ)⁻ᵀ = A⁻¹`, column-major, the
+/// same memory), along memory instead of across it. (PyTorch's `linalg_solve` makes the
+/// same choice for its LU.)
 fn parts(a: &Tensor, want_log: bool) -> Result<Parts> {
     let r = a.rank();
     let n = a.dims()[r - 1];
     let batch = a.dims()[..r - 2].to_vec();
-    let d = a.storage().cpu().lu_det(a.layout(), want_log)?;
+    let transposed = n > 1 && a.strides()[r - 1] == 1;
+    let f = if transposed { a.mT()? } else { a.clone() };
+    let d = f.storage().cpu().lu_det(f.layout(), want_log)?;
     let mut pdims = batch.clone();
     pdims.push(n);
     let per_matrix = || Layout::contiguous(Shape::new(batch.clone()));
@@ -53,16 +62,23 @@ fn parts(a: &Tensor, want_log: bool) -> Result<Parts> {
         sign: from_kernel(d.sign, per_matrix()),
         logabs: from_kernel(d.logabs, per_matrix()),
         loose: d.loose,
+        transposed,
     })
 }
 
-/// `g[..., None, None] * A⁻ᵀ` from saved factors (first order only).
-fn scaled_inv_t(lu: &Tensor, pivots: &Tensor, g: &Tensor) -> Result<Tensor> {
+/// `g[..., None, None] * A⁻ᵀ` from saved factors (first order only): of `A`, or of `Aᵀ`
+/// if `transposed` (then `g (Aᵀ)⁻ᵀ = g A⁻¹`, column-major, is returned transposed).
+fn scaled_inv_t(lu: &Tensor, pivots: &Tensor, g: &Tensor, transposed: bool) -> Result<Tensor> {
     let piv = contiguous_cpu(pivots);
     let c = g.broadcast_to(pivots.dims()[..pivots.rank() - 1].to_vec())?;
     let c = contiguous_cpu(&c);
-    let (s, l) = lu.storage().cpu().lu_inv_t(lu.layout(), &piv, &c, true)?;
-    Ok(from_kernel(s, l))
+    let (s, l) = lu.storage().cpu().lu_inv_t(lu.layout(), &piv, &c, !transposed)?;
+    let x = from_kernel(s, l);
+    if transposed {
+        x.mT()
+    } else {
+        Ok(x)
+    }
 }
 
 /// `g[..., None, None] * A⁻ᵀ` in tensor ops on `a` (recorded: higher order).
@@ -94,6 +110,7 @@ struct DetOp {
     lu: Tensor,
     pivots: Tensor,
     loose: Vec<bool>,
+    transposed: bool,
 }
 
 impl Op for DetOp {
@@ -133,7 +150,7 @@ impl Op for DetOp {
             return Ok(vec![Some(Tensor::where_cond(&mask, &singular, &regular)?)]);
         }
         let d = cx.output(0)?;
-        let mut ga = scaled_inv_t(&self.lu, &self.pivots, &g.mul(&d)?)?;
+        let mut ga = scaled_inv_t(&self.lu, &self.pivots, &g.mul(&d)?, self.transposed)?;
         if self.loose.iter().any(|&s| s) {
             let a = a.detach();
             let c = a.storage().cpu().cofactor(a.layout())?;
@@ -180,7 +197,7 @@ pub fn det(a: &Tensor) -> Result<Tensor> {
         return det(&a.to_dtype(DType::F32)?)?.to_dtype(a.dtype());
     }
     let p = parts(a, false)?;
-    let op = DetOp { lu: p.lu, pivots: p.pivots, loose: p.loose };
+    let op = DetOp { lu: p.lu, pivots: p.pivots, loose: p.loose, transposed: p.transposed };
     Ok(record1(op, &[a], p.det, true))
 }
 
@@ -188,6 +205,7 @@ pub fn det(a: &Tensor) -> Result<Tensor> {
 struct SlogdetOp {
     lu: Tensor,
     pivots: Tensor,
+    transposed: bool,
 }
 
 impl Op for SlogdetOp {
@@ -203,7 +221,7 @@ impl Op for SlogdetOp {
         if cx.create_graph() {
             return Ok(vec![Some(scaled_inv_t_graph(cx.input(0), g)?)]);
         }
-        Ok(vec![Some(scaled_inv_t(&self.lu, &self.pivots, g)?)])
+        Ok(vec![Some(scaled_inv_t(&self.lu, &self.pivots, g, self.transposed)?)])
     }
 }
 
@@ -246,7 +264,7 @@ fn slogdet_named(op: &'static str, a: &Tensor) -> Result<Slogdet> {
         });
     }
     let p = parts(a, true)?;
-    let node = SlogdetOp { lu: p.lu, pivots: p.pivots };
+    let node = SlogdetOp { lu: p.lu, pivots: p.pivots, transposed: p.transposed };
     let outs = record(node, &[a], vec![p.sign, p.logabs], true);
     let mut it = outs.into_iter();
     match (it.next(), it.next()) {

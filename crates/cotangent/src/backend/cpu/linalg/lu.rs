@@ -619,10 +619,7 @@ fn lu_factor_impl<T: LinalgElem>(
         }
     };
     if ba.len() > 1 && work < PAR_WORK && ba.len() * work >= 2 * TASK_WORK {
-        let mut per = (TASK_WORK / work.max(1)).max(1);
-        if lanes {
-            per = per.div_ceil(LANES) * LANES;
-        }
+        let per = if lanes { lane_task_len(ba.len(), work) } else { (TASK_WORK / work).max(1) };
         let (po, pp) = (Parts::new(&mut out, size * per), Parts::new(&mut piv, k * per));
         let (pf, pd) = (Parts::new(&mut info, per), Parts::new(&mut dets, per));
         run_tasks(pf.len(), |t| {
@@ -811,6 +808,14 @@ pub(crate) fn lu_solve<T: LinalgElem>(
     (out, layout)
 }
 
+/// Matrices per task for a batch of `len` small ones of `work` each that the lane kernels
+/// take: about [`TASK_WORK`], a multiple of [`LANES`], and at least a sixteenth of the
+/// batch (each task makes its own lane scratch, 48 KiB at n = 16, whose zeroing cost as
+/// much as the factorisations when a task was one group of eight).
+pub(crate) fn lane_task_len(len: usize, work: usize) -> usize {
+    (TASK_WORK / work.max(1)).max(len / 16).max(1).div_ceil(LANES) * LANES
+}
+
 /// Runs a batch of small matrices whose results are `size` elements each in `out`:
 /// `group(scratch, first, chunk)` on each run of [`LANES`] consecutive matrices, and
 /// `one(i, dst, tmp, Par::Seq)` on the few left at the end of each task; split across
@@ -838,7 +843,7 @@ pub(crate) fn for_each_lane_group<T: Send, S>(
     };
     let len = out.len() / size.max(1);
     if len * work >= 2 * TASK_WORK {
-        let per = (TASK_WORK / work.max(1)).max(1).div_ceil(LANES) * LANES;
+        let per = lane_task_len(len, work);
         crate::backend::cpu::par::for_each_chunk(out, size * per, |t, o| range(t * per, o));
     } else {
         range(0, out);
@@ -1644,7 +1649,7 @@ pub(crate) fn lu_inv<T: LinalgElem>(a: &[T], al: &Layout) -> Option<(Vec<T>, Lay
     };
     let work = size * n * 5;
     if len * work >= 2 * TASK_WORK {
-        let per = (TASK_WORK / work).max(1).div_ceil(LANES) * LANES;
+        let per = lane_task_len(len, work);
         let (po, pf) = (Parts::new(&mut out, size * per), Parts::new(&mut info, per));
         run_tasks(pf.len(), |t| range(t * per, po.take(t), pf.take(t)));
     } else {
