@@ -153,7 +153,15 @@ fn load_lanes<T: LinalgElem>(
     if size == 0 {
         return;
     }
-    if rs == 1 && (cs == m || n == 1) {
+    let packed = (1..LANES).all(|w| offs[w] == offs[0] + w * size);
+    if rs == 1 && (cs == m || n == 1) && packed {
+        // consecutive matrices (a contiguous batch): one block, each element at a fixed
+        // distance from its start (no per-lane pointers)
+        let src = &a[offs[0]..offs[0] + LANES * size];
+        for (e, v) in buf.iter_mut().enumerate() {
+            *v = gather(|w| src[w * size + e]);
+        }
+    } else if rs == 1 && (cs == m || n == 1) {
         let src = lane_slices(a, offs, size);
         for (e, v) in buf.iter_mut().enumerate() {
             *v = gather(|w| src[w][e]);
