@@ -143,6 +143,11 @@ impl Batch {
     pub(crate) fn load<T: Copy>(&self, data: &[T], i: usize, dst: &mut [T]) {
         load_colmajor(data, self.offset(i), self.m, self.n, self.rs, self.cs, dst);
     }
+
+    /// Copies the transpose of matrix `i` into `dst` (column-major `n x m`, `m * n`).
+    pub(crate) fn load_t<T: Copy>(&self, data: &[T], i: usize, dst: &mut [T]) {
+        load_colmajor(data, self.offset(i), self.n, self.m, self.cs, self.rs, dst);
+    }
 }
 
 /// A view of the `m x n` matrix at `off` with strides `rs`, `cs`: in place when one
