@@ -308,6 +308,8 @@ struct LaneScratch<T> {
     /// The lanes' `W` (`rows x cols`) and `Q` (`cols x cols`), column-major per lane.
     w: Vec<[T; LANES]>,
     q: Vec<[T; LANES]>,
+    /// One lane's `Q` (`cols x cols`), for [`jacobi_finish`].
+    qs: Vec<T>,
 }
 
 impl<T: LinalgElem> LaneScratch<T> {
@@ -318,6 +320,7 @@ impl<T: LinalgElem> LaneScratch<T> {
             ws: vec![T::ZERO; rows * cols],
             w: vec![[T::ZERO; LANES]; rows * cols],
             q: vec![[T::ZERO; LANES]; cols * cols],
+            qs: vec![T::ZERO; cols * cols],
         }
     }
 }
@@ -374,9 +377,10 @@ fn jacobi_lanes<T: JacobiElem>(
         for (y, x) in sc.ws.iter_mut().zip(&sc.w) {
             *y = x[l];
         }
-        let mut qs = [T::ZERO; JACOBI_ROOM * JACOBI_ROOM];
+        // (in the scratch: a stack array of JACOBI_ROOM² here was cleared for every lane
+        // whatever the order, 2 KiB per 4 x 4 matrix)
         if want {
-            for (y, x) in qs.iter_mut().zip(&sc.q) {
+            for (y, x) in sc.qs.iter_mut().zip(&sc.q) {
                 *y = x[l];
             }
         }
@@ -384,7 +388,7 @@ fn jacobi_lanes<T: JacobiElem>(
         let (u, rest) = d.split_at_mut(usz);
         let (s, v) = rest.split_at_mut(k);
         let uv = want.then_some((&mut *u, &mut *v));
-        if !jacobi_finish(&sc.ws, &qs, m, n, unscale[l], s, uv) {
+        if !jacobi_finish(&sc.ws, &sc.qs, m, n, unscale[l], s, uv) {
             bad[l] = true;
             continue;
         }
