@@ -913,34 +913,30 @@ fn svd_backward_one<T: LinalgElem, const K: usize>(
     let (ga, blk) = rest.split_at_mut(r * k);
     let sv = &s[i * k..(i + 1) * k];
     let gsv = gs.map(|g| &g[i * k..(i + 1) * k]);
-    // U' = U, V' = V (tall) or U' = V, V' = U (wide), column-major; V = Vhᵀ
-    let load_u = |dst: &mut [T], b: &Batch, d: &[T]| b.load(d, i, &mut dst[..m * k]);
-    let load_v = |dst: &mut [T], b: &Batch, d: &[T]| {
-        // V = Vhᵀ (n x k) column-major, read straight off Vh (a copy of its rows when Vh
-        // is row-major)
-        b.load_t(d, i, &mut dst[..n * k]);
+    // U' = U, V' = V (tall) or U' = V, V' = U (wide), column-major, and their cotangents:
+    // each source with whether it is read transposed (V = Vhᵀ, straight off Vh)
+    let src_u = (bu, u.0, false);
+    let src_v = (bv, vh.0, true);
+    let src_gu = bgu.as_ref().zip(gu).map(|(b, g)| (b, g.0, false));
+    let src_gv = bgv.as_ref().zip(gvh).map(|(b, g)| (b, g.0, true));
+    let (left, right, gleft, gright) =
+        if wide { (src_v, src_u, src_gv, src_gu) } else { (src_u, src_v, src_gu, src_gv) };
+    let load = |dst: &mut [T], (b, d, t): (&Batch, &[T], bool)| {
+        if t {
+            b.load_t(d, i, &mut dst[..n * k]);
+        } else {
+            b.load(d, i, &mut dst[..m * k]);
+        }
     };
-    let (has_gu, has_gv) = if wide {
-        load_v(uu, bv, vh.0);
-        load_u(vv, bu, u.0);
-        if let (Some(b), Some(g)) = (bgv, gvh) {
-            load_v(gu_, b, g.0);
-        }
-        if let (Some(b), Some(g)) = (bgu, gu) {
-            load_u(gv_, b, g.0);
-        }
-        (gvh.is_some(), gu.is_some())
-    } else {
-        load_u(uu, bu, u.0);
-        load_v(vv, bv, vh.0);
-        if let (Some(b), Some(g)) = (bgu, gu) {
-            load_u(gu_, b, g.0);
-        }
-        if let (Some(b), Some(g)) = (bgv, gvh) {
-            load_v(gv_, b, g.0);
-        }
-        (gu.is_some(), gvh.is_some())
-    };
+    load(uu, left);
+    load(vv, right);
+    if let Some(g) = gleft {
+        load(gu_, g);
+    }
+    if let Some(g) = gright {
+        load(gv_, g);
+    }
+    let (has_gu, has_gv) = (gleft.is_some(), gright.is_some());
     if vector {
         inner.fill(T::ZERO);
         if has_gu {
