@@ -80,6 +80,42 @@ impl Layout {
         self.is_contiguous().then(|| if n == 0 { 0..0 } else { self.offset..self.offset + n })
     }
 
+    /// If the elements fill one block of storage without gaps or overlaps in some order
+    /// of the dims (a permuted contiguous layout: a transpose, a column-major matrix),
+    /// that block. Contiguous layouts qualify; empty and broadcast ones do not.
+    pub(crate) fn dense_range(&self) -> Option<std::ops::Range<usize>> {
+        let n = self.numel();
+        let dims = self.shape.dims();
+        if n == 0 || dims.len() > 64 {
+            return None;
+        }
+        // walk the dims from the smallest stride up: each must start where the ones
+        // below it end
+        let (mut used, mut expected) = (0u64, 1usize);
+        let wanted =
+            dims.iter().enumerate().filter(|(_, &d)| d > 1).fold(0u64, |m, (i, _)| m | 1 << i);
+        while used != wanted {
+            let next = (0..dims.len())
+                .find(|&i| wanted & !used & (1 << i) != 0 && self.strides[i] == expected)?;
+            used |= 1 << next;
+            expected *= dims[next];
+        }
+        Some(self.offset..self.offset + n)
+    }
+
+    /// For a dense but not contiguous layout ([`Layout::dense_range`]): the block as one
+    /// flat contiguous dim, and the layout of a fresh buffer that keeps this one's order
+    /// (same strides, offset 0). Elementwise kernels run on the flat block and their
+    /// result takes the second layout, so a transposed input gives a transposed output.
+    pub(crate) fn dense_flat(&self) -> Option<(Layout, Layout)> {
+        if self.is_contiguous() {
+            return None;
+        }
+        let r = self.dense_range()?;
+        let flat = Layout::new(Shape::from(vec![r.len()]), vec![1], r.start);
+        Some((flat, Layout::new(self.shape.clone(), self.strides.clone(), 0)))
+    }
+
     /// One past the largest storage index this layout reaches (0 when empty).
     pub(crate) fn storage_extent(&self) -> usize {
         if self.numel() == 0 {

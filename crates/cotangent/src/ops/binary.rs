@@ -11,7 +11,9 @@ use crate::autograd::node::{record1, Op, VjpCtx};
 use crate::backend::{BackendStorage, BinaryKernel, CmpOp};
 use crate::dtype::{DType, Float};
 use crate::error::{Error, Result};
+use crate::layout::Layout;
 use crate::shape::broadcast_shapes;
+use crate::shape::Shape;
 use crate::tensor::Tensor;
 
 /// Promotes both operands to their common dtype and broadcasts them to a common shape.
@@ -39,9 +41,37 @@ fn apply<K: BinaryKernel + Op>(k: K, a: &Tensor, b: &Tensor, save_out: bool) -> 
     if !a.dtype().is_floating_point() {
         return Err(Error::UnsupportedDType { op: K::NAME, dtype: a.dtype() });
     }
-    let s = a.storage().cpu().binary(a.layout(), b.storage().cpu(), b.layout(), k)?;
-    let out = Tensor::from_cpu(s, a.shape().clone());
+    let (sa, sb) = (a.storage().cpu(), b.storage().cpu());
+    let out = match dense_pair(a.layout(), b.layout()) {
+        Some((fa, fb, kept)) => Tensor::from_cpu_layout(sa.binary(&fa, sb, &fb, k)?, kept),
+        None => Tensor::from_cpu(sa.binary(a.layout(), sb, b.layout(), k)?, a.shape().clone()),
+    };
     Ok(record1(k, &[a.as_ref(), b.as_ref()], out, save_out))
+}
+
+/// Operands (of one shape) that can run as flat blocks with the output in their own order:
+/// both dense with the same strides, or one dense and the other a single broadcast
+/// element. Their flat layouts and the output's. `None` when either is contiguous (the
+/// row-major kernels serve) or the orders differ.
+fn dense_pair(al: &Layout, bl: &Layout) -> Option<(Layout, Layout, Layout)> {
+    let scalar = |l: &Layout, n: usize| {
+        (l.strides().iter().all(|&s| s == 0))
+            .then(|| Layout::new(Shape::from(vec![n]), vec![0], l.offset()))
+    };
+    if al.is_contiguous() || bl.is_contiguous() {
+        return None;
+    }
+    if let Some((fa, kept)) = al.dense_flat() {
+        if bl.strides() == al.strides() {
+            let (fb, _) = bl.dense_flat()?;
+            return Some((fa, fb, kept));
+        }
+        let fb = scalar(bl, fa.numel())?;
+        return Some((fa, fb, kept));
+    }
+    let (fb, kept) = bl.dense_flat()?;
+    let fa = scalar(al, fb.numel())?;
+    Some((fa, fb, kept))
 }
 
 macro_rules! binary_ops {

@@ -36,8 +36,11 @@ fn apply_with<K: Op + std::fmt::Debug + Copy>(
         }
         return Err(Error::UnsupportedDType { op: Op::name(&k), dtype: x.dtype() });
     }
-    let s = run(x.storage().cpu(), x.layout())?;
-    let out = Tensor::from_cpu(s, x.shape().clone());
+    // a dense permuted input (a transpose) is mapped as one flat block and keeps its order
+    let out = match x.layout().dense_flat() {
+        Some((flat, kept)) => Tensor::from_cpu_layout(run(x.storage().cpu(), &flat)?, kept),
+        None => Tensor::from_cpu(run(x.storage().cpu(), x.layout())?, x.shape().clone()),
+    };
     Ok(record1(k, &[x], out, save_out))
 }
 

@@ -86,6 +86,12 @@ impl Tensor {
         Tensor::from_parts(Arc::new(Storage::Cpu(storage)), Layout::contiguous(shape))
     }
 
+    /// A tensor owning `storage` with the given layout (which must stay inside it).
+    pub(crate) fn from_cpu_layout(storage: CpuStorage, layout: Layout) -> Tensor {
+        debug_assert!(layout.storage_extent() <= storage.len());
+        Tensor::from_parts(Arc::new(Storage::Cpu(storage)), layout)
+    }
+
     /// A view of the same buffer with another layout, without history.
     pub(crate) fn view_as_layout(&self, layout: Layout) -> Tensor {
         Tensor::from_parts(self.0.storage.clone(), layout)
