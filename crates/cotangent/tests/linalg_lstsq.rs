@@ -100,6 +100,26 @@ fn rank_deficient_and_rcond() {
 }
 
 #[test]
+fn gelsy_batches_mixing_full_rank_and_rank_deficient_matrices() {
+    // Gelsy takes full-rank matrices through QR and the others through the SVD, matrix
+    // by matrix: ranks and solutions as the SVD drivers give them
+    for (m, n) in [(6, 4), (4, 4), (3, 5)] {
+        let full = randn(&[m, n], 50);
+        let low = randn(&[m, 1], 51).matmul(&randn(&[1, n], 52)).unwrap();
+        let a = Tensor::stack(&[&full, &low, &full.mul_scalar(3.0).unwrap()], 0).unwrap();
+        let b = randn(&[3, m, 2], 53);
+        let y = lstsq(&a, &b, None, None).unwrap();
+        let z = lstsq(&a, &b, None, Some(LstsqDriver::Gelsd)).unwrap();
+        let k = m.min(n) as i64;
+        assert_eq!(y.rank.to_vec::<i64>().unwrap(), vec![k, 1, k]);
+        assert_eq!(z.rank.to_vec::<i64>().unwrap(), vec![k, 1, k]);
+        assert_close(&y.solution, &z.solution, 1e-10);
+        let want = pinv(&a, None, None, false).unwrap().matmul(&b).unwrap();
+        assert_close(&y.solution, &want, 1e-10);
+    }
+}
+
+#[test]
 fn shapes_vector_broadcast_and_empty() {
     // PyTorch: rank and singular values keep A's batch, solution and residuals broadcast
     let a = randn(&[1, 5, 3], 8);

@@ -74,6 +74,64 @@ fn tolerances_follow_pytorch() {
     assert_eq!(r, vec![1, 1]);
 }
 
+/// `V diag(1/σ) Uᵀ` over `σ > cutoff`, from the SVD: the definition, for comparison.
+fn pinv_by_svd(a: &Tensor, cut_rel: f64) -> Tensor {
+    let f = cotangent::linalg::svd(a, false).unwrap();
+    let s = f.s.to_vec_f64();
+    let k = f.s.dims()[f.s.rank() - 1];
+    let inv: Vec<f64> = s
+        .chunks(k)
+        .flat_map(|c| c.iter().map(move |&x| if x > cut_rel * c[0] { 1.0 / x } else { 0.0 }))
+        .collect();
+    let inv = Tensor::from_vec(inv, f.s.dims().to_vec()).unwrap();
+    f.vh.mT().unwrap().mul(&inv.unsqueeze(-2).unwrap()).unwrap().matmul(&f.u.mT().unwrap()).unwrap()
+}
+
+#[test]
+fn batches_mixing_full_rank_and_rank_deficient_matrices() {
+    // full-rank matrices take A⁺ from a QR factorisation, the others the SVD: in one
+    // batch, each matrix gets its own (tall, square, wide; ill-conditioned but certified;
+    // rank-deficient; zero)
+    for (m, n) in [(6, 4), (5, 5), (3, 7)] {
+        let k = m.min(n);
+        let full = randn(&[m, n], 40);
+        let b = randn(&[m, 2], 41);
+        let c = randn(&[n, 2], 42);
+        let low = b.matmul(&c.mT().unwrap()).unwrap();
+        // singular values from 1 down to 1e-9: certified full rank at the default rtol
+        let mut d = vec![0.0; m * n];
+        for i in 0..k {
+            d[i * n + i] = 10f64.powi(-(9 * i as i32) / (k as i32 - 1));
+        }
+        let q1 = cotangent::linalg::qr(&randn(&[m, m], 43), cotangent::linalg::QrMode::Reduced)
+            .unwrap()
+            .q;
+        let q2 = cotangent::linalg::qr(&randn(&[n, n], 44), cotangent::linalg::QrMode::Reduced)
+            .unwrap()
+            .q;
+        let graded = q1.matmul(&Tensor::from_vec(d, (m, n)).unwrap()).unwrap().matmul(&q2).unwrap();
+        let zero = Tensor::zeros((m, n), DType::F64).unwrap();
+        let batch = Tensor::stack(&[&full, &low, &graded, &zero, &full.neg().unwrap()], 0).unwrap();
+        let p = pinv(&batch, None, None, false).unwrap();
+        let eps = m.max(n) as f64 * f64::EPSILON;
+        let want = pinv_by_svd(&batch, eps);
+        for i in 0..5 {
+            let (pi, wi) = (p.select(0, i as isize).unwrap(), want.select(0, i as isize).unwrap());
+            let scale = 1.0 + max_abs(&wi);
+            // the graded matrix's inverse is 1e9: its rounding is cond · eps relative
+            let tol = if i == 2 { 1e-6 * scale } else { 1e-11 * scale };
+            let err = max_abs(&pi.sub(&wi).unwrap());
+            assert!(err < tol, "{m}x{n} matrix {i}: {err:e}");
+        }
+        let r = matrix_rank(&batch, None, None, false).unwrap().to_vec::<i64>().unwrap();
+        assert_eq!(r, vec![k as i64, 2, k as i64, 0, k as i64]);
+        // a cutoff above the graded matrix's smallest values sends it to the SVD path
+        let p = pinv(&batch, None, Some(1e-4), false).unwrap();
+        let want = pinv_by_svd(&batch, 1e-4);
+        assert_close(&p, &want, 1e-9);
+    }
+}
+
 #[test]
 fn hermitian_reads_the_lower_triangle() {
     let x = randn(&[2, 4, 4], 3);

@@ -1,8 +1,7 @@
 //! `linalg.lstsq` (an explicit composite: forward by QR or the SVD, per driver; the
 //! solution's VJP is PyTorch's, through the pseudo-inverse).
 
-use super::pinv::{pinv, pinv_backward};
-use super::svd::svd;
+use super::pinv::{pinv, pinv_backward, pinv_detached};
 use super::util::{broadcast_batch, check_float, check_same_dtype};
 use super::{qr, solve_triangular, Diag, QrMode, Side, Uplo};
 use crate::autograd::mode::no_grad;
@@ -52,8 +51,9 @@ pub struct Lstsq {
 struct LstsqOp {
     /// `pinv(A)` from the forward's SVD, broadcast to the solve's batch, when it is the one
     /// the gradient needs (an SVD driver with the default `rcond`, which is pinv's default
-    /// tolerance): reused by a first-order backward instead of a second SVD.
-    pinv: Option<Tensor>,
+    /// tolerance): reused by a first-order backward instead of a second SVD. With it,
+    /// whether every matrix has full rank at that tolerance (`pinv_backward`'s shortcut).
+    pinv: Option<(Tensor, bool)>,
 }
 
 impl Op for LstsqOp {
@@ -69,12 +69,12 @@ impl Op for LstsqOp {
     fn vjp(&self, cx: &VjpCtx<'_>, g: &[Option<Tensor>]) -> Result<Vec<Option<Tensor>>> {
         let Some(g) = &g[0] else { return Ok(vec![None, None]) };
         let (a, b) = (cx.input(0), cx.input(1));
-        let p = match &self.pinv {
-            Some(p) if !cx.create_graph() => p.clone(),
-            _ => pinv(a, None, None, false)?,
+        let (p, full_rank) = match &self.pinv {
+            Some((p, full)) if !cx.create_graph() => (p.clone(), *full),
+            _ => (pinv(a, None, None, false)?, false),
         };
         let ga = if cx.needs_input_grad(0) {
-            Some(pinv_backward(&g.matmul(&b.mT()?)?, &p, a, false)?)
+            Some(pinv_backward(&g.matmul(&b.mT()?)?, &p, a, full_rank)?)
         } else {
             None
         };
@@ -119,9 +119,13 @@ fn zero_for_zero_a(a: &Tensor, x: &Tensor) -> Result<Tensor> {
 /// - `Gels` (QR for `m >= n`, LQ through the QR of `Aᵀ` for `m < n`): assumes full rank;
 ///   a rank-deficient `A` gives inf/NaN or huge values (LAPACK: huge values, a zero
 ///   solution for a zero matrix, as here);
-/// - `Gelsy` (the default), `Gelsd`, `Gelss`: through the SVD, singular values
+/// - `Gelsy` (the default), `Gelsd`, `Gelss`: `A⁺ B` with singular values
 ///   `σ_i <= rcond · σ_max` treated as zero (`rcond`: `None` is `max(m, n) · eps` of the
 ///   dtype; a negative value is `eps`, LAPACK's rule). `rcond` is ignored by `Gels`.
+///   `Gelsd` and `Gelss` take the SVD of every matrix. `Gelsy` takes `A⁺` from a QR
+///   factorisation where a bound certifies that every singular value is well above the
+///   cutoff (`1/‖R⁻¹‖_F > 16 · rcond · ‖A‖_F`), and from the SVD for the other
+///   matrices of the batch (as [`super::pinv`] does).
 ///
 /// Shapes: the batch dims of `a` and `b` broadcast (both must have the same number of
 /// dims, or one less for a vector `b`, as PyTorch); `solution: (*, n, k)`; `residuals`,
@@ -135,11 +139,12 @@ fn zero_for_zero_a(a: &Tensor, x: &Tensor) -> Result<Tensor> {
 /// tolerance, for every driver; differentiable to any order. `residuals`, `rank` and
 /// `singular_values` carry no gradient.
 ///
-/// Divergences: `Gelsy`'s rank comes from singular values rather than LAPACK's
-/// column-pivoted QR with incremental condition estimation (they agree unless a singular
-/// value is within the estimate's slack of the cutoff), and its solution is the SVD's
-/// minimum-norm one (LAPACK's complete orthogonal factorisation gives the same solution
-/// up to rounding when the ranks agree).
+/// Divergences: `Gelsy`'s rank is that of the singular values (certified by the bound
+/// above, or counted from the SVD) rather than LAPACK's column-pivoted QR with
+/// incremental condition estimation (they agree unless a singular value is within the
+/// estimate's slack of the cutoff), and its solution is the minimum-norm one (LAPACK's
+/// complete orthogonal factorisation gives the same solution up to rounding when the
+/// ranks agree).
 ///
 /// Errors: `BadShape` if `a` has fewer than 2 dims; `ShapeMismatch` if `b`'s number of
 /// dims is not `a`'s or one less, if the rows differ, or the batches do not broadcast;
@@ -216,39 +221,22 @@ pub fn lstsq(
             (zero_for_zero_a(&ad, &x)?, None, None, true, None)
         } else {
             // the factorisation of A itself (rank and singular values keep A's batch)
-            let f = svd(&a.detach(), false)?;
-            let s = f.s.to_vec_f64();
             let rc = match rcond {
                 None => m.max(n) as f64 * eps,
                 Some(r) if r < 0.0 => eps,
                 Some(r) => r,
             };
-            let nb: usize = a.dims()[..a.rank() - 2].iter().product();
-            let mut ranks = Vec::with_capacity(nb);
-            let mut sinv = vec![0.0; s.len()];
-            for bi in 0..nb {
-                let c = &s[bi * k..(bi + 1) * k];
-                let cut = rc * c.first().copied().unwrap_or(0.0);
-                let mut r = 0i64;
-                for (j, &x) in c.iter().enumerate() {
-                    if x > cut {
-                        sinv[bi * k + j] = 1.0 / x;
-                        r += 1;
-                    }
-                }
-                ranks.push(r);
-            }
+            let need_sv = matches!(driver, LstsqDriver::Gelsd | LstsqDriver::Gelss);
+            let parts = pinv_detached(&a.detach(), None, Some(rc), need_sv)?;
+            let ranks = parts.ranks;
             let full_rank = ranks.iter().all(|&r| r == n as i64);
             let batch = a.dims()[..a.rank() - 2].to_vec();
-            let mut sdims = batch.clone();
-            sdims.push(k);
-            let sinv_t = Tensor::from_vec(sinv, sdims)?.to_dtype(dt)?;
-            let p = f.vh.mT()?.mul(&sinv_t.unsqueeze(-2)?)?.matmul(&f.u.mT()?)?;
+            let p = parts.p;
             let (pb, bd) = broadcast_batch(OP, &p, 2, &bd, 2)?;
             let x = pb.matmul(&bd)?;
             // pinv's default cutoff is max(m, n) eps σ_max, strict: the default rcond's
-            let p_fwd = rcond.is_none().then_some(pb);
-            (x, Some(Tensor::from_vec(ranks, batch)?), Some(f.s), full_rank, p_fwd)
+            let p_fwd = rcond.is_none().then(|| (pb, ranks.iter().all(|&r| r == k as i64)));
+            (x, Some(Tensor::from_vec(ranks, batch)?), parts.sv, full_rank, p_fwd)
         }
     };
     let residuals = if m > n && driver != LstsqDriver::Gelsy && full_rank {

@@ -3,6 +3,7 @@
 
 use super::svd::{svd, svdvals};
 use super::util::{check_float, check_matrix, check_square};
+use super::{qr, solve_triangular, Diag, QrMode, Side, Uplo};
 use crate::autograd::mode::no_grad;
 use crate::autograd::node::{record1, Op, VjpCtx};
 use crate::dtype::DType;
@@ -120,6 +121,107 @@ fn dims_of(a: &Tensor) -> (usize, usize, Vec<usize>, usize) {
     (a.dims()[r - 2], a.dims()[r - 1], batch, nb)
 }
 
+/// The pseudo-inverse of a detached batch, with what its callers need besides.
+pub(crate) struct PinvParts {
+    /// `A⁺`, `(*, n, m)`.
+    pub(crate) p: Tensor,
+    /// Per matrix, the number of singular values above the cutoff.
+    pub(crate) ranks: Vec<i64>,
+    /// The singular values `(*, k)`, when asked for (the SVD of the whole batch).
+    pub(crate) sv: Option<Tensor>,
+    /// `min(m, n)`.
+    pub(crate) k: usize,
+}
+
+/// How far inside the full-rank region a QR-based bound must put a matrix before its
+/// pseudo-inverse is taken from the QR factors (a margin over the rounding of the bound).
+const QR_MARGIN: f64 = 16.0;
+
+/// `A⁺` of a detached `a` (call under `no_grad`) for the cutoffs of [`pinv`], with the
+/// rank of each matrix; `need_sv` asks for the singular values too.
+///
+/// A matrix of full rank has `A⁺ = R⁻¹ Qᵀ` from `A = Q R` (`m ≥ n`; for `m < n`,
+/// `A⁺ = Q R⁻ᵀ` from `Aᵀ = Q R`), a few times cheaper than the SVD. The rank is
+/// certified, not guessed: with `P` that QR-based inverse, `σ_min ≥ 1/‖A⁺‖₂ ≥ 1/‖P‖_F`
+/// and `σ_max ≤ ‖A‖_F`, so `1/‖P‖_F > 16 · max(atol, rtol ‖A‖_F)` puts every singular
+/// value above the cutoff `max(atol, rtol σ_max)` with room for rounding. Matrices
+/// that are not certified (nearly rank-deficient ones, `cond(A)` within a factor
+/// `16 · min(m, n)` of `1/rtol`) take the SVD path; so does the whole batch when one
+/// matrix is not finite (its error is the SVD's) or the singular values are asked for.
+pub(crate) fn pinv_detached(
+    a: &Tensor,
+    atol: Option<f64>,
+    rtol: Option<f64>,
+    need_sv: bool,
+) -> Result<PinvParts> {
+    let (m, n, batch, nb) = dims_of(a);
+    let k = m.min(n);
+    if !need_sv && k > 0 && nb > 0 {
+        let dt = a.dtype();
+        let av = a.to_vec_f64();
+        let af: Vec<f64> =
+            av.chunks_exact(m * n).map(|c| c.iter().map(|x| x * x).sum::<f64>().sqrt()).collect();
+        if af.iter().all(|x| x.is_finite()) {
+            // the cutoff's two parts, as `cutoffs` resolves them (σ_max bounded by ‖A‖_F)
+            let bound = cutoffs(&af, 1, nb, m, n, dt, atol, rtol);
+            let wide = m < n;
+            let f = qr(&if wide { a.mT()? } else { a.clone() }, QrMode::Reduced)?;
+            let rq = solve_triangular(&f.r, &f.q.mT()?, Uplo::Upper, Side::Left, Diag::NonUnit)?;
+            let p = if wide { rq.mT()? } else { rq };
+            let pf = p.square()?.sum_dims(&[-2, -1], false)?.to_vec_f64();
+            let ok: Vec<bool> = pf
+                .iter()
+                .zip(&bound)
+                .map(|(&pf, &cut)| pf.is_finite() && pf > 0.0 && 1.0 / pf.sqrt() > QR_MARGIN * cut)
+                .collect();
+            if ok.iter().all(|&o| o) {
+                return Ok(PinvParts { p, ranks: vec![k as i64; nb], sv: None, k });
+            }
+            // the matrices left take the SVD path, as one smaller batch
+            let bad: Vec<usize> = (0..nb).filter(|&b| !ok[b]).collect();
+            let mut sub = Vec::with_capacity(bad.len() * m * n);
+            for &b in &bad {
+                sub.extend_from_slice(&av[b * m * n..(b + 1) * m * n]);
+            }
+            let sub = Tensor::from_vec(sub, (bad.len(), m, n))?.to_dtype(dt)?;
+            let fixed = pinv_svd(&sub, atol, rtol, false)?;
+            let (mut pv, fv) = (p.to_vec_f64(), fixed.p.to_vec_f64());
+            let mut ranks = vec![k as i64; nb];
+            for (j, &b) in bad.iter().enumerate() {
+                pv[b * m * n..(b + 1) * m * n].copy_from_slice(&fv[j * m * n..(j + 1) * m * n]);
+                ranks[b] = fixed.ranks[j];
+            }
+            let mut pdims = batch;
+            pdims.extend([n, m]);
+            let p = Tensor::from_vec(pv, pdims)?.to_dtype(dt)?;
+            return Ok(PinvParts { p, ranks, sv: None, k });
+        }
+    }
+    pinv_svd(a, atol, rtol, need_sv)
+}
+
+/// [`pinv_detached`] by the SVD of every matrix.
+fn pinv_svd(a: &Tensor, atol: Option<f64>, rtol: Option<f64>, need_sv: bool) -> Result<PinvParts> {
+    let (m, n, batch, nb) = dims_of(a);
+    let k = m.min(n);
+    let f = svd(a, false)?;
+    let sv = f.s.to_vec_f64();
+    let cut = cutoffs(&sv, k, nb, m, n, a.dtype(), atol, rtol);
+    let ranks = (0..nb)
+        .map(|b| sv[b * k..(b + 1) * k].iter().filter(|&&x| x > cut[b]).count() as i64)
+        .collect();
+    let sinv: Vec<f64> = sv
+        .iter()
+        .enumerate()
+        .map(|(i, &x)| if x > cut[i / k.max(1)] { 1.0 / x } else { 0.0 })
+        .collect();
+    let mut sdims = batch;
+    sdims.push(k);
+    let sinv = Tensor::from_vec(sinv, sdims)?.to_dtype(a.dtype())?;
+    let p = f.vh.mT()?.mul(&sinv.unsqueeze(-2)?)?.matmul(&f.u.mT()?)?;
+    Ok(PinvParts { p, ranks, sv: need_sv.then_some(f.s), k })
+}
+
 /// The Moore–Penrose pseudo-inverse (`torch.linalg.pinv`; an explicit composite).
 ///
 /// Math: `A⁺ = V diag(1/σ_i) Uᵀ` over the singular values `σ_i > cutoff`, with
@@ -129,6 +231,12 @@ fn dims_of(a: &Tensor) -> (usize, usize, Vec<usize>, usize) {
 /// as the symmetric matrix of its lower triangle (the upper one is not read), as PyTorch
 /// (which goes through `eigh`; here its SVD, whose singular values are the eigenvalues'
 /// magnitudes).
+///
+/// Computation: a matrix of full rank (certified: `1/‖R⁻¹‖_F`, a lower bound of
+/// `σ_min`, is more than 16 times the cutoff with `‖A‖_F` for `σ_max`) takes
+/// `A⁺ = R⁻¹ Qᵀ` from `A = Q R` (`Q R⁻ᵀ` from `Aᵀ = Q R` when `m < n`), several times
+/// cheaper than the SVD; the other matrices of the batch take the SVD. Both give `A⁺`
+/// to rounding (the QR one to about `eps · cond(A)`, as the SVD's).
 ///
 /// Shapes: `a: (*, m, n)` → `(*, n, m)`; batched; empty matrices give an empty or zero
 /// result.
@@ -166,25 +274,12 @@ pub fn pinv(a: &Tensor, atol: Option<f64>, rtol: Option<f64>, hermitian: bool) -
     if a.dtype().is_half() {
         return pinv(&a.to_dtype(DType::F32)?, atol, rtol, hermitian)?.to_dtype(a.dtype());
     }
-    let (m, n, batch, nb) = dims_of(a);
-    let k = m.min(n);
-    let full_rank;
-    let p = {
+    let (p, full_rank) = {
         let _guard = no_grad();
-        let a_read = if hermitian { sym_lower(a)? } else { a.clone() };
-        let f = svd(&a_read, false)?;
-        let sv = f.s.to_vec_f64();
-        let cut = cutoffs(&sv, k, nb, m, n, a.dtype(), atol, rtol);
-        full_rank = k > 0 && sv.iter().enumerate().all(|(i, &x)| x > cut[i / k]);
-        let sinv: Vec<f64> = sv
-            .iter()
-            .enumerate()
-            .map(|(i, &x)| if x > cut[i / k.max(1)] { 1.0 / x } else { 0.0 })
-            .collect();
-        let mut sdims = batch;
-        sdims.push(k);
-        let sinv = Tensor::from_vec(sinv, sdims)?.to_dtype(a.dtype())?;
-        f.vh.mT()?.mul(&sinv.unsqueeze(-2)?)?.matmul(&f.u.mT()?)?
+        let a_read = if hermitian { sym_lower(a)? } else { a.detach() };
+        let parts = pinv_detached(&a_read, atol, rtol, false)?;
+        let k = parts.k;
+        (parts.p, k > 0 && parts.ranks.iter().all(|&r| r == k as i64))
     };
     Ok(record1(PinvOp { hermitian, full_rank }, &[a], p, true))
 }
