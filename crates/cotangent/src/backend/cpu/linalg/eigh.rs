@@ -966,6 +966,36 @@ fn hypot_lanes<T: LinalgElem>(x: &[T; LANES], y: &[T; LANES]) -> [T; LANES] {
     out
 }
 
+/// Rotates columns `i` and `i + 1` of the lanes' `V` (`n x n`, column-major):
+/// `(x, y) <- (c x − s y, s x + c y)` where the mask `m` is set (every lane when `all`),
+/// the scalar QL loop's operations.
+#[allow(clippy::needless_range_loop)]
+#[inline(always)]
+fn rotate_cols<T: LinalgElem + LaneBits>(
+    v: &mut [[T; LANES]],
+    n: usize,
+    i: usize,
+    c: &[T; LANES],
+    s: &[T; LANES],
+    m: &[T; LANES],
+    all: bool,
+) {
+    let (lo, hi) = v.split_at_mut((i + 1) * n);
+    let (xs, ys) = (&mut lo[i * n..], &mut hi[..n]);
+    for (x, y) in xs.iter_mut().zip(ys.iter_mut()) {
+        let (mut nx, mut ny) = (*x, *y);
+        for k in 0..LANES {
+            ny[k] = s[k] * x[k] + c[k] * y[k];
+            nx[k] = c[k] * x[k] - s[k] * y[k];
+        }
+        if all {
+            (*x, *y) = (nx, ny);
+        } else {
+            (*x, *y) = (sel(m, &nx, x), sel(m, &ny, y));
+        }
+    }
+}
+
 /// Selects on the bits of a float: the lane kernels blend with masks of this type rather
 /// than with `if`, which the compiler may turn into branches or masked stores (slow).
 pub(crate) trait LaneBits: Copy {
@@ -1414,36 +1444,23 @@ fn ql_lanes_n<T: LinalgElem + LaneBits>(
                 c = sel(&onm, &cn, &c);
                 p = sel(&onm, &pn, &p);
                 d[i + 1] = sel(&onm, &d1, &d[i + 1]);
-                // the rotation of columns i, i + 1 of V: applied below, row by row
+                // the rotation of columns i, i + 1 of V
                 rc[i] = c;
                 rs[i] = s;
                 rm[i] = onm;
                 rall[i] = all;
+                // V gets the previous rotation (i + 1) now: its independent work runs
+                // while this step's divisions and square root, on which the next step
+                // waits, are in flight (applied after the whole sweep, the sweep's
+                // chain of steps ran alone, bound by their latency). Each entry gets
+                // the same operations in the same order either way.
+                if vectors && i + 1 < mmax {
+                    rotate_cols(v, n, i + 1, &rc[i + 1], &rs[i + 1], &rm[i + 1], rall[i + 1]);
+                }
             }
             if vectors {
-                // row by row, the rotations of the sweep in its order (each entry gets the
-                // operations of the scalar loop, which rotates whole columns), with the
-                // entry shared by consecutive rotations kept in registers
-                for r in 0..n {
-                    let mut y = v[mmax * n + r];
-                    for i in (l..mmax).rev() {
-                        let x = v[i * n + r];
-                        let (c, s) = (&rc[i], &rs[i]);
-                        let (mut nx, mut ny) = (zero, zero);
-                        for k in 0..LANES {
-                            ny[k] = s[k] * x[k] + c[k] * y[k];
-                            nx[k] = c[k] * x[k] - s[k] * y[k];
-                        }
-                        if rall[i] {
-                            v[(i + 1) * n + r] = ny;
-                            y = nx;
-                        } else {
-                            v[(i + 1) * n + r] = sel(&rm[i], &ny, &y);
-                            y = sel(&rm[i], &nx, &x);
-                        }
-                    }
-                    v[l * n + r] = y;
-                }
+                // the sweep's last rotation (the others were applied in the loop)
+                rotate_cols(v, n, l, &rc[l], &rs[l], &rm[l], rall[l]);
             }
             let el = e[l];
             for k in 0..LANES {
