@@ -214,6 +214,88 @@ fn singular_determinant_gradients_are_the_cofactors() {
     assert_close(&hv(&t(&[1., 2., 2., 4.], &[2, 2]), &v), &t(&[0., 0., 0., 1.], &[2, 2]), 1e-10);
 }
 
+/// The cofactor matrix of a row-major `n x n` matrix from the definition (Laplace
+/// expansion of each minor, recursively): an independent reference.
+fn cofactors_by_definition(a: &[f64], n: usize) -> Vec<f64> {
+    fn det_rec(m: &[f64], n: usize) -> f64 {
+        if n == 1 {
+            return m[0];
+        }
+        (0..n)
+            .map(|j| {
+                let sub: Vec<f64> = (1..n)
+                    .flat_map(|r| (0..n).filter(move |&c| c != j).map(move |c| (r, c)))
+                    .map(|(r, c)| m[r * n + c])
+                    .collect();
+                let s = if j % 2 == 0 { 1.0 } else { -1.0 };
+                s * m[j] * det_rec(&sub, n - 1)
+            })
+            .sum()
+    }
+    let mut out = vec![0.0; n * n];
+    for i in 0..n {
+        for j in 0..n {
+            let sub: Vec<f64> = (0..n)
+                .filter(|&r| r != i)
+                .flat_map(|r| (0..n).filter(move |&c| c != j).map(move |c| (r, c)))
+                .map(|(r, c)| a[r * n + c])
+                .collect();
+            let s = if (i + j) % 2 == 0 { 1.0 } else { -1.0 };
+            out[i * n + j] = if n == 1 { 1.0 } else { s * det_rec(&sub, n - 1) };
+        }
+    }
+    out
+}
+
+#[test]
+fn small_determinant_gradients_are_the_cofactors_in_every_batch_position() {
+    // n <= 4, eleven matrices (lane groups of eight and the rest alone): the first-order
+    // gradient (solves with the LU factors where regular, the SVD form near singular) is
+    // the cofactor matrix of each, as the definition gives it, regular, of rank n - 1 and
+    // of rank n - 2, row-major and in a transposed layout
+    for n in 1..=4usize {
+        let mut mats = Vec::new();
+        for k in 0..11u64 {
+            let mut m = randn(&[n, n], 60 + k).to_vec::<f64>().unwrap();
+            if k % 3 == 1 && n > 1 {
+                // rank n - 1: the last row a combination of the first two (or a copy)
+                for c in 0..n {
+                    m[(n - 1) * n + c] = 2.0 * m[c] - if n > 2 { m[n + c] } else { 0.0 };
+                }
+            }
+            if k % 3 == 2 && n > 2 {
+                // rank n - 2: the last two rows copies of the first
+                for r in [n - 2, n - 1] {
+                    for c in 0..n {
+                        m[r * n + c] = m[c] * (r as f64);
+                    }
+                }
+            }
+            mats.push(m);
+        }
+        let flat: Vec<f64> = mats.concat();
+        let a = Tensor::from_vec(flat, vec![11, n, n]).unwrap();
+        for (what, x) in [
+            ("row-major", a.clone()),
+            ("transposed", a.mT().unwrap().contiguous().unwrap().mT().unwrap()),
+        ] {
+            let x = rg(x);
+            let g = det(&x).unwrap().sum().unwrap().backward().unwrap();
+            let ga = g.get(&x).unwrap().contiguous().unwrap().to_vec::<f64>().unwrap();
+            for (k, m) in mats.iter().enumerate() {
+                let want = cofactors_by_definition(m, n);
+                let got = &ga[k * n * n..(k + 1) * n * n];
+                for (g, w) in got.iter().zip(&want) {
+                    assert!(
+                        (g - w).abs() <= 1e-12 * (1.0 + w.abs()),
+                        "n {n} {what} matrix {k}: {got:?} vs {want:?}"
+                    );
+                }
+            }
+        }
+    }
+}
+
 #[test]
 fn singular_log_determinants_are_minus_infinity() {
     let a = rg(t(&[1., 2., 2., 4.], &[2, 2]));
