@@ -4,6 +4,10 @@
 //! Broadcasting is one rule: both operands are promoted to a common dtype and expanded
 //! (as views) to the broadcast shape before the kernel runs, so every VJP here sees
 //! cotangents of the inputs' shape and the expand's own VJP (`sum_to`) reduces them.
+//!
+//! The result is contiguous, except when both operands are dense in the same permuted
+//! order (two transposes), or one is dense permuted and the other a broadcast scalar: then
+//! it keeps that order, as PyTorch does.
 
 use std::borrow::Cow;
 

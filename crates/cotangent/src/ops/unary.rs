@@ -4,6 +4,10 @@
 //!
 //! Integer and bool inputs of the transcendental functions are promoted to `F32`, as in
 //! PyTorch; `neg`, `abs`, `sign`, `square` and `relu` need a floating input.
+//!
+//! The result is contiguous, except for a dense permuted input (a transpose, a
+//! column-major matrix): then it keeps the input's order (its strides), as PyTorch does,
+//! and the kernel runs over the elements as one flat block.
 
 use crate::autograd::node::{record1, Op, VjpCtx};
 use crate::backend::{BackendStorage, CpuStorage, UnaryKernel};
