@@ -80,6 +80,12 @@ impl Layout {
         self.is_contiguous().then(|| if n == 0 { 0..0 } else { self.offset..self.offset + n })
     }
 
+    /// True if every element is the one at the offset (all strides zero, not empty): a
+    /// scalar expanded, such as the cotangent of a sum.
+    pub(crate) fn is_scalar_broadcast(&self) -> bool {
+        self.numel() > 0 && self.strides.iter().all(|&s| s == 0)
+    }
+
     /// If the elements fill one block of storage without gaps or overlaps in some order
     /// of the dims (a permuted contiguous layout: a transpose, a column-major matrix),
     /// that block. Contiguous layouts qualify; empty and broadcast ones do not.

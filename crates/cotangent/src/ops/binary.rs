@@ -16,8 +16,7 @@ use crate::backend::{BackendStorage, BinaryKernel, CmpOp};
 use crate::dtype::{DType, Float};
 use crate::error::{Error, Result};
 use crate::layout::Layout;
-use crate::shape::broadcast_shapes;
-use crate::shape::Shape;
+use crate::shape::{broadcast_shapes, Shape};
 use crate::tensor::Tensor;
 
 /// Promotes both operands to their common dtype and broadcasts them to a common shape.
@@ -59,8 +58,7 @@ fn apply<K: BinaryKernel + Op>(k: K, a: &Tensor, b: &Tensor, save_out: bool) -> 
 /// row-major kernels serve) or the orders differ.
 fn dense_pair(al: &Layout, bl: &Layout) -> Option<(Layout, Layout, Layout)> {
     let scalar = |l: &Layout, n: usize| {
-        (l.strides().iter().all(|&s| s == 0))
-            .then(|| Layout::new(Shape::from(vec![n]), vec![0], l.offset()))
+        l.is_scalar_broadcast().then(|| Layout::new(Shape::from(vec![n]), vec![0], l.offset()))
     };
     if al.is_contiguous() || bl.is_contiguous() {
         return None;

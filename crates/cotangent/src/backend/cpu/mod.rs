@@ -104,12 +104,12 @@ fn zip_strided<T: Copy + Sync, U: Pooled>(
         return out;
     }
     // one operand contiguous, the other one element broadcast (a cotangent of a sum)
-    if let (Some(ra), true) = (al.contiguous_range(), is_scalar_broadcast(bl)) {
+    if let (Some(ra), true) = (al.contiguous_range(), bl.is_scalar_broadcast()) {
         let (mut out, y) = (pool::take(ra.len()), b[bl.offset()]);
         out.extend(a[ra].iter().map(|&x| f(x, y)));
         return out;
     }
-    if let (true, Some(rb)) = (is_scalar_broadcast(al), bl.contiguous_range()) {
+    if let (true, Some(rb)) = (al.is_scalar_broadcast(), bl.contiguous_range()) {
         let (mut out, x) = (pool::take(rb.len()), a[al.offset()]);
         out.extend(b[rb].iter().map(|&y| f(x, y)));
         return out;
@@ -184,7 +184,7 @@ fn zip_par<T: Copy + Sync, U: Pooled + Send>(
                 },
             );
         }
-        if let (Some(ra), true) = (al.contiguous_range(), is_scalar_broadcast(bl)) {
+        if let (Some(ra), true) = (al.contiguous_range(), bl.is_scalar_broadcast()) {
             let (a, y) = (&a[ra], b[bl.offset()]);
             return fill_par(
                 a.len(),
@@ -192,7 +192,7 @@ fn zip_par<T: Copy + Sync, U: Pooled + Send>(
                 |s, o| o.iter_mut().zip(&a[s..]).for_each(|(d, &x)| *d = f(x, y)),
             );
         }
-        if let (true, Some(rb)) = (is_scalar_broadcast(al), bl.contiguous_range()) {
+        if let (true, Some(rb)) = (al.is_scalar_broadcast(), bl.contiguous_range()) {
             let (x, b) = (a[al.offset()], &b[rb]);
             return fill_par(
                 b.len(),
@@ -202,11 +202,6 @@ fn zip_par<T: Copy + Sync, U: Pooled + Send>(
         }
     }
     zip_strided(a, al, b, bl, f)
-}
-
-/// True if every element of `l` is the one at its offset (all strides zero).
-fn is_scalar_broadcast(l: &Layout) -> bool {
-    l.numel() > 0 && l.strides().iter().all(|&s| s == 0)
 }
 
 fn unsupported(op: &'static str, dtype: DType) -> Error {
