@@ -193,7 +193,7 @@ fn factor_lanes<T: LinalgElem>(
     ba: &Batch,
     a: &[T],
     first: usize,
-    dst: &mut [T],
+    dst: Option<&mut [T]>,
     ipiv: &mut [i64],
     info: &mut [i64],
     buf: &mut [[T; LANES]],
@@ -203,7 +203,7 @@ fn factor_lanes<T: LinalgElem>(
         ba: &'a Batch,
         a: &'a [T],
         first: usize,
-        dst: &'a mut [T],
+        dst: Option<&'a mut [T]>,
         ipiv: &'a mut [i64],
         info: &'a mut [i64],
         buf: &'a mut [[T; LANES]],
@@ -251,7 +251,7 @@ fn factor_lanes_n<T: LinalgElem>(
     ba: &Batch,
     a: &[T],
     first: usize,
-    dst: &mut [T],
+    dst: Option<&mut [T]>,
     ipiv: &mut [i64],
     info: &mut [i64],
     buf: &mut [[T; LANES]],
@@ -264,6 +264,18 @@ fn factor_lanes_n<T: LinalgElem>(
     let mut piv = [[0u8; LANES]; LANES_MAX];
     let mut bad = [false; LANES];
     for k in 0..n {
+        // column k, left-looking (Crout): each entry takes its updates from the columns
+        // before in increasing order, summed in registers, as the right-looking loop's
+        // rank-one updates would bring them (the same operations, so the same factors;
+        // the trailing columns are swapped as they stand)
+        let mut i0 = 0;
+        while i0 + ROWS <= n {
+            crout_rows::<T, ROWS>(buf, n, k, i0);
+            i0 += ROWS;
+        }
+        for i in i0..n {
+            crout_rows::<T, 1>(buf, n, k, i);
+        }
         // the first row of largest absolute value in column k, from row k
         let mut p = [k; LANES];
         let mut max = [T::ZERO; LANES];
@@ -303,30 +315,25 @@ fn factor_lanes_n<T: LinalgElem>(
                 x[w] *= r[w];
             }
         }
-        for j in k + 1..n {
-            let f = buf[j * n + k];
-            for i in k + 1..n {
-                let l = buf[k * n + i];
-                let x = &mut buf[j * n + i];
-                for w in 0..LANES {
-                    x[w] = x[w] - l[w] * f[w];
-                }
-            }
-        }
     }
     let size = n * n;
     // a lane whose factors hold an inf or NaN is redone: x − x is 0 for a finite x and
     // NaN otherwise, summed in the element type (vector code; the same test on bools,
     // element by element, stayed scalar and was 5% of a batched 4 x 4 solve)
-    let mut nonfinite = [T::ZERO; LANES];
-    for x in buf.iter() {
-        for w in 0..LANES {
-            nonfinite[w] = nonfinite[w] + (x[w] - x[w]);
+    // (four partial sums: one chain of n² dependent additions was a tenth of a 16 x 16
+    // group's time)
+    let mut nonfinite = [[T::ZERO; LANES]; 4];
+    for xs in buf.chunks(4) {
+        for (s, x) in nonfinite.iter_mut().zip(xs) {
+            for w in 0..LANES {
+                s[w] = s[w] + (x[w] - x[w]);
+            }
         }
     }
     let mut redo = bad;
     for w in 0..LANES {
-        redo[w] |= nonfinite[w] != T::ZERO;
+        let s = (nonfinite[0][w] + nonfinite[1][w]) + (nonfinite[2][w] + nonfinite[3][w]);
+        redo[w] |= s != T::ZERO;
     }
     let mut det = det;
     if let Some((dv, spec)) = det.as_mut() {
@@ -389,14 +396,28 @@ fn factor_lanes_n<T: LinalgElem>(
             *o = DetOne { det: prod[w], sign: sign[w], logabs, loose };
         }
     }
-    for (w, ((d, p), inf)) in
-        dst.chunks_exact_mut(size).zip(ipiv.chunks_exact_mut(n)).zip(info.iter_mut()).enumerate()
-    {
+    let mut dst = dst;
+    let mut spare = Vec::new();
+    for (w, (p, inf)) in ipiv.chunks_exact_mut(n).zip(info.iter_mut()).enumerate() {
+        let d = match dst.as_deref_mut() {
+            Some(dst) => &mut dst[w * size..(w + 1) * size],
+            None => &mut [][..],
+        };
         if redo[w] {
+            let d = if d.is_empty() {
+                spare.resize(size, T::ZERO);
+                &mut spare[..]
+            } else {
+                d
+            };
             ba.load(a, first + w, d);
             *inf = lu_unblocked(d, n, n, p);
             if let Some((dv, spec)) = &mut det {
                 dv[w] = det_one(d, p, n, *spec);
+            }
+            // the lanes hold this matrix's factors too
+            for (x, &v) in buf.iter_mut().zip(d.iter()) {
+                x[w] = v;
             }
         } else {
             for (o, x) in d.iter_mut().zip(buf.iter()) {
@@ -407,6 +428,48 @@ fn factor_lanes_n<T: LinalgElem>(
             }
             *inf = 0;
         }
+    }
+}
+
+/// Rows `i0..i0 + R` of column `k` of [`factor_lanes_n`]'s factors before its pivot
+/// search (columns `..k` final, `k..` as loaded and swapped): entry `i` less
+/// `Σ_q L_iq U_qk` over `q < min(i, k)` in increasing `q`, where `U_qk` is the finished
+/// entry `q` of the same column (from an earlier block, or from this one's registers).
+// lanes are indexed on purpose (the loops over them vectorise); Float has no SubAssign
+#[allow(clippy::needless_range_loop, clippy::assign_op_pattern)]
+#[inline(always)]
+fn crout_rows<T: LinalgElem, const R: usize>(
+    buf: &mut [[T; LANES]],
+    n: usize,
+    k: usize,
+    i0: usize,
+) {
+    let mut acc = [[T::ZERO; LANES]; R];
+    for r in 0..R {
+        acc[r] = buf[k * n + i0 + r];
+    }
+    // the terms every row takes
+    for q in 0..i0.min(k) {
+        let u = buf[k * n + q];
+        for r in 0..R {
+            let l = buf[q * n + i0 + r];
+            for w in 0..LANES {
+                acc[r][w] = acc[r][w] - l[w] * u[w];
+            }
+        }
+    }
+    // q = i0.. (< k): row i0 + s is finished once the rows above it in the block are
+    for q in i0..(i0 + R - 1).min(k) {
+        let u = acc[q - i0];
+        for r in q - i0 + 1..R {
+            let l = buf[q * n + i0 + r];
+            for w in 0..LANES {
+                acc[r][w] = acc[r][w] - l[w] * u[w];
+            }
+        }
+    }
+    for r in 0..R {
+        buf[k * n + i0 + r] = acc[r];
     }
 }
 
@@ -625,7 +688,7 @@ fn lu_factor_impl<T: LinalgElem>(
                     (Some(d), Some(spec)) => Some((&mut d[done..done + LANES], spec)),
                     _ => None,
                 };
-                factor_lanes(&ba, a, start + done, oc, pc, fc, &mut buf, dc);
+                factor_lanes(&ba, a, start + done, Some(oc), pc, fc, &mut buf, dc);
                 done += LANES;
             }
         }
@@ -1263,13 +1326,22 @@ fn lu_middle<T: LinalgElem>(
             x: vec![[T::ZERO; LANES]; size],
         };
         let group = |bufs: &mut MiddleBufs<T>, first: usize, oc: &mut [T]| {
-            middle_lanes(&ba, lu, piv, &mid, first, oc, bufs, row_major);
+            middle_lanes(Factors::Packed(&ba, lu), n, piv, &mid, first, oc, bufs, row_major);
         };
         for_each_lane_group(&mut out, size, work, scratch, group, one);
         return (out, layout);
     }
     for_each_matrix(&mut out, size, work, n >= PAR_BACKWARD_N, one);
     (out, layout)
+}
+
+/// Where [`middle_lanes`] takes the packed factors of its [`LANES`] matrices from.
+#[derive(Clone, Copy)]
+enum Factors<'a, T> {
+    /// Matrices `first..` of a batch of packed factors.
+    Packed(&'a Batch, &'a [T]),
+    /// Already in lanes (column-major per lane), as [`factor_lanes_n`] leaves them.
+    Lanes(&'a [[T; LANES]]),
 }
 
 /// Scratch of [`middle_lanes`]: the factors, the cotangent and the result, per lane.
@@ -1283,8 +1355,8 @@ struct MiddleBufs<T> {
 /// (`n <= LANES_MAX`), with the order a constant where it is small.
 #[allow(clippy::too_many_arguments)]
 fn middle_lanes<T: LinalgElem>(
-    ba: &Batch,
-    lu: &[T],
+    fac: Factors<'_, T>,
+    n: usize,
     piv: &[i64],
     mid: &Middle<'_, T>,
     first: usize,
@@ -1293,8 +1365,8 @@ fn middle_lanes<T: LinalgElem>(
     row_major: bool,
 ) {
     struct Kernel<'a, 'b, T, const N: usize> {
-        ba: &'a Batch,
-        lu: &'a [T],
+        fac: Factors<'a, T>,
+        n: usize,
         piv: &'a [i64],
         mid: &'a Middle<'b, T>,
         first: usize,
@@ -1306,19 +1378,19 @@ fn middle_lanes<T: LinalgElem>(
         type Output = ();
         #[inline(always)]
         fn with_simd<S: pulp::Simd>(self, _: S) {
-            let Kernel { ba, lu, piv, mid, first, dst, bufs, row_major } = self;
-            let n = if N > 0 { N } else { ba.n };
-            middle_lanes_n(ba, lu, piv, mid, first, dst, bufs, n, row_major);
+            let Kernel { fac, n, piv, mid, first, dst, bufs, row_major } = self;
+            let n = if N > 0 { N } else { n };
+            middle_lanes_n(fac, piv, mid, first, dst, bufs, n, row_major);
         }
     }
     macro_rules! arms {
         ($($n:literal)*) => {
-            match ba.n {
+            match n {
                 $($n => pulp::Arch::new().dispatch(Kernel::<T, $n> {
-                    ba, lu, piv, mid, first, dst, bufs, row_major
+                    fac, n, piv, mid, first, dst, bufs, row_major
                 }),)*
                 _ => pulp::Arch::new().dispatch(Kernel::<T, 0> {
-                    ba, lu, piv, mid, first, dst, bufs, row_major
+                    fac, n, piv, mid, first, dst, bufs, row_major
                 }),
             }
         };
@@ -1338,8 +1410,7 @@ fn middle_lanes<T: LinalgElem>(
 )]
 #[inline(always)]
 fn middle_lanes_n<T: LinalgElem>(
-    ba: &Batch,
-    lu: &[T],
+    fac: Factors<'_, T>,
     piv: &[i64],
     mid: &Middle<'_, T>,
     first: usize,
@@ -1349,11 +1420,23 @@ fn middle_lanes_n<T: LinalgElem>(
     row_major: bool,
 ) {
     let size = n * n;
-    let (a, g, x) = (&mut bufs.a[..size], &mut bufs.g[..size], &mut bufs.x[..size]);
-    load_lanes(a, lu, &lane_offsets(ba, first), (ba.rs, ba.cs), n, n);
-    if let Middle::Grad(gv, bg) = mid {
-        load_lanes(g, gv, &lane_offsets(bg, first), (bg.rs, bg.cs), n, n);
-    }
+    let x = &mut bufs.x[..size];
+    let a: &[[T; LANES]] = match fac {
+        Factors::Packed(ba, lu) => {
+            let a = &mut bufs.a[..size];
+            load_lanes(a, lu, &lane_offsets(ba, first), (ba.rs, ba.cs), n, n);
+            a
+        }
+        Factors::Lanes(f) => &f[..size],
+    };
+    let g: &[[T; LANES]] = match mid {
+        Middle::Grad(gv, bg) => {
+            let g = &mut bufs.g[..size];
+            load_lanes(g, gv, &lane_offsets(bg, first), (bg.rs, bg.cs), n, n);
+            g
+        }
+        Middle::Scale(_) => &[],
+    };
     let diag = matches!(mid, Middle::Scale(_));
     match mid {
         Middle::Grad(..) => {
@@ -1393,65 +1476,171 @@ fn middle_lanes_n<T: LinalgElem>(
             }
         }
     }
-    // W = X U⁻ᵀ, from the last column (a diagonal X keeps W zero above row k)
+    // W = X U⁻ᵀ, from the last column (a diagonal X keeps W zero above row k, so row i
+    // takes the columns k <= i only)
     for j in (0..n).rev() {
-        for k in j + 1..n {
-            let u = a[k * n + j];
-            let from = if diag { k } else { 0 };
-            for i in from..n {
-                let v = x[k * n + i];
-                let y = &mut x[j * n + i];
-                for w in 0..LANES {
-                    y[w] = y[w] - u[w] * v[w];
-                }
-            }
-        }
         let d = a[j * n + j];
         let mut inv = [T::ZERO; LANES];
         for w in 0..LANES {
             inv[w] = T::ONE / d[w];
         }
-        for i in 0..n {
-            let y = &mut x[j * n + i];
-            for w in 0..LANES {
-                y[w] *= inv[w];
-            }
+        let mut i0 = 0;
+        while i0 + ROWS <= n {
+            w_rows::<T, ROWS>(a, x, n, j, i0, diag, &inv);
+            i0 += ROWS;
+        }
+        for i in i0..n {
+            w_rows::<T, 1>(a, x, n, j, i, diag, &inv);
         }
     }
     // Z = L⁻ᵀ W (Z[i, :] = W[i, :] − Σ_{k>i} L_ki Z[k, :]), from the last row
     for i in (0..n).rev() {
-        for k in i + 1..n {
-            let l = a[i * n + k];
-            for c in 0..n {
-                let v = x[c * n + k];
-                let y = &mut x[c * n + i];
-                for w in 0..LANES {
-                    y[w] = y[w] - l[w] * v[w];
-                }
-            }
+        let mut c0 = 0;
+        while c0 + ROWS <= n {
+            z_cols::<T, ROWS>(a, x, n, i, c0);
+            c0 += ROWS;
+        }
+        for c in c0..n {
+            z_cols::<T, 1>(a, x, n, i, c);
         }
     }
-    // P Z: rows swapped in reverse order, each lane its own interchanges
-    for w in 0..LANES {
+    // Z out of the lanes, then P Z: each matrix's rows swapped in reverse order of its
+    // interchanges (in its own block, where they are contiguous or at a fixed stride)
+    store_lanes(x, dst, n, row_major);
+    for (w, d) in dst.chunks_exact_mut(size).enumerate() {
         let ipiv = &piv[(first + w) * n..(first + w + 1) * n];
         for j in (0..n).rev() {
             let p = (ipiv[j] - 1) as usize;
             if p != j {
                 for c in 0..n {
-                    let t = x[c * n + j][w];
-                    x[c * n + j][w] = x[c * n + p][w];
-                    x[c * n + p][w] = t;
+                    let (a, b) =
+                        if row_major { (j * n + c, p * n + c) } else { (c * n + j, c * n + p) };
+                    d.swap(a, b);
                 }
             }
         }
     }
-    for (w, d) in dst.chunks_exact_mut(size).enumerate() {
-        for c in 0..n {
-            for r in 0..n {
-                let at = if row_major { r * n + c } else { c * n + r };
-                d[at] = x[c * n + r][w];
+}
+
+/// Lane `w` of the column-major `n x n` matrix in `x` into block `w` of `dst` (as many
+/// blocks as `dst` holds), column-major, or row-major if `row_major`. Four elements of four
+/// lanes at a time, a 4 x 4 transpose in registers: one vector store per four elements
+/// (one store per element was most of the cost of getting a 16 x 16 inverse out).
+// lanes are indexed on purpose
+#[allow(clippy::needless_range_loop)]
+#[inline(always)]
+fn store_lanes<T: LinalgElem>(x: &[[T; LANES]], dst: &mut [T], n: usize, row_major: bool) {
+    let size = n * n;
+    let count = dst.len() / size.max(1);
+    // source of output element o of a block
+    let src = |o: usize| if row_major { (o % n) * n + o / n } else { o };
+    if size % 4 != 0 || count != LANES {
+        for (w, d) in dst.chunks_exact_mut(size).enumerate() {
+            for (o, v) in d.iter_mut().enumerate() {
+                *v = x[src(o)][w];
             }
         }
+        return;
+    }
+    for o in (0..size).step_by(4) {
+        let s = [src(o), src(o + 1), src(o + 2), src(o + 3)];
+        for w0 in (0..LANES).step_by(4) {
+            let mut b = [[T::ZERO; 4]; 4];
+            for i in 0..4 {
+                for j in 0..4 {
+                    b[i][j] = x[s[i]][w0 + j];
+                }
+            }
+            for j in 0..4 {
+                let d = &mut dst[(w0 + j) * size + o..(w0 + j) * size + o + 4];
+                for i in 0..4 {
+                    d[i] = b[i][j];
+                }
+            }
+        }
+    }
+}
+
+/// Rows (or columns) that [`middle_lanes_n`]'s substitutions finish together: their sums
+/// stay in registers, and each factor entry is loaded once for all of them.
+const ROWS: usize = 4;
+
+/// Rows `i0..i0 + R` of column `j` of `W = X U⁻ᵀ` (see [`middle_lanes_n`]; `x` holds
+/// `X`, and `W` from column `j + 1` on): `W_ij = (X_ij − Σ_k U_jk W_ik) / U_jj` over
+/// `k = j + 1..n` (`k <= i` when `diag`) in increasing order, with `inv = 1 / U_jj`.
+// lanes are indexed on purpose (the loops over them vectorise); Float has no SubAssign
+#[allow(clippy::needless_range_loop, clippy::assign_op_pattern, clippy::too_many_arguments)]
+#[inline(always)]
+fn w_rows<T: LinalgElem, const R: usize>(
+    a: &[[T; LANES]],
+    x: &mut [[T; LANES]],
+    n: usize,
+    j: usize,
+    i0: usize,
+    diag: bool,
+    inv: &[T; LANES],
+) {
+    let mut acc = [[T::ZERO; LANES]; R];
+    for r in 0..R {
+        acc[r] = x[j * n + i0 + r];
+    }
+    // the terms every row takes: all k, or k <= i0 when diag
+    let end = if diag { i0 + 1 } else { n };
+    for k in j + 1..end {
+        let u = a[k * n + j];
+        for r in 0..R {
+            let v = x[k * n + i0 + r];
+            for w in 0..LANES {
+                acc[r][w] = acc[r][w] - u[w] * v[w];
+            }
+        }
+    }
+    if diag {
+        // row i0 + r's own last terms, k in i0 + 1..=i0 + r
+        for r in 1..R {
+            for k in (j + 1).max(i0 + 1)..=i0 + r {
+                let (u, v) = (a[k * n + j], x[k * n + i0 + r]);
+                for w in 0..LANES {
+                    acc[r][w] = acc[r][w] - u[w] * v[w];
+                }
+            }
+        }
+    }
+    for r in 0..R {
+        let y = &mut x[j * n + i0 + r];
+        for w in 0..LANES {
+            y[w] = acc[r][w] * inv[w];
+        }
+    }
+}
+
+/// Columns `c0..c0 + R` of row `i` of `Z = L⁻ᵀ W` (see [`middle_lanes_n`]; `x` holds `W`,
+/// and `Z` from row `i + 1` on): `Z_ic = W_ic − Σ_{k>i} L_ki Z_kc` in increasing `k`.
+// lanes are indexed on purpose (the loops over them vectorise); Float has no SubAssign
+#[allow(clippy::needless_range_loop, clippy::assign_op_pattern)]
+#[inline(always)]
+fn z_cols<T: LinalgElem, const R: usize>(
+    a: &[[T; LANES]],
+    x: &mut [[T; LANES]],
+    n: usize,
+    i: usize,
+    c0: usize,
+) {
+    let mut acc = [[T::ZERO; LANES]; R];
+    for r in 0..R {
+        acc[r] = x[(c0 + r) * n + i];
+    }
+    for k in i + 1..n {
+        let l = a[i * n + k];
+        for r in 0..R {
+            let v = x[(c0 + r) * n + k];
+            for w in 0..LANES {
+                acc[r][w] = acc[r][w] - l[w] * v[w];
+            }
+        }
+    }
+    for r in 0..R {
+        x[(c0 + r) * n + i] = acc[r];
     }
 }
 
@@ -1610,10 +1799,9 @@ fn middle_blocked<T: LinalgElem>(a: &[T], g: &[T], x: &mut [T], n: usize, par: P
     );
 }
 
-/// Scratch of [`lu_inv`]: one lane group's factors, interchanges and `info`, and the
-/// two kernels' buffers.
+/// Scratch of [`lu_inv`]: one lane group's interchanges and `info`, its factors in lanes,
+/// and the inverse's buffer.
 struct InvBufs<T> {
-    lu: Vec<T>,
     piv: Vec<i64>,
     info: [i64; LANES],
     factor: Vec<[T; LANES]>,
@@ -1623,8 +1811,9 @@ struct InvBufs<T> {
 /// `A⁻¹` for batches (at least [`LANES`]) of small square matrices (`n <=` `LANES_MAX`)
 /// in one pass: each lane group is factorised ([`factor_lanes`], of `Aᵀ` given as `al`,
 /// so `info` is that of `Aᵀ` as PyTorch's) and inverted from its factors while they are
-/// in cache ([`middle_lanes`] with `X = I`), as [`lu_factor`] then [`lu_inv_t`] would,
-/// with no factor buffers and one split across threads. The last, partial group of a
+/// in cache, still in lanes ([`middle_lanes`] with `X = I` on [`Factors::Lanes`]), as
+/// [`lu_factor`] then [`lu_inv_t`] would, with no factor buffers and one split across
+/// threads. The last, partial group of a
 /// task is padded with repeats of its last matrix. `None` for other shapes. The result
 /// is column-major (`(*, n, n)`, `A⁻¹` of each `A`), with `info` per matrix.
 pub(crate) fn lu_inv<T: LinalgElem>(a: &[T], al: &Layout) -> Option<(Vec<T>, Layout, Vec<i64>)> {
@@ -1639,23 +1828,18 @@ pub(crate) fn lu_inv<T: LinalgElem>(a: &[T], al: &Layout) -> Option<(Vec<T>, Lay
     let mut out = super::super::pool::overwritten(len * size, T::ZERO);
     let mut info = vec![0i64; len];
     let ones = [T::ONE; LANES];
-    let local = Batch::listed((0..LANES).map(|w| w * size).collect(), n, n, 1, n);
     let scratch = || InvBufs {
-        lu: vec![T::ZERO; LANES * size],
         piv: vec![0; LANES * n],
         info: [0; LANES],
         factor: vec![[T::ZERO; LANES]; size],
-        mid: MiddleBufs {
-            a: vec![[T::ZERO; LANES]; size],
-            g: vec![[T::ZERO; LANES]; size],
-            x: vec![[T::ZERO; LANES]; size],
-        },
+        // the factors stay in `factor`, and X = I needs no cotangent
+        mid: MiddleBufs { a: Vec::new(), g: Vec::new(), x: vec![[T::ZERO; LANES]; size] },
     };
     // the lane group of matrices `src` (a batch of LANES) into `o` and `f`
     let group = |b: &mut InvBufs<T>, src: &Batch, o: &mut [T], f: &mut [i64]| {
-        factor_lanes(src, a, 0, &mut b.lu, &mut b.piv, &mut b.info, &mut b.factor, None);
+        factor_lanes(src, a, 0, None, &mut b.piv, &mut b.info, &mut b.factor, None);
         let mid = Middle::Scale(&ones);
-        middle_lanes(&local, &b.lu, &b.piv, &mid, 0, o, &mut b.mid, false);
+        middle_lanes(Factors::Lanes(&b.factor), n, &b.piv, &mid, 0, o, &mut b.mid, false);
         f.copy_from_slice(&b.info[..f.len()]);
     };
     let range = |start: usize, o: &mut [T], f: &mut [i64]| {
