@@ -819,7 +819,7 @@ fn batched_solve_gradients_match_one_at_a_time() {
 
 /// The first-order backward of `inv` on a batch of small matrices (from the inverse the
 /// lane kernel computed; `−Xᵀ G Xᵀ` in one pass per matrix up to order 16, padded from
-/// 5 to 8 and from 9 to 16): the same gradient as one matrix at a time and as the
+/// 5 to 8 and from 9 to 16, through row buffers at 8 and 16): the same gradient as one matrix at a time and as the
 /// recorded backward (two products and a negation), for every size the lanes and the
 /// fused backward take and beyond, strided input, a broadcast, a general and a transposed
 /// (strided) cotangent, a singular and a NaN matrix among regular ones, batches not a
@@ -871,7 +871,7 @@ fn batched_inverse_gradients_match_one_at_a_time() {
     };
     same_bits("inverse backward threads", &on(3), &on(1));
     // f32: the fused pass against the recorded products
-    for n in [3usize, 4, 6, 12] {
+    for n in [3usize, 4, 6, 8, 12, 16] {
         let a = well_conditioned(&[9, n, n], 123).to_dtype(DType::F32).unwrap();
         let w = randn(&[9, n, n], 124).to_dtype(DType::F32).unwrap();
         for w in [None, Some((&w, false)), Some((&w, true))] {

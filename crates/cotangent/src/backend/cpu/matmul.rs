@@ -445,6 +445,103 @@ fn sandwich_one<T: GemmElem, const N: usize>(
     }
 }
 
+/// The `N x N` matrix `m` of `v`, row-major (`N²` elements): borrowed where its rows are
+/// contiguous, else copied into `buf` (in place: no array returned by value, whose
+/// copies and zeroing were an eighth of a batched 16 x 16 inverse's backward).
+#[inline(always)]
+fn rows_of<'a, T: GemmElem, const N: usize>(
+    v: &'a [T],
+    m: Mat,
+    buf: &'a mut [[T; N]; N],
+) -> &'a [T] {
+    if m.cs == 1 && m.rs == N {
+        return &v[m.off..m.off + N * N];
+    }
+    if m.rs == 0 && m.cs == 0 {
+        // an expanded scalar (the cotangent of a sum)
+        let x = v[m.off];
+        for row in buf.iter_mut() {
+            for e in row.iter_mut() {
+                *e = x;
+            }
+        }
+    } else if m.rs == 1 && m.cs == N {
+        let s = &v[m.off..m.off + N * N];
+        for (i, row) in buf.iter_mut().enumerate() {
+            for (j, e) in row.iter_mut().enumerate() {
+                *e = s[j * N + i];
+            }
+        }
+    } else {
+        for (i, row) in buf.iter_mut().enumerate() {
+            for (j, e) in row.iter_mut().enumerate() {
+                *e = v[m.off + i * m.rs + j * m.cs];
+            }
+        }
+    }
+    buf.as_flattened()
+}
+
+/// Row `i` of the row-major `N x N` matrix `v` (`N²` elements) as an array.
+#[inline(always)]
+fn row<T, const N: usize>(v: &[T], i: usize) -> &[T; N] {
+    // the length is N by construction: the conversion cannot fail
+    <&[T; N]>::try_from(&v[i * N..i * N + N]).unwrap_or_else(|_| unreachable!())
+}
+
+/// `out = alpha · (x · y)` for row-major `N x N` matrices (`N` even), two rows of `x` at
+/// a time (each row of `y` loaded once for both); each entry summed over `p` in order
+/// from zero, as [`product`] does.
+#[inline(always)]
+fn rows_product<T: GemmElem, const N: usize>(x: &[T], y: &[T], alpha: Option<T>, out: &mut [T]) {
+    for (xs, os) in x.chunks_exact(2 * N).zip(out.chunks_exact_mut(2 * N)) {
+        let (x0, x1) = (row::<T, N>(xs, 0), row::<T, N>(xs, 1));
+        let (mut c0, mut c1) = ([T::ZERO; N], [T::ZERO; N]);
+        for p in 0..N {
+            let (a0, a1) = (x0[p], x1[p]);
+            let yr = row::<T, N>(y, p);
+            for j in 0..N {
+                c0[j] += a0 * yr[j];
+                c1[j] += a1 * yr[j];
+            }
+        }
+        if let Some(alpha) = alpha {
+            for j in 0..N {
+                c0[j] = alpha * c0[j];
+                c1[j] = alpha * c1[j];
+            }
+        }
+        let (o0, o1) = os.split_at_mut(N);
+        // an unrolled loop: `copy_from_slice` calls libc's memmove for these few elements
+        #[allow(clippy::manual_memcpy)]
+        for j in 0..N {
+            o0[j] = c0[j];
+            o1[j] = c1[j];
+        }
+    }
+}
+
+/// [`sandwich_one`] for `n = N` (even): `out = alpha · (Y G) Y` through row buffers,
+/// with the same sums in the same order.
+#[inline(always)]
+#[allow(clippy::too_many_arguments)]
+fn sandwich_rows<T: GemmElem, const N: usize>(
+    x: &[T],
+    ym: Mat,
+    g: &[T],
+    gm: Mat,
+    alpha: T,
+    out: &mut [T],
+    bufs: &mut [[[T; N]; N]; 3],
+) {
+    let [yb, gb, tb] = bufs;
+    let y = rows_of::<T, N>(x, ym, yb);
+    let gg = rows_of::<T, N>(g, gm, gb);
+    let t = tb.as_flattened_mut();
+    rows_product::<T, N>(y, gg, None, t);
+    rows_product::<T, N>(t, y, Some(alpha), out);
+}
+
 /// Largest order that [`sandwich_t`] takes.
 const SANDWICH_MAX: usize = 16;
 
@@ -452,9 +549,10 @@ const SANDWICH_MAX: usize = 16;
 /// equal batch dims, any strides (an expanded cotangent included): the first-order
 /// gradient of the inverse (`alpha = −1`) in one pass over each matrix instead of two
 /// products and a negation. Row-major result; `None` when `n >` [`SANDWICH_MAX`]
-/// (the caller multiplies instead). Orders up to 4 are unrolled exactly, the others
-/// padded with zeros to 8 or 16: a padded term is `0 · 0`, so it changes no sum (except
-/// that a sum of negative zeros becomes `+0`).
+/// (the caller multiplies instead). Orders up to 4 are unrolled exactly, 8 and 16 go
+/// through row buffers ([`sandwich_rows`]), the others are padded with zeros to 8 or 16:
+/// a padded term is `0 · 0`, so it changes no sum (except that a sum of negative zeros
+/// becomes `+0`).
 pub(crate) fn sandwich_t<T: GemmElem>(
     x: &[T],
     xl: &Layout,
@@ -502,6 +600,16 @@ pub(crate) fn sandwich_t<T: GemmElem>(
             fn with_simd<S: pulp::Simd>(self, _: S) {
                 let Kernel { x, g, o, first, n, alpha, offsets, strides: [yrs, ycs, grs, gcs] } =
                     self;
+                if N > 4 && n == N {
+                    let mut bufs = [[[T::ZERO; N]; N]; 3];
+                    for (j, ob) in o.chunks_exact_mut(n * n).enumerate() {
+                        let (ox, og) = offsets.get(first + j);
+                        let ym = Mat { off: ox, rs: yrs, cs: ycs };
+                        let gm = Mat { off: og, rs: grs, cs: gcs };
+                        sandwich_rows::<T, N>(x, ym, g, gm, alpha, ob, &mut bufs);
+                    }
+                    return;
+                }
                 let n = if N <= 4 { N } else { n };
                 for (j, ob) in o.chunks_exact_mut(n * n).enumerate() {
                     let (ox, og) = offsets.get(first + j);
