@@ -52,11 +52,12 @@ fn values_match_a_naive_product_small_and_large() {
 
 #[test]
 fn batches_of_tiny_square_products_match_the_naive_loop_exactly() {
-    // n <= 4 runs an unrolled kernel over the batch (split across threads from
-    // 2^15 multiply-adds): the same additions in the same order as the naive loop, so
-    // the bits agree, for row-major, column-major, sliced and broadcast (stride 0)
-    // operands, and batches that do not divide evenly into tasks
-    for n in 1..=4usize {
+    // n <= 4 runs an unrolled kernel over the batch, n = 8 and 16 a kernel on row
+    // buffers (split across threads from 2^15 multiply-adds): the same additions in the
+    // same order as the naive loop, so the bits agree, for row-major, column-major,
+    // sliced and broadcast (stride 0) operands, and batches that do not divide evenly
+    // into tasks
+    for n in [1usize, 2, 3, 4, 8, 16] {
         for bt in [1usize, 7, 1000, 2053] {
             let a = randn(&[bt, n, n], 10 + n as u64);
             let b = randn(&[bt, n, n], 20 + bt as u64);
