@@ -1,5 +1,6 @@
 //! Batched matrix products on strided layouts: a direct loop for small matrices (no
-//! allocation, no dispatch cost), faer's GEMM for the rest, rayon over batches.
+//! allocation, no dispatch cost), a row kernel for square orders 8 and 16, faer's GEMM
+//! for the rest, rayon over batches.
 
 use faer::linalg::matmul::matmul as faer_matmul;
 use faer::{Accum, MatMut, MatRef, Par};
@@ -433,8 +434,9 @@ fn load_padded<T: GemmElem, const N: usize>(v: &[T], m: Mat, n: usize) -> [[T; N
 /// `out = alpha · Y G Y` for one matrix, `Y = Xᵀ` (`y` gives `X` with its strides
 /// swapped), padded to `N x N`; `out` is the row-major `n x n` block. The products are
 /// summed in the order of [`fixed`] (`(Y G) Y`): up to order 4 the bits are those of two
-/// [`matmul`]s followed by the scaling (larger products there go through faer, which may
-/// sum in another order).
+/// [`matmul`]s followed by the scaling (as they are at 8 and 16 through
+/// [`sandwich_rows`]; other larger products there go through faer, which may sum in
+/// another order).
 #[inline(always)]
 fn sandwich_one<T: GemmElem, const N: usize>(
     x: &[T],
