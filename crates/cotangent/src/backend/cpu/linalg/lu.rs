@@ -1523,9 +1523,11 @@ fn middle_lanes_n<T: LinalgElem>(
 }
 
 /// Lane `w` of the column-major `n x n` matrix in `x` into block `w` of `dst` (as many
-/// blocks as `dst` holds), column-major, or row-major if `row_major`. Four elements of four
-/// lanes at a time, a 4 x 4 transpose in registers: one vector store per four elements
-/// (one store per element was most of the cost of getting a 16 x 16 inverse out).
+/// blocks as `dst` holds), column-major, or row-major if `row_major`, in 4 x 4 blocks
+/// (four elements of four lanes at a time, no index arithmetic per element). LLVM still
+/// stores element by element; with the interchanges applied afterwards in each block,
+/// this was 5% faster on a batched 16 x 16 inverse than the per-element copy through a
+/// row permutation it replaced.
 // lanes are indexed on purpose
 #[allow(clippy::needless_range_loop)]
 #[inline(always)]
