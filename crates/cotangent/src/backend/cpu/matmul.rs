@@ -104,16 +104,29 @@ fn small<T: GemmElem>(
     }
 }
 
-/// The `R x C` matrix `m` of `v` as an array: row-major and column-major matrices are
-/// read from one slice (no bounds check per element), other strides element by element.
+/// The `R x C` matrix `m` of `v` as an array (see [`fill`]).
 #[inline(always)]
 fn load<T: GemmElem, const R: usize, const C: usize>(v: &[T], m: Mat) -> [[T; C]; R] {
     let mut x = [[T::ZERO; C]; R];
+    fill(v, m, &mut x);
+    x
+}
+
+/// The `R x C` matrix `m` of `v` into `x`, in place: row-major and column-major matrices
+/// are read from one slice (no bounds check per element), other strides element by
+/// element.
+#[inline(always)]
+fn fill<T: GemmElem, const R: usize, const C: usize>(v: &[T], m: Mat, x: &mut [[T; C]; R]) {
     if m.rs == 0 && m.cs == 0 {
-        // an expanded scalar (the cotangent of a sum)
-        return [[v[m.off]; C]; R];
-    }
-    if m.cs == 1 && (m.rs == C || R == 1) {
+        // an expanded scalar (the cotangent of a sum); element by element, as a whole
+        // array assigned here would be built and copied
+        let s = v[m.off];
+        for row in x.iter_mut() {
+            for e in row.iter_mut() {
+                *e = s;
+            }
+        }
+    } else if m.cs == 1 && (m.rs == C || R == 1) {
         let s = &v[m.off..m.off + R * C];
         for (i, row) in x.iter_mut().enumerate() {
             row.copy_from_slice(&s[i * C..i * C + C]);
@@ -132,7 +145,6 @@ fn load<T: GemmElem, const R: usize, const C: usize>(v: &[T], m: Mat) -> [[T; C]
             }
         }
     }
-    x
 }
 
 /// `x · y` for arrays, each entry summed over `p` in order from zero (fully unrolled
@@ -471,28 +483,7 @@ fn rows_of<'a, T: GemmElem, const N: usize>(
     if m.cs == 1 && m.rs == N {
         return &v[m.off..m.off + N * N];
     }
-    if m.rs == 0 && m.cs == 0 {
-        // an expanded scalar (the cotangent of a sum)
-        let x = v[m.off];
-        for row in buf.iter_mut() {
-            for e in row.iter_mut() {
-                *e = x;
-            }
-        }
-    } else if m.rs == 1 && m.cs == N {
-        let s = &v[m.off..m.off + N * N];
-        for (i, row) in buf.iter_mut().enumerate() {
-            for (j, e) in row.iter_mut().enumerate() {
-                *e = s[j * N + i];
-            }
-        }
-    } else {
-        for (i, row) in buf.iter_mut().enumerate() {
-            for (j, e) in row.iter_mut().enumerate() {
-                *e = v[m.off + i * m.rs + j * m.cs];
-            }
-        }
-    }
+    fill(v, m, buf);
     buf.as_flattened()
 }
 
