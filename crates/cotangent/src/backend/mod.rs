@@ -152,6 +152,18 @@ pub(crate) trait BackendStorage: Sized {
     #[allow(clippy::type_complexity)]
     fn lu_inv(&self, l: &Layout) -> Result<Option<(Self, Layout, Self)>>;
 
+    /// [`BackendStorage::lu_factor`] of square `self: (*, n, n)` (layout `l`) and
+    /// [`BackendStorage::lu_solve`] with those factors of `b: (*, n, k)` (the same batch
+    /// dims), in one fused pass where the backend has one for these shapes; `None`
+    /// otherwise.
+    fn lu_factor_solve(
+        &self,
+        l: &Layout,
+        b: &Self,
+        bl: &Layout,
+        adjoint: bool,
+    ) -> Result<Option<LuSolved<Self>>>;
+
     /// Solves `A X = B` (`Aᵀ X = B` if `adjoint`) with `A = P L U` given by packed factors
     /// `self: (*, n, n)` and contiguous `I64` interchanges `piv` (`(*, n)`, in `1..=n`);
     /// `b: (*, n, k)` has the same batch dims. Column-major result.
@@ -287,6 +299,20 @@ pub(crate) struct LuDet<S, I = S> {
     pub(crate) sign: S,
     pub(crate) logabs: S,
     pub(crate) loose: Vec<bool>,
+}
+
+/// The result of [`BackendStorage::lu_factor_solve`]: the packed factors, interchanges and
+/// `info` as [`BackendStorage::lu_factor`] returns them, and the solutions with their
+/// layout as [`BackendStorage::lu_solve`] does. (`I`: the integer buffers' type, the
+/// storage's by default.)
+#[derive(Debug)]
+pub(crate) struct LuSolved<S, I = S> {
+    pub(crate) lu: S,
+    pub(crate) layout: Layout,
+    pub(crate) piv: I,
+    pub(crate) info: I,
+    pub(crate) x: S,
+    pub(crate) x_layout: Layout,
 }
 
 /// Which factors a QR returns.

@@ -125,6 +125,32 @@ fn solve_impl(
         return Err(mismatch());
     }
     let (a2, b2) = broadcast_batch(op, a, 2, &b2, 2)?;
+    if a2.dims() == a.dims() {
+        // batches of small systems: factorised and solved in one pass, lane group by lane
+        // group (the same factors, and solutions, as below)
+        let at = a.detach().mT()?;
+        let rhs = if side == Side::Left { b2.clone() } else { b2.mT()? };
+        let fused = at.storage().cpu().lu_factor_solve(
+            at.layout(),
+            rhs.storage().cpu(),
+            rhs.layout(),
+            side == Side::Left,
+        )?;
+        if let Some(r) = fused {
+            let batch = &a.dims()[..a.rank() - 2];
+            let info = from_kernel(r.info, Layout::contiguous(Shape::new(batch.to_vec())));
+            if check {
+                check_info(op, &info)?;
+            }
+            let lu_t = from_kernel(r.lu, r.layout);
+            let pivots = from_kernel(r.piv, Layout::contiguous(Shape::new([batch, &[n]].concat())));
+            let x = from_kernel(r.x, r.x_layout);
+            let x = if side == Side::Left { x } else { x.mT()? };
+            let x = record1(SolveOp { lu_t, pivots, side }, &[&a2, &b2], x, true);
+            let result = if vector { x.squeeze_dim(-1)? } else { x };
+            return Ok(SolveEx { result, info });
+        }
+    }
     let (lu, pivots, info) = factor_t(a)?;
     if check {
         check_info(op, &info)?;

@@ -1079,6 +1079,28 @@ impl BackendStorage for CpuStorage {
         })
     }
 
+    fn lu_factor_solve(
+        &self,
+        l: &Layout,
+        b: &CpuStorage,
+        bl: &Layout,
+        adjoint: bool,
+    ) -> Result<Option<crate::backend::LuSolved<CpuStorage>>> {
+        const OP: &str = "linalg.solve";
+        Ok(match (self, b) {
+            (CpuStorage::F32(a), CpuStorage::F32(b)) => {
+                linalg::lu::lu_factor_solve(a, l, b, bl, adjoint).map(|r| r.map(CpuStorage::F32))
+            }
+            (CpuStorage::F64(a), CpuStorage::F64(b)) => {
+                linalg::lu::lu_factor_solve(a, l, b, bl, adjoint).map(|r| r.map(CpuStorage::F64))
+            }
+            _ if self.dtype() != b.dtype() => {
+                return Err(Error::DTypeMismatch { op: OP, lhs: self.dtype(), rhs: b.dtype() })
+            }
+            _ => return Err(unsupported(OP, self.dtype())),
+        })
+    }
+
     fn lu_solve(
         &self,
         l: &Layout,
