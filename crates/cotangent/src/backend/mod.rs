@@ -155,7 +155,8 @@ pub(crate) trait BackendStorage: Sized {
     /// [`BackendStorage::lu_factor`] of square `self: (*, n, n)` (layout `l`) and
     /// [`BackendStorage::lu_solve`] with those factors of `b: (*, n, k)` (the same batch
     /// dims), in one fused pass where the backend has one for these shapes; `None`
-    /// otherwise.
+    /// otherwise. The factors are kept in the backend's own packing, for
+    /// [`BackendStorage::lu_solve_saved`].
     fn lu_factor_solve(
         &self,
         l: &Layout,
@@ -163,6 +164,18 @@ pub(crate) trait BackendStorage: Sized {
         bl: &Layout,
         adjoint: bool,
     ) -> Result<Option<LuSolved<Self>>>;
+
+    /// [`BackendStorage::lu_solve`] with the factors of order `n` that
+    /// [`BackendStorage::lu_factor_solve`] returned (`self`: its `factors`, `perms`: its
+    /// `perms`), for `b: (*, n, k)` with the factorised batch's dims. Column-major result.
+    fn lu_solve_saved(
+        &self,
+        perms: &Self,
+        n: usize,
+        b: &Self,
+        bl: &Layout,
+        adjoint: bool,
+    ) -> Result<(Self, Layout)>;
 
     /// Solves `A X = B` (`Aᵀ X = B` if `adjoint`) with `A = P L U` given by packed factors
     /// `self: (*, n, n)` and contiguous `I64` interchanges `piv` (`(*, n)`, in `1..=n`);
@@ -301,15 +314,15 @@ pub(crate) struct LuDet<S, I = S> {
     pub(crate) loose: Vec<bool>,
 }
 
-/// The result of [`BackendStorage::lu_factor_solve`]: the packed factors, interchanges and
-/// `info` as [`BackendStorage::lu_factor`] returns them, and the solutions with their
-/// layout as [`BackendStorage::lu_solve`] does. (`I`: the integer buffers' type, the
-/// storage's by default.)
+/// The result of [`BackendStorage::lu_factor_solve`]: the factors and their
+/// interchanges in the backend's packing (only [`BackendStorage::lu_solve_saved`] reads
+/// them), `info` as [`BackendStorage::lu_factor`] returns it, and the solutions with
+/// their layout as [`BackendStorage::lu_solve`] does. (`I`: the integer buffers' type,
+/// the storage's by default.)
 #[derive(Debug)]
 pub(crate) struct LuSolved<S, I = S> {
-    pub(crate) lu: S,
-    pub(crate) layout: Layout,
-    pub(crate) piv: I,
+    pub(crate) factors: S,
+    pub(crate) perms: I,
     pub(crate) info: I,
     pub(crate) x: S,
     pub(crate) x_layout: Layout,

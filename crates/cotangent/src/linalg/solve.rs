@@ -43,11 +43,40 @@ fn is_vector_rhs(a: &Tensor, b: &Tensor) -> bool {
     b.rank() == 1 || (b.rank() + 1 == a.rank() && b.dims() == &a.dims()[..a.rank() - 1])
 }
 
+/// The factors of `Aᵀ` a [`SolveOp`] saves for its backward.
+#[derive(Debug)]
+enum Factors {
+    /// Packed LU (broadcast to the solve's batch) and its pivots.
+    Packed { lu_t: Tensor, pivots: Tensor },
+    /// As the backend's fused factorisation and solve keeps them (1-d tensors holding
+    /// its packing), of order `n`.
+    Saved { factors: Tensor, perms: Tensor, n: usize },
+}
+
+impl Factors {
+    /// `X` with `A X = B` for `b: (*, n, k)` of the solve's batch (`Aᵀ X = B` if
+    /// `adjoint`).
+    fn solve(&self, b: &Tensor, adjoint: bool) -> Result<Tensor> {
+        match self {
+            // (the factors are of Aᵀ: A's solve is their adjoint one)
+            Factors::Packed { lu_t, pivots } => lu_solve_raw(lu_t, pivots, b, !adjoint),
+            Factors::Saved { factors, perms, n } => {
+                let (s, l) = factors.storage().cpu().lu_solve_saved(
+                    perms.storage().cpu(),
+                    *n,
+                    b.storage().cpu(),
+                    b.layout(),
+                    !adjoint,
+                )?;
+                Ok(from_kernel(s, l))
+            }
+        }
+    }
+}
+
 #[derive(Debug)]
 struct SolveOp {
-    /// Packed LU of `Aᵀ` (broadcast to the solve's batch) and its pivots.
-    lu_t: Tensor,
-    pivots: Tensor,
+    factors: Factors,
     side: Side,
 }
 
@@ -67,8 +96,8 @@ impl Op for SolveOp {
             solve(&cx.input(0).mT()?, g, self.side)?
         } else {
             match self.side {
-                Side::Left => lu_solve_raw(&self.lu_t, &self.pivots, g, false)?,
-                Side::Right => lu_solve_raw(&self.lu_t, &self.pivots, &g.mT()?, true)?.mT()?,
+                Side::Left => self.factors.solve(g, true)?,
+                Side::Right => self.factors.solve(&g.mT()?, false)?.mT()?,
             }
         };
         let ga = if cx.needs_input_grad(0) {
@@ -142,11 +171,14 @@ fn solve_impl(
             if check {
                 check_info(op, &info)?;
             }
-            let lu_t = from_kernel(r.lu, r.layout);
-            let pivots = from_kernel(r.piv, Layout::contiguous(Shape::new([batch, &[n]].concat())));
+            let saved = |s: crate::backend::CpuStorage| {
+                let len = s.len();
+                from_kernel(s, Layout::contiguous(Shape::new(vec![len])))
+            };
+            let factors = Factors::Saved { factors: saved(r.factors), perms: saved(r.perms), n };
             let x = from_kernel(r.x, r.x_layout);
             let x = if side == Side::Left { x } else { x.mT()? };
-            let x = record1(SolveOp { lu_t, pivots, side }, &[&a2, &b2], x, true);
+            let x = record1(SolveOp { factors, side }, &[&a2, &b2], x, true);
             let result = if vector { x.squeeze_dim(-1)? } else { x };
             return Ok(SolveEx { result, info });
         }
@@ -162,7 +194,8 @@ fn solve_impl(
         Side::Left => lu_solve_raw(&lu_t, &pivots, &b2, true)?,
         Side::Right => lu_solve_raw(&lu_t, &pivots, &b2.mT()?, false)?.mT()?,
     };
-    let x = record1(SolveOp { lu_t, pivots, side }, &[&a2, &b2], x, true);
+    let x =
+        record1(SolveOp { factors: Factors::Packed { lu_t, pivots }, side }, &[&a2, &b2], x, true);
     let result = if vector { x.squeeze_dim(-1)? } else { x };
     Ok(SolveEx { result, info })
 }

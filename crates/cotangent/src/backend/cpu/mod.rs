@@ -1101,6 +1101,32 @@ impl BackendStorage for CpuStorage {
         })
     }
 
+    fn lu_solve_saved(
+        &self,
+        perms: &CpuStorage,
+        n: usize,
+        b: &CpuStorage,
+        bl: &Layout,
+        adjoint: bool,
+    ) -> Result<(CpuStorage, Layout)> {
+        const OP: &str = "linalg.solve";
+        let CpuStorage::I64(p) = perms else { return Err(unsupported(OP, perms.dtype())) };
+        Ok(match (self, b) {
+            (CpuStorage::F32(f), CpuStorage::F32(b)) => {
+                let (x, xl) = linalg::lu::lu_solve_saved(f, p, n, b, bl, adjoint);
+                (CpuStorage::F32(x), xl)
+            }
+            (CpuStorage::F64(f), CpuStorage::F64(b)) => {
+                let (x, xl) = linalg::lu::lu_solve_saved(f, p, n, b, bl, adjoint);
+                (CpuStorage::F64(x), xl)
+            }
+            _ if self.dtype() != b.dtype() => {
+                return Err(Error::DTypeMismatch { op: OP, lhs: self.dtype(), rhs: b.dtype() })
+            }
+            _ => return Err(unsupported(OP, self.dtype())),
+        })
+    }
+
     fn lu_solve(
         &self,
         l: &Layout,

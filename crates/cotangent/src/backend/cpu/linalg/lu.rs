@@ -638,9 +638,8 @@ impl<T> crate::backend::LuSolved<Vec<T>, Vec<i64>> {
     ) -> crate::backend::LuSolved<crate::backend::CpuStorage> {
         use crate::backend::CpuStorage;
         crate::backend::LuSolved {
-            lu: f(self.lu),
-            layout: self.layout,
-            piv: CpuStorage::I64(self.piv),
+            factors: f(self.factors),
+            perms: CpuStorage::I64(self.perms),
             info: CpuStorage::I64(self.info),
             x: f(self.x),
             x_layout: self.x_layout,
@@ -1021,12 +1020,17 @@ fn solve_lanes<T: LinalgElem>(
 #[inline(always)]
 fn lane_perms(piv: &[i64], first: usize, n: usize) -> [u64; LANES] {
     debug_assert!(n <= 16);
+    let mut offs = [0; LANES];
+    for (w, o) in offs.iter_mut().enumerate() {
+        *o = (first + w) * n;
+    }
+    let rows = lane_slices(piv, &offs, n);
     let mut x = [0xFEDC_BA98_7654_3210u64; LANES];
     for j in 0..n {
         let sj = 4 * j as u64;
         let mut sq = [0u64; LANES];
         for w in 0..LANES {
-            sq[w] = 4 * (piv[(first + w) * n + j] - 1) as u64;
+            sq[w] = 4 * (rows[w][j] - 1) as u64;
         }
         for w in 0..LANES {
             // fields j and q exchanged: both xor-ed with their difference (none if q = j)
@@ -1060,19 +1064,20 @@ fn solve_lanes_n<T: LinalgElem>(
     let (ba, lu) = sys.lu;
     let lub = &mut lub[..n * n];
     load_lanes(lub, lu, &lane_offsets(ba, sys.first), (ba.rs, ba.cs), n, n);
-    solve_from_lanes(lub, sys.piv, sys.first, sys.b, dst, xb, n, k, adjoint);
+    let perm = lane_perms(sys.piv, sys.first, n);
+    solve_from_lanes(lub, &perm, sys.first, sys.b, dst, xb, n, k, adjoint);
 }
 
-/// [`solve_lanes_n`] with the factors already in lanes (`lub`): the interchanges of
-/// systems `first..` in `piv`, their right-hand sides `b` (from matrix `first`) loaded
-/// into `xb`, the solutions stored into `dst` (`n x k` column-major each, as many
-/// systems as it holds).
+/// [`solve_lanes_n`] with the factors already in lanes (`lub`) and the row permutations
+/// of their interchanges in `perm` ([`lane_perms`]): the right-hand sides `b` of systems
+/// `first..` loaded into `xb`, the solutions stored into `dst` (`n x k` column-major
+/// each, as many systems as it holds).
 // lanes are indexed on purpose (the loops over them vectorise)
 #[allow(clippy::needless_range_loop, clippy::too_many_arguments)]
 #[inline(always)]
 fn solve_from_lanes<T: LinalgElem>(
     lub: &[[T; LANES]],
-    piv: &[i64],
+    perm: &[u64; LANES],
     first: usize,
     (bb, b): (&Batch, &[T]),
     dst: &mut [T],
@@ -1082,7 +1087,6 @@ fn solve_from_lanes<T: LinalgElem>(
     adjoint: bool,
 ) {
     let xb = &mut xb[..n * k];
-    let perm = lane_perms(piv, first, n);
     let ob = lane_offsets(bb, first);
     let (rs, cs) = (bb.rs, bb.cs);
     if adjoint || (rs == 0 && cs == 0) {
@@ -1875,14 +1879,16 @@ struct FactorSolveBufs<T> {
     x: Vec<[T; LANES]>,
 }
 
-/// The outputs of one lane group of [`lu_factor_solve`] (its first matrices: the rest of
-/// the group are repeats), with the group's inputs and buffers.
+/// The outputs of one lane group of [`lu_factor_solve`] (`info` and `x` of its first
+/// matrices: the rest of the group are repeats), with the group's inputs and buffers.
 struct FactorSolveGroup<'a, T> {
     a: (&'a Batch, &'a [T]),
     b: (&'a Batch, &'a [T]),
     bufs: &'a mut FactorSolveBufs<T>,
-    lu: &'a mut [T],
-    piv: &'a mut [i64],
+    /// The group's factors as they are in the lanes (`n * n * LANES`).
+    factors: &'a mut [T],
+    /// The group's [`lane_perms`] (`LANES`, the words' bits).
+    perms: &'a mut [i64],
     info: &'a mut [i64],
     x: &'a mut [T],
     k: usize,
@@ -1897,21 +1903,21 @@ fn factor_solve_lanes<T: LinalgElem>(g: FactorSolveGroup<'_, T>) {
         type Output = ();
         #[inline(always)]
         fn with_simd<S: pulp::Simd>(self, _: S) {
-            let FactorSolveGroup { a: (ba, a), b, bufs, lu, piv, info, x, k, adjoint } = self.0;
+            let FactorSolveGroup { a: (ba, a), b, bufs, factors, perms, info, x, k, adjoint } =
+                self.0;
             let n = if N > 0 { N } else { ba.n };
-            let size = n * n;
-            let factor = &mut bufs.factor[..size];
+            let factor = &mut bufs.factor[..n * n];
             factor_lanes_n(ba, a, 0, None, &mut bufs.piv, &mut bufs.info, factor, n, None);
-            // the factors out of the lanes (redone lanes included: factor_lanes_n leaves
-            // them in the lanes too)
-            for (w, d) in lu.chunks_exact_mut(size).enumerate() {
-                for (o, v) in d.iter_mut().zip(factor.iter()) {
-                    *o = v[w];
-                }
+            // (redone lanes included: factor_lanes_n leaves their factors in the lanes)
+            for (o, v) in factors.chunks_exact_mut(LANES).zip(factor.iter()) {
+                o.copy_from_slice(v);
             }
-            piv.copy_from_slice(&bufs.piv[..piv.len()]);
             info.copy_from_slice(&bufs.info[..info.len()]);
-            solve_from_lanes(factor, &bufs.piv, 0, b, x, &mut bufs.x, n, k, adjoint);
+            let perm = lane_perms(&bufs.piv, 0, n);
+            for (o, &p) in perms.iter_mut().zip(&perm) {
+                *o = p as i64;
+            }
+            solve_from_lanes(factor, &perm, 0, b, x, &mut bufs.x, n, k, adjoint);
         }
     }
     macro_rules! arms {
@@ -1925,14 +1931,34 @@ fn factor_solve_lanes<T: LinalgElem>(g: FactorSolveGroup<'_, T>) {
     arms!(1 2 3 4 5 6 8 16);
 }
 
+/// The offsets of the lane group of `b`'s matrices `first..first + count` into `lanes`
+/// (a [`Batch::listed`] of [`LANES`]), the last repeated past `count`.
+fn set_group(lanes: &mut Batch, b: &Batch, first: usize, count: usize) {
+    for w in 0..LANES {
+        lanes.set_offset(w, b.offset(first + w.min(count - 1)));
+    }
+}
+
+/// Matrices per task of a batch of `len` small systems of `work` each that run in lane
+/// groups with per-group outputs ([`lane_task_len`] when the batch is worth splitting,
+/// else the whole batch in one task), a multiple of [`LANES`]; and whether to split.
+fn lane_split(len: usize, work: usize) -> (usize, bool) {
+    if len * work >= 2 * TASK_WORK {
+        (lane_task_len(len, work), true)
+    } else {
+        (len.div_ceil(LANES) * LANES, false)
+    }
+}
+
 /// [`lu_factor`] of square `a: (*, n, n)` and [`lu_solve`] with those factors of
 /// `b: (*, n, k)` (the same batch dims) for batches (at least [`LANES`]) of small
 /// matrices (`n <=` `LANES_MAX`), in one pass: each lane group is factorised and solved
 /// while its factors are in lanes (the same factors and solutions as the two calls, with
 /// no second gathering of the factors). The last, partial group of a task is padded with
-/// repeats of its last matrix. `None` for other shapes. The factors are column-major
-/// `(*, n, n)`, the solutions column-major `(*, n, k)`.
-#[allow(clippy::type_complexity)]
+/// repeats of its last matrix. `None` for other shapes. The factors and interchanges are
+/// kept as the lanes hold them, for [`lu_solve_saved`]: `n * n * LANES` elements and
+/// [`LANES`] [`lane_perms`] words per group of [`LANES`] matrices; the solutions are
+/// column-major `(*, n, k)`.
 pub(crate) fn lu_factor_solve<T: LinalgElem>(
     a: &[T],
     al: &Layout,
@@ -1953,60 +1979,159 @@ pub(crate) fn lu_factor_solve<T: LinalgElem>(
     {
         return None;
     }
-    let (size, xsize) = (n * n, n * k);
-    let mut lu = super::super::pool::overwritten(len * size, T::ZERO);
-    let mut piv = super::super::pool::overwritten(len * n, 0i64);
+    let (size, xsize, groups) = (n * n, n * k, len.div_ceil(LANES));
+    let mut factors = super::super::pool::overwritten(groups * LANES * size, T::ZERO);
+    let mut perms = super::super::pool::overwritten(groups * LANES, 0i64);
     let mut info = vec![0i64; len];
     let mut x = super::super::pool::overwritten(len * xsize, T::ZERO);
-    let range = |start: usize, lo: &mut [T], po: &mut [i64], fo: &mut [i64], xo: &mut [T]| {
-        let mut bufs = FactorSolveBufs {
-            piv: vec![0; LANES * n],
-            info: [0; LANES],
-            factor: vec![[T::ZERO; LANES]; size],
-            x: vec![[T::ZERO; LANES]; xsize],
-        };
-        let count = fo.len();
-        let mut sa = Batch::listed(vec![0; LANES], n, n, ba.rs, ba.cs);
-        let mut sb = Batch::listed(vec![0; LANES], n, k, bb.rs, bb.cs);
-        for g in (0..count).step_by(LANES) {
-            let c = LANES.min(count - g);
-            for w in 0..LANES {
-                let i = start + g + w.min(c - 1);
-                sa.set_offset(w, ba.offset(i));
-                sb.set_offset(w, bb.offset(i));
+    let (per, split) = lane_split(len, size * n + size * k);
+    {
+        let (pf, pp) = (Parts::new(&mut factors, size * per), Parts::new(&mut perms, per));
+        let (pi, px) = (Parts::new(&mut info, per), Parts::new(&mut x, xsize * per));
+        let task = |t: usize| {
+            let (fo, po, io, xo) = (pf.take(t), pp.take(t), pi.take(t), px.take(t));
+            let mut bufs = FactorSolveBufs {
+                piv: vec![0; LANES * n],
+                info: [0; LANES],
+                factor: vec![[T::ZERO; LANES]; size],
+                x: vec![[T::ZERO; LANES]; xsize],
+            };
+            let (mut sa, mut sb) = (
+                Batch::listed(vec![0; LANES], n, n, ba.rs, ba.cs),
+                Batch::listed(vec![0; LANES], n, k, bb.rs, bb.cs),
+            );
+            let count = io.len();
+            for g in (0..count).step_by(LANES) {
+                let c = LANES.min(count - g);
+                set_group(&mut sa, &ba, t * per + g, c);
+                set_group(&mut sb, &bb, t * per + g, c);
+                factor_solve_lanes(FactorSolveGroup {
+                    a: (&sa, a),
+                    b: (&sb, b),
+                    bufs: &mut bufs,
+                    factors: &mut fo[g * size..(g + LANES) * size],
+                    perms: &mut po[g..g + LANES],
+                    info: &mut io[g..g + c],
+                    x: &mut xo[g * xsize..(g + c) * xsize],
+                    k,
+                    adjoint,
+                });
             }
-            factor_solve_lanes(FactorSolveGroup {
-                a: (&sa, a),
-                b: (&sb, b),
-                bufs: &mut bufs,
-                lu: &mut lo[g * size..(g + c) * size],
-                piv: &mut po[g * n..(g + c) * n],
-                info: &mut fo[g..g + c],
-                x: &mut xo[g * xsize..(g + c) * xsize],
-                k,
-                adjoint,
-            });
+        };
+        if split {
+            run_tasks(pi.len(), task);
+        } else {
+            task(0);
         }
-    };
-    let work = size * n + size * k;
-    if len * work >= 2 * TASK_WORK {
-        let per = lane_task_len(len, work);
-        let (plu, ppiv) = (Parts::new(&mut lu, size * per), Parts::new(&mut piv, n * per));
-        let (pinfo, px) = (Parts::new(&mut info, per), Parts::new(&mut x, xsize * per));
-        run_tasks(pinfo.len(), |t| {
-            range(t * per, plu.take(t), ppiv.take(t), pinfo.take(t), px.take(t));
-        });
-    } else {
-        range(0, &mut lu, &mut piv, &mut info, &mut x);
     }
     Some(crate::backend::LuSolved {
-        lu,
-        layout: colmajor_layout(&ba.dims, n, n),
-        piv,
+        factors,
+        perms,
         info,
         x,
         x_layout: colmajor_layout(&bb.dims, n, k),
     })
+}
+
+/// One lane group of [`lu_solve_saved`]: its saved factors and permutations, the
+/// right-hand sides, buffers, and the solutions of its first systems.
+struct SavedGroup<'a, T> {
+    factors: &'a [T],
+    perms: &'a [i64],
+    b: (&'a Batch, &'a [T]),
+    lub: &'a mut [[T; LANES]],
+    xb: &'a mut [[T; LANES]],
+    x: &'a mut [T],
+    n: usize,
+    k: usize,
+    adjoint: bool,
+}
+
+/// [`solve_from_lanes`] on one lane group of saved factors, with the order a constant
+/// where it is small.
+fn solve_saved_lanes<T: LinalgElem>(g: SavedGroup<'_, T>) {
+    struct Kernel<'a, T, const N: usize>(SavedGroup<'a, T>);
+    impl<T: LinalgElem, const N: usize> pulp::WithSimd for Kernel<'_, T, N> {
+        type Output = ();
+        #[inline(always)]
+        fn with_simd<S: pulp::Simd>(self, _: S) {
+            let SavedGroup { factors, perms, b, lub, xb, x, n, k, adjoint } = self.0;
+            let n = if N > 0 { N } else { n };
+            let lub = &mut lub[..n * n];
+            for (d, v) in lub.iter_mut().zip(factors.chunks_exact(LANES)) {
+                d.copy_from_slice(v);
+            }
+            let mut perm = [0u64; LANES];
+            for (p, &v) in perm.iter_mut().zip(perms) {
+                *p = v as u64;
+            }
+            solve_from_lanes(lub, &perm, 0, b, x, xb, n, k, adjoint);
+        }
+    }
+    macro_rules! arms {
+        ($($n:literal)*) => {
+            match g.n {
+                $($n => pulp::Arch::new().dispatch(Kernel::<T, $n>(g)),)*
+                _ => pulp::Arch::new().dispatch(Kernel::<T, 0>(g)),
+            }
+        };
+    }
+    arms!(1 2 3 4 5 6 8 16);
+}
+
+/// [`lu_solve`] with the factors of order `n` that [`lu_factor_solve`] saved (`factors`
+/// and `perms` as it returned them) for `b: (*, n, k)` with the factorised batch's
+/// dims: `A X = B` (`Aᵀ X = B` if `adjoint`), lane group by lane group, the factors
+/// copied as they are instead of gathered. The result is column-major.
+pub(crate) fn lu_solve_saved<T: LinalgElem>(
+    factors: &[T],
+    perms: &[i64],
+    n: usize,
+    b: &[T],
+    bl: &Layout,
+    adjoint: bool,
+) -> (Vec<T>, Layout) {
+    let bb = Batch::of(bl);
+    let (k, len) = (bb.n, bb.len());
+    let (size, xsize) = (n * n, n * k);
+    debug_assert_eq!(perms.len(), len.div_ceil(LANES) * LANES);
+    let layout = colmajor_layout(&bb.dims, n, k);
+    let mut x = super::super::pool::overwritten(len * xsize, T::ZERO);
+    if xsize == 0 {
+        return (x, layout);
+    }
+    let (per, split) = lane_split(len, size * k);
+    {
+        let px = Parts::new(&mut x, xsize * per);
+        let task = |t: usize| {
+            let xo = px.take(t);
+            let mut lub = vec![[T::ZERO; LANES]; size];
+            let mut xb = vec![[T::ZERO; LANES]; xsize];
+            let mut sb = Batch::listed(vec![0; LANES], n, k, bb.rs, bb.cs);
+            let count = xo.len() / xsize;
+            for g in (0..count).step_by(LANES) {
+                let (first, c) = (t * per + g, LANES.min(count - g));
+                set_group(&mut sb, &bb, first, c);
+                solve_saved_lanes(SavedGroup {
+                    factors: &factors[first * size..(first + LANES) * size],
+                    perms: &perms[first..first + LANES],
+                    b: (&sb, b),
+                    lub: &mut lub,
+                    xb: &mut xb,
+                    x: &mut xo[g * xsize..(g + c) * xsize],
+                    n,
+                    k,
+                    adjoint,
+                });
+            }
+        };
+        if split {
+            run_tasks(px.len(), task);
+        } else {
+            task(0);
+        }
+    }
+    (x, layout)
 }
 
 /// Scratch of [`lu_inv`]: one lane group's interchanges and `info`, its factors in lanes,
