@@ -734,18 +734,19 @@ fn agree(what: &str, got: &[f64], want: &[f64], tol: f64) {
     }
 }
 
-/// The first-order backward of a left solve on a batch of small systems (the adjoint
-/// solve with the saved factors runs in the lane kernel, which permutes the cotangent's
-/// rows as it loads them): the same gradients as one system at a time, for every size
-/// the lanes take and beyond, vector, matrix and broadcast right-hand sides and
-/// cotangents, a broadcast `A`, strided input, a singular and a NaN matrix among regular
-/// ones, batches not a multiple of the lane count; close to the recorded backward's; and
-/// the same bits on 1 and 3 threads.
+/// The first-order backward of a solve on a batch of small systems (a solve with the
+/// factors the fused forward saved as its lanes held them, in the lane kernel, which
+/// permutes the cotangent's rows as it loads them): the same gradients as one system at
+/// a time (a batch of one has no lane group: its factors are packed), on the left for
+/// every size the lanes take and beyond, vector, matrix and broadcast right-hand sides
+/// and cotangents, a broadcast `A`, strided input, a singular and a NaN matrix among
+/// regular ones, batches not a multiple of the lane count, and on the right; close to
+/// the recorded backward's; and the same bits on 1 and 3 threads.
 #[test]
 fn batched_solve_gradients_match_one_at_a_time() {
-    let grads = |a: &Tensor, b: &Tensor, w: Option<&Tensor>, create_graph: bool| {
+    let grads_on = |side: Side, a: &Tensor, b: &Tensor, w: Option<&Tensor>, create_graph: bool| {
         let (a, b) = (rg(a.clone()), rg(b.clone()));
-        let x = solve_ex(&a, &b, Side::Left).unwrap().result;
+        let x = solve_ex(&a, &b, side).unwrap().result;
         let loss = match w {
             Some(w) => x.mul(w).unwrap().sum().unwrap(),
             None => x.sum().unwrap(),
@@ -754,6 +755,29 @@ fn batched_solve_gradients_match_one_at_a_time() {
         let g = grad(&[&loss], &[None], &[&a, &b], opts).unwrap();
         g.into_iter().map(|t| t.unwrap().detach()).collect::<Vec<_>>()
     };
+    let grads = |a: &Tensor, b: &Tensor, w: Option<&Tensor>, create_graph: bool| {
+        grads_on(Side::Left, a, b, w, create_graph)
+    };
+    // the right side's backward (an adjoint solve with the saved factors of Aᵀ), on
+    // batches with a partial last lane group and a singular and a NaN matrix
+    for n in [1usize, 4, 5, 16] {
+        let batch = 13;
+        let mut v = well_conditioned(&[batch, n, n], 120 + n as u64).to_vec_f64();
+        v[3 * n * n..4 * n * n].fill(0.0);
+        v[6 * n * n + n * n / 2] = f64::NAN;
+        let a = Tensor::from_vec(v, vec![batch, n, n]).unwrap();
+        let b = randn(&[batch, 2, n], 121);
+        let w = randn(&[batch, 2, n], 122);
+        let all = grads_on(Side::Right, &a, &b, Some(&w), false);
+        for i in 0..batch {
+            let pick = |t: &Tensor| t.narrow(0, i, 1).unwrap();
+            let one = grads_on(Side::Right, &pick(&a), &pick(&b), Some(&pick(&w)), false);
+            for (what, (x, y)) in ["gA", "gB"].iter().zip(all.iter().zip(&one)) {
+                let what = format!("right n {n} system {i} {what}");
+                agree(&what, &pick(x).to_vec_f64(), &y.to_vec_f64(), 1e-13);
+            }
+        }
+    }
     for n in [1usize, 2, 3, 4, 5, 8, 16, 17] {
         for batch in [8usize, 21] {
             let mut v = well_conditioned(&[batch, n, n], 100 + n as u64).to_vec_f64();
