@@ -568,7 +568,7 @@ fn logabs_of(prod: f64, diag: impl Iterator<Item = f64>) -> f64 {
 /// comparisons (which vectorise).
 #[inline(always)]
 fn is_normal(x: f64) -> bool {
-    x >= f64::MIN_POSITIVE && x < f64::INFINITY
+    (f64::MIN_POSITIVE..f64::INFINITY).contains(&x)
 }
 
 /// `ln x` for a positive normal `x` (any other input gives a meaningless value), within
@@ -581,16 +581,18 @@ fn is_normal(x: f64) -> bool {
 /// and `k ln 2` in two parts (`ln2_hi` has trailing zero bits, so `k ln2_hi` is exact).
 #[inline(always)]
 fn ln_normal(x: f64) -> f64 {
-    const LN2_HI: f64 = 6.931_471_803_691_238_164_90e-1;
-    const LN2_LO: f64 = 1.908_214_929_270_587_700_02e-10;
+    // (the shortest decimals of fdlibm's bit patterns: ln2_hi 0x3FE62E42FEE00000,
+    // ln2_lo 0x3DEA39EF35793C76, Lg1..7 0x3FE5555555555593 … 0x3FC2F112DF3E5244)
+    const LN2_HI: f64 = 0.693_147_180_369_123_8;
+    const LN2_LO: f64 = 1.908_214_929_270_587_7e-10;
     const LG: [f64; 7] = [
-        6.666_666_666_666_735_130e-1,
-        3.999_999_999_940_941_908e-1,
-        2.857_142_874_366_239_149e-1,
-        2.222_219_843_214_978_396e-1,
-        1.818_357_216_161_805_012e-1,
-        1.531_383_769_920_937_332e-1,
-        1.479_819_860_511_658_591e-1,
+        0.666_666_666_666_673_5,
+        0.399_999_999_994_094_2,
+        0.285_714_287_436_623_9,
+        0.222_221_984_321_497_84,
+        0.181_835_721_616_180_5,
+        0.153_138_376_992_093_73,
+        0.147_981_986_051_165_86,
     ];
     const MANTISSA: u64 = (1 << 52) - 1;
     const ONE: u64 = 0x3FF0_0000_0000_0000;
