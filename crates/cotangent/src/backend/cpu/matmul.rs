@@ -70,10 +70,19 @@ fn small<T: GemmElem>(
     n: usize,
 ) {
     if bm.cs == 1 {
-        // C[i, :] += A[i, p] · B[p, :]
+        // C[i, :] += A[i, p] · B[p, :], the first term added to 0 as it is written (the
+        // same sums as from a zeroed row, without a memset call per row: an outer
+        // product's rows are short)
         for (i, crow) in out.chunks_exact_mut(n).enumerate().take(m) {
-            crow.fill(T::ZERO);
-            for p in 0..k {
+            if k > 0 {
+                let aip = a[am.off + i * am.rs];
+                for (c, &bv) in crow.iter_mut().zip(&b[bm.off..bm.off + n]) {
+                    *c = T::ZERO + aip * bv;
+                }
+            } else {
+                crow.fill(T::ZERO);
+            }
+            for p in 1..k {
                 let aip = a[am.off + i * am.rs + p * am.cs];
                 let start = bm.off + p * bm.rs;
                 for (c, &bv) in crow.iter_mut().zip(&b[start..start + n]) {
