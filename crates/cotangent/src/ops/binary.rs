@@ -41,15 +41,28 @@ fn prepare<'a>(
 
 fn apply<K: BinaryKernel + Op>(k: K, a: &Tensor, b: &Tensor, save_out: bool) -> Result<Tensor> {
     let (a, b) = prepare(K::NAME, a, b)?;
+    let out = compute(k, &a, &b)?;
+    Ok(record1(k, &[a.as_ref(), b.as_ref()], out, save_out))
+}
+
+/// The kernel on operands already promoted and broadcast to one dtype and shape.
+fn compute<K: BinaryKernel>(k: K, a: &Tensor, b: &Tensor) -> Result<Tensor> {
     if !a.dtype().is_floating_point() {
         return Err(Error::UnsupportedDType { op: K::NAME, dtype: a.dtype() });
     }
     let (sa, sb) = (a.storage().cpu(), b.storage().cpu());
-    let out = match dense_pair(a.layout(), b.layout()) {
+    Ok(match dense_pair(a.layout(), b.layout()) {
         Some((fa, fb, kept)) => Tensor::from_cpu_layout(sa.binary(&fa, sb, &fb, k)?, kept),
         None => Tensor::from_cpu(sa.binary(a.layout(), sb, b.layout(), k)?, a.shape().clone()),
-    };
-    Ok(record1(k, &[a.as_ref(), b.as_ref()], out, save_out))
+    })
+}
+
+/// `k(a, b)` elementwise with the broadcasting and promotion of the ops here, not
+/// recorded: one pass for a first-order backward that would otherwise take several
+/// recorded ops (e.g. `g · 2x` for `square`).
+pub(crate) fn unrecorded<K: BinaryKernel>(k: K, a: &Tensor, b: &Tensor) -> Result<Tensor> {
+    let (a, b) = prepare(K::NAME, a, b)?;
+    compute(k, &a, &b)
 }
 
 /// Operands (of one shape) that can run as flat blocks with the output in their own order:
