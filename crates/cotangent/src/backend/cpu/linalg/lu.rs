@@ -6,6 +6,13 @@
 //! permutation is converted back to LAPACK's interchange sequence. faer divides by a zero
 //! pivot (filling the rest with NaN) where LAPACK skips the column, so a factorisation
 //! that meets an exactly zero pivot is redone by the unblocked loop, which matches LAPACK.
+//!
+//! Batches of small square matrices (`n <=` `LANES_MAX`, at least [`LANES`] of them) run
+//! [`LANES`] at a time, one matrix per SIMD lane ([`factor_lanes`], [`solve_lanes`],
+//! [`middle_lanes`]), with the operations of the one-matrix loops in their order. Where
+//! the factors only feed a following step, fused passes keep them in the lanes:
+//! [`lu_inv`] (factorise and invert) and [`lu_factor_solve`] (factorise and solve, the
+//! factors saved in lane order for the solve's backward, [`lu_solve_saved`]).
 
 use faer::dyn_stack::{MemBuffer, MemStack};
 use faer::linalg::lu::partial_pivoting::factor as pp;
