@@ -2254,9 +2254,7 @@ pub(crate) fn lu_inv<T: LinalgElem>(a: &[T], al: &Layout) -> Option<(Vec<T>, Lay
         let mut src = Batch::listed(vec![0; LANES], n, n, ba.rs, ba.cs);
         for g in (0..count).step_by(LANES) {
             let k = LANES.min(count - g);
-            for w in 0..LANES {
-                src.set_offset(w, ba.offset(start + g + w.min(k - 1)));
-            }
+            set_group(&mut src, &ba, start + g, k);
             // (middle_lanes writes the first k lanes only)
             group(&mut b, &src, &mut o[g * size..(g + k) * size], &mut f[g..g + k]);
         }
