@@ -219,8 +219,9 @@ pub(crate) const TASK_WORK: usize = 1 << 15;
 /// Runs `one(i, dst, tmp, par)` for each matrix `i` of a batch whose results are `size`
 /// elements each in `out`. Matrices that are `big` run one after the other, each allowed
 /// faer's parallelism (`par`); small ones, when there are enough of them (`work` per
-/// matrix), are split across rayon tasks and run sequentially inside. `tmp` is scratch
-/// reused within a task.
+/// matrix), are split across rayon tasks (about [`TASK_WORK`] each, and at least a
+/// sixteenth of the batch) and run sequentially inside. `tmp` is scratch reused within a
+/// task.
 pub(crate) fn for_each_matrix<T: Send, F>(
     out: &mut [T],
     size: usize,
@@ -236,7 +237,10 @@ pub(crate) fn for_each_matrix<T: Send, F>(
     let len = out.len() / size;
     let work = work.max(1);
     if len > 1 && !big && len * work >= 2 * TASK_WORK {
-        let per_task = (TASK_WORK / work).max(1);
+        // at least a sixteenth of the batch per task: each task makes its own scratch, and
+        // one matrix per task (work above TASK_WORK) zeroed a fresh scratch for every
+        // matrix (18 KiB per 16 x 16 SVD backward, a third of its instructions)
+        let per_task = (TASK_WORK / work).max(len / 16).max(1);
         super::par::for_each_chunk(out, size * per_task, |t, chunk| {
             let mut tmp = Vec::new();
             for (j, dst) in chunk.chunks_exact_mut(size).enumerate() {
