@@ -1,0 +1,56 @@
+#!/usr/bin/env python3
+"""Ratio table of alternating runs written by scripts/bench_paired.sh.
+
+    python3 scripts/bench_paired_table.py DIR [DIR ...]
+
+Each DIR (a window) holds c_<round>.json (cotangent-bench) and t_<round>.json
+(torch_linalg.py). Prints, for each f64 fwd+bwd batched row, cotangent / PyTorch per
+window (medians of the window's runs), then both libraries' medians over all runs and
+their ratio (below 1: cotangent is faster). Standard library only.
+"""
+import glob
+import json
+import os
+import statistics
+import sys
+
+
+def load(path):
+    with open(path) as fh:
+        doc = json.load(fh)
+    return {(r["op"], r["shape"]): r["median"] for r in doc["results"]
+            if "median" in r and r.get("mode") == "fwdbwd" and r["dtype"] == "float64"
+            and "x" in r["shape"]}
+
+
+def fmt(s):
+    return f"{s * 1e6:.1f}us" if s < 1e-3 else f"{s * 1e3:.2f}ms"
+
+
+def main():
+    dirs = sys.argv[1:]
+    rows = {}
+    for w, d in enumerate(dirs):
+        for side in "ct":
+            for path in sorted(glob.glob(os.path.join(d, f"{side}_*.json"))):
+                for k, v in load(path).items():
+                    rows.setdefault(k, {}).setdefault((w, side), []).append(v)
+    wins = " | ".join(f"window {w + 1}" for w in range(len(dirs)))
+    print(f"| op | shape | {wins} | cotangent | PyTorch | cotangent / PyTorch |")
+    print("|---|---|" + "---|" * (len(dirs) + 3))
+    for k in sorted(rows):
+        r = rows[k]
+        cells, ours, theirs = [], [], []
+        for w in range(len(dirs)):
+            c, t = r.get((w, "c"), []), r.get((w, "t"), [])
+            ours += c
+            theirs += t
+            cells.append(f"{statistics.median(c) / statistics.median(t):.2f}" if c and t else "-")
+        if ours and theirs:
+            mc, mt = statistics.median(ours), statistics.median(theirs)
+            print(f"| {k[0]} | {k[1]} | " + " | ".join(cells)
+                  + f" | {fmt(mc)} | {fmt(mt)} | {mc / mt:.2f} |")
+
+
+if __name__ == "__main__":
+    main()
