@@ -441,13 +441,19 @@ fn qr_lanes_n<T: QrElem>(
     qb: &mut [[T; LANES]],
     n: usize,
 ) -> [bool; LANES] {
-    for l in 0..LANES {
-        let off = ba.offset(first + l);
-        if ba.cs == 1 && ba.rs == n {
-            for (x, &y) in w.iter_mut().zip(&a[off..off + n * n]) {
-                x[l] = y;
-            }
-        } else {
+    if ba.cs == 1 && ba.rs == n {
+        // each entry's lanes written whole (see `load_lanes`)
+        let nn = n * n;
+        let src: [&[T]; LANES] = std::array::from_fn(|l| {
+            let off = ba.offset(first + l);
+            &a[off..off + nn]
+        });
+        for (k, x) in w[..nn].iter_mut().enumerate() {
+            *x = std::array::from_fn(|l| src[l][k]);
+        }
+    } else {
+        for l in 0..LANES {
+            let off = ba.offset(first + l);
             for i in 0..n {
                 for c in 0..n {
                     w[i * n + c][l] = a[off + i * ba.rs + c * ba.cs];
@@ -739,12 +745,16 @@ fn load_lanes<T: QrElem>(
     match x {
         None => dst.iter_mut().for_each(|v| *v = [T::ZERO; LANES]),
         Some((d, b)) if b.cs == 1 && b.rs == n => {
-            // contiguous row-major (the forward's results): each matrix one block
-            for l in 0..LANES {
+            // contiguous row-major (the forward's results): each matrix one block, read
+            // as LANES sequential streams, each entry's lanes written whole (one cache
+            // line), not lane by lane (a scattered store per entry)
+            let nn = n * n;
+            let src: [&[T]; LANES] = std::array::from_fn(|l| {
                 let off = b.offset(idx[l]);
-                for (v, &x) in dst.iter_mut().zip(&d[off..off + n * n]) {
-                    v[l] = x;
-                }
+                &d[off..off + nn]
+            });
+            for (k, v) in dst[..nn].iter_mut().enumerate() {
+                *v = std::array::from_fn(|l| src[l][k]);
             }
         }
         Some((d, b)) => {
