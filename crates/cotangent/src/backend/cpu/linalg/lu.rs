@@ -123,7 +123,11 @@ fn lane_offsets(b: &Batch, first: usize) -> [usize; LANES] {
 
 /// The `len` elements at each of `offs` in `a`, one slice per lane.
 #[inline(always)]
-fn lane_slices<'a, T>(a: &'a [T], offs: &[usize; LANES], len: usize) -> [&'a [T]; LANES] {
+pub(crate) fn lane_slices<'a, T>(
+    a: &'a [T],
+    offs: &[usize; LANES],
+    len: usize,
+) -> [&'a [T]; LANES] {
     let mut s: [&[T]; LANES] = [&[]; LANES];
     for (x, &o) in s.iter_mut().zip(offs) {
         *x = &a[o..o + len];
