@@ -145,13 +145,101 @@ fn gather<T: LinalgElem>(at: impl Fn(usize) -> T) -> [T; LANES] {
     v
 }
 
+/// Moves between [`LANES`] consecutive blocks (one matrix each, `size` elements) and
+/// lanes (`size` arrays of [`LANES`], lane `w` matrix `w`) by 4 x 4 transposes of vector
+/// registers, where the element type and the instruction set allow it: `f64` with 4-wide
+/// vectors (AVX2). LLVM leaves the same moves written as loops element by element (one
+/// scalar load and store per element); they were a fifth of a batched 4 x 4 LU's time.
+/// Each returns `false`, having written nothing, where it does not apply (the caller
+/// then moves the elements one by one: the same values).
+pub(crate) trait LaneMoves: Copy {
+    /// `dst[w * size + o] = x[src(o)][w]` for every lane `w` and `o < size`
+    /// (`dst.len() == LANES * size`, `size % 4 == 0`, `src(o) < x.len()`).
+    #[inline(always)]
+    fn blocks_from_lanes<S: pulp::Simd>(
+        _simd: S,
+        _x: &[[Self; LANES]],
+        _src: impl Fn(usize) -> usize,
+        _dst: &mut [Self],
+    ) -> bool {
+        false
+    }
+
+    /// `x[e][w] = src[w * size + e]` for every lane `w` and `e < size = x.len()`
+    /// (`src.len() == LANES * size`, `size % 4 == 0`).
+    #[inline(always)]
+    fn lanes_from_blocks<S: pulp::Simd>(_simd: S, _src: &[Self], _x: &mut [[Self; LANES]]) -> bool {
+        false
+    }
+}
+
+impl LaneMoves for f32 {}
+
+impl LaneMoves for f64 {
+    #[inline(always)]
+    fn blocks_from_lanes<S: pulp::Simd>(
+        simd: S,
+        x: &[[f64; LANES]],
+        src: impl Fn(usize) -> usize,
+        dst: &mut [f64],
+    ) -> bool {
+        let size = dst.len() / LANES;
+        if core::mem::size_of::<S::f64s>() != 32 || size % 4 != 0 || dst.len() != LANES * size {
+            return false;
+        }
+        // registers: lanes 0..4 and 4..8 of x[e] are 2e and 2e + 1; entries 4c..4c + 4 of
+        // block w are w * q + c
+        let q = size / 4;
+        let (xs, _) = S::as_simd_f64s(x.as_flattened());
+        let (ds, _) = S::as_mut_simd_f64s(dst);
+        for c in 0..q {
+            let e = [src(4 * c), src(4 * c + 1), src(4 * c + 2), src(4 * c + 3)];
+            for h in 0..2 {
+                let r = [xs[2 * e[0] + h], xs[2 * e[1] + h], xs[2 * e[2] + h], xs[2 * e[3] + h]];
+                let t: [S::f64s; 4] = simd.deinterleave_shfl_f64s(r);
+                for (i, v) in t.into_iter().enumerate() {
+                    ds[(4 * h + i) * q + c] = v;
+                }
+            }
+        }
+        true
+    }
+
+    #[inline(always)]
+    fn lanes_from_blocks<S: pulp::Simd>(simd: S, src: &[f64], x: &mut [[f64; LANES]]) -> bool {
+        let size = x.len();
+        if core::mem::size_of::<S::f64s>() != 32 || size % 4 != 0 || src.len() != LANES * size {
+            return false;
+        }
+        let q = size / 4;
+        let (ss, _) = S::as_simd_f64s(src);
+        let (xs, _) = S::as_mut_simd_f64s(x.as_flattened_mut());
+        for c in 0..q {
+            for h in 0..2 {
+                let r = [
+                    ss[4 * h * q + c],
+                    ss[(4 * h + 1) * q + c],
+                    ss[(4 * h + 2) * q + c],
+                    ss[(4 * h + 3) * q + c],
+                ];
+                let t: [S::f64s; 4] = simd.deinterleave_shfl_f64s(r);
+                for (j, v) in t.into_iter().enumerate() {
+                    xs[2 * (4 * c + j) + h] = v;
+                }
+            }
+        }
+        true
+    }
+}
+
 /// Copies the `m x n` matrices at `offs` of `a` (strides `(rs, cs)`), matrix `w` into
 /// lane `w` of `buf` (column-major). Each element's lanes are gathered and stored as one
 /// array (the kernel's vector loads then forward from whole stores, not from [`LANES`]
 /// scalar ones); contiguous matrices (either order) by loops with no stride arithmetic,
 /// which unroll when the sizes are constants.
 #[inline(always)]
-fn load_lanes<T: LinalgElem>(
+fn load_lanes<T: LinalgElem, S: pulp::Simd>(
+    simd: S,
     buf: &mut [[T; LANES]],
     a: &[T],
     offs: &[usize; LANES],
@@ -169,8 +257,10 @@ fn load_lanes<T: LinalgElem>(
         // consecutive matrices (a contiguous batch): one block, each element at a fixed
         // distance from its start (no per-lane pointers)
         let src = &a[offs[0]..offs[0] + LANES * size];
-        for (e, v) in buf.iter_mut().enumerate() {
-            *v = gather(|w| src[w * size + e]);
+        if !T::lanes_from_blocks(simd, src, buf) {
+            for (e, v) in buf.iter_mut().enumerate() {
+                *v = gather(|w| src[w * size + e]);
+            }
         }
     } else if rs == 1 && (cs == m || n == 1) {
         let src = lane_slices(a, offs, size);
@@ -223,10 +313,10 @@ fn factor_lanes<T: LinalgElem>(
     impl<T: LinalgElem, const N: usize> pulp::WithSimd for Kernel<'_, T, N> {
         type Output = ();
         #[inline(always)]
-        fn with_simd<S: pulp::Simd>(self, _: S) {
+        fn with_simd<S: pulp::Simd>(self, simd: S) {
             let Kernel { ba, a, first, dst, ipiv, info, buf, det } = self;
             let n = if N > 0 { N } else { ba.n };
-            factor_lanes_n(ba, a, first, dst, ipiv, info, &mut buf[..n * n], n, det);
+            factor_lanes_n(simd, ba, a, first, dst, ipiv, info, &mut buf[..n * n], n, det);
         }
     }
     macro_rules! arms {
@@ -258,7 +348,8 @@ fn factor_lanes<T: LinalgElem>(
     clippy::eq_op
 )]
 #[inline(always)]
-fn factor_lanes_n<T: LinalgElem>(
+fn factor_lanes_n<T: LinalgElem, S: pulp::Simd>(
+    simd: S,
     ba: &Batch,
     a: &[T],
     first: usize,
@@ -269,7 +360,7 @@ fn factor_lanes_n<T: LinalgElem>(
     n: usize,
     det: Option<(&mut [DetOne], DetSpec)>,
 ) {
-    load_lanes(buf, a, &lane_offsets(ba, first), (ba.rs, ba.cs), n, n);
+    load_lanes(simd, buf, a, &lane_offsets(ba, first), (ba.rs, ba.cs), n, n);
     // pivot rows as bytes (n <= LANES_MAX): 128 bytes to clear per group instead of a
     // 1 KiB memset call, which was 4% of a batched 4 x 4 solve
     let mut piv = [[0u8; LANES]; LANES_MAX];
@@ -357,12 +448,12 @@ fn factor_lanes_n<T: LinalgElem>(
                 }
             }
         }
-        let mut sign = prod;
         let (mut max, mut min) = ([0.0f64; LANES], [f64::INFINITY; LANES]);
-        let mut finite = [true; LANES];
         // one quantity per loop over the lanes, each in selects (so that each loop
-        // vectorises; one loop updating all five stayed scalar): the same values as
-        // `sign_of`, `f64::max` and `f64::min` (a NaN pivot leaves max and min as they are)
+        // vectorises; one loop updating all stayed scalar): the same values as `f64::max`
+        // and `f64::min`. The lanes kept (not redone below) have finite nonzero pivots, so
+        // det_one's sign is that of the product, overflowed or underflowed (a product of
+        // finite nonzero numbers is never NaN), and its `finite` is true.
         for k in 0..n {
             let dk = buf[k * n + k];
             let mut d = [0.0f64; LANES];
@@ -373,24 +464,9 @@ fn factor_lanes_n<T: LinalgElem>(
                 prod[w] *= d[w];
             }
             for w in 0..LANES {
-                let s = if d[w] > 0.0 {
-                    1.0
-                } else if d[w] < 0.0 {
-                    -1.0
-                } else if d[w] == 0.0 {
-                    0.0
-                } else {
-                    f64::NAN
-                };
-                sign[w] *= s;
-            }
-            for w in 0..LANES {
                 let a = d[w].abs();
                 max[w] = if a > max[w] { a } else { max[w] };
                 min[w] = if a < min[w] { a } else { min[w] };
-            }
-            for w in 0..LANES {
-                finite[w] &= d[w].abs() < f64::INFINITY;
             }
         }
         // the logarithms of the normal products over the lanes (the others, 1 here, take
@@ -414,11 +490,17 @@ fn factor_lanes_n<T: LinalgElem>(
             } else {
                 logabs_of(prod[w], (0..n).map(|k| buf[k * n + k][w].to_f64()))
             };
-            let loose = finite[w] && n > 0 && min[w] <= spec.eps.sqrt() * max[w];
-            *o = DetOne { det: prod[w], sign: sign[w], logabs, loose };
+            let loose = n > 0 && min[w] <= spec.eps.sqrt() * max[w];
+            *o = DetOne { det: prod[w], sign: 1.0f64.copysign(prod[w]), logabs, loose };
         }
     }
     let mut dst = dst;
+    // every lane's factors out at once where the registers allow (a redone lane's block
+    // is then overwritten below)
+    let moved = match dst.as_deref_mut() {
+        Some(d) => d.len() == LANES * size && T::blocks_from_lanes(simd, buf, |o| o, d),
+        None => false,
+    };
     let mut spare = Vec::new();
     for (w, (p, inf)) in ipiv.chunks_exact_mut(n).zip(info.iter_mut()).enumerate() {
         let d = match dst.as_deref_mut() {
@@ -442,8 +524,10 @@ fn factor_lanes_n<T: LinalgElem>(
                 x[w] = v;
             }
         } else {
-            for (o, x) in d.iter_mut().zip(buf.iter()) {
-                *o = x[w];
+            if !moved {
+                for (o, x) in d.iter_mut().zip(buf.iter()) {
+                    *o = x[w];
+                }
             }
             for (o, q) in p.iter_mut().zip(&piv[..n]) {
                 *o = i64::from(q[w]) + 1;
@@ -1058,10 +1142,10 @@ fn solve_lanes<T: LinalgElem>(
     impl<T: LinalgElem, const N: usize> pulp::WithSimd for Kernel<'_, '_, T, N> {
         type Output = ();
         #[inline(always)]
-        fn with_simd<S: pulp::Simd>(self, _: S) {
+        fn with_simd<S: pulp::Simd>(self, simd: S) {
             let Kernel { sys, dst, lub, xb, k, adjoint } = self;
             let n = if N > 0 { N } else { sys.lu.0.n };
-            solve_lanes_n(sys, dst, lub, xb, n, k, adjoint);
+            solve_lanes_n(simd, sys, dst, lub, xb, n, k, adjoint);
         }
     }
     fn fixed<T: LinalgElem, const N: usize>(
@@ -1127,7 +1211,8 @@ fn perm_at(p: u64, r: usize) -> usize {
 /// interchanges are applied as each lane's row permutation, when the right-hand sides
 /// are loaded (`Pᵀ B`) or the solutions stored (`P Z`, adjoint), with no branches.
 #[inline(always)]
-fn solve_lanes_n<T: LinalgElem>(
+fn solve_lanes_n<T: LinalgElem, S: pulp::Simd>(
+    simd: S,
     sys: &LaneSystems<'_, T>,
     dst: &mut [T],
     lub: &mut [[T; LANES]],
@@ -1138,9 +1223,9 @@ fn solve_lanes_n<T: LinalgElem>(
 ) {
     let (ba, lu) = sys.lu;
     let lub = &mut lub[..n * n];
-    load_lanes(lub, lu, &lane_offsets(ba, sys.first), (ba.rs, ba.cs), n, n);
+    load_lanes(simd, lub, lu, &lane_offsets(ba, sys.first), (ba.rs, ba.cs), n, n);
     let perm = lane_perms(sys.piv, sys.first, n);
-    solve_from_lanes(lub, &perm, sys.first, sys.b, dst, xb, n, k, adjoint);
+    solve_from_lanes(simd, lub, &perm, sys.first, sys.b, dst, xb, n, k, adjoint);
 }
 
 /// [`solve_lanes_n`] with the factors already in lanes (`lub`) and the row permutations
@@ -1150,7 +1235,8 @@ fn solve_lanes_n<T: LinalgElem>(
 // lanes are indexed on purpose (the loops over them vectorise)
 #[allow(clippy::needless_range_loop, clippy::too_many_arguments)]
 #[inline(always)]
-fn solve_from_lanes<T: LinalgElem>(
+fn solve_from_lanes<T: LinalgElem, S: pulp::Simd>(
+    simd: S,
     lub: &[[T; LANES]],
     perm: &[u64; LANES],
     first: usize,
@@ -1166,7 +1252,7 @@ fn solve_from_lanes<T: LinalgElem>(
     let (rs, cs) = (bb.rs, bb.cs);
     if adjoint || (rs == 0 && cs == 0) {
         // (a broadcast value is left as it is by a permutation)
-        load_lanes(xb, b, &ob, (rs, cs), n, k);
+        load_lanes(simd, xb, b, &ob, (rs, cs), n, k);
     } else if rs == 1 && (cs == n || k == 1) {
         let src = lane_slices(b, &ob, n * k);
         for c in 0..k {
@@ -1522,10 +1608,10 @@ fn middle_lanes<T: LinalgElem>(
     impl<T: LinalgElem, const N: usize> pulp::WithSimd for Kernel<'_, '_, T, N> {
         type Output = ();
         #[inline(always)]
-        fn with_simd<S: pulp::Simd>(self, _: S) {
+        fn with_simd<S: pulp::Simd>(self, simd: S) {
             let Kernel { fac, n, piv, mid, first, dst, bufs, row_major } = self;
             let n = if N > 0 { N } else { n };
-            middle_lanes_n(fac, piv, mid, first, dst, bufs, n, row_major);
+            middle_lanes_n(simd, fac, piv, mid, first, dst, bufs, n, row_major);
         }
     }
     macro_rules! arms {
@@ -1554,7 +1640,8 @@ fn middle_lanes<T: LinalgElem>(
     clippy::many_single_char_names
 )]
 #[inline(always)]
-fn middle_lanes_n<T: LinalgElem>(
+fn middle_lanes_n<T: LinalgElem, S: pulp::Simd>(
+    simd: S,
     fac: Factors<'_, T>,
     piv: &[i64],
     mid: &Middle<'_, T>,
@@ -1569,7 +1656,7 @@ fn middle_lanes_n<T: LinalgElem>(
     let a: &[[T; LANES]] = match fac {
         Factors::Packed(ba, lu) => {
             let a = &mut bufs.a[..size];
-            load_lanes(a, lu, &lane_offsets(ba, first), (ba.rs, ba.cs), n, n);
+            load_lanes(simd, a, lu, &lane_offsets(ba, first), (ba.rs, ba.cs), n, n);
             a
         }
         Factors::Lanes(f) => &f[..size],
@@ -1577,7 +1664,7 @@ fn middle_lanes_n<T: LinalgElem>(
     let g: &[[T; LANES]] = match mid {
         Middle::Grad(gv, bg) => {
             let g = &mut bufs.g[..size];
-            load_lanes(g, gv, &lane_offsets(bg, first), (bg.rs, bg.cs), n, n);
+            load_lanes(simd, g, gv, &lane_offsets(bg, first), (bg.rs, bg.cs), n, n);
             g
         }
         Middle::Scale(_) => &[],
@@ -1651,7 +1738,7 @@ fn middle_lanes_n<T: LinalgElem>(
     }
     // Z out of the lanes, then P Z: each matrix's rows swapped in reverse order of its
     // interchanges (in its own block, where they are contiguous or at a fixed stride)
-    store_lanes(x, dst, n, row_major);
+    store_lanes(simd, x, dst, n, row_major);
     for (w, d) in dst.chunks_exact_mut(size).enumerate() {
         let ipiv = &piv[(first + w) * n..(first + w + 1) * n];
         for j in (0..n).rev() {
@@ -1676,11 +1763,20 @@ fn middle_lanes_n<T: LinalgElem>(
 // lanes are indexed on purpose
 #[allow(clippy::needless_range_loop)]
 #[inline(always)]
-fn store_lanes<T: LinalgElem>(x: &[[T; LANES]], dst: &mut [T], n: usize, row_major: bool) {
+fn store_lanes<T: LinalgElem, S: pulp::Simd>(
+    simd: S,
+    x: &[[T; LANES]],
+    dst: &mut [T],
+    n: usize,
+    row_major: bool,
+) {
     let size = n * n;
     let count = dst.len() / size.max(1);
     // source of output element o of a block
     let src = |o: usize| if row_major { (o % n) * n + o / n } else { o };
+    if size % 4 == 0 && count == LANES && T::blocks_from_lanes(simd, x, src, dst) {
+        return;
+    }
     if size % 4 != 0 || count != LANES {
         for (w, d) in dst.chunks_exact_mut(size).enumerate() {
             for (o, v) in d.iter_mut().enumerate() {
@@ -1977,12 +2073,12 @@ fn factor_solve_lanes<T: LinalgElem>(g: FactorSolveGroup<'_, T>) {
     impl<T: LinalgElem, const N: usize> pulp::WithSimd for Kernel<'_, T, N> {
         type Output = ();
         #[inline(always)]
-        fn with_simd<S: pulp::Simd>(self, _: S) {
+        fn with_simd<S: pulp::Simd>(self, simd: S) {
             let FactorSolveGroup { a: (ba, a), b, bufs, factors, perms, info, x, k, adjoint } =
                 self.0;
             let n = if N > 0 { N } else { ba.n };
             let factor = &mut bufs.factor[..n * n];
-            factor_lanes_n(ba, a, 0, None, &mut bufs.piv, &mut bufs.info, factor, n, None);
+            factor_lanes_n(simd, ba, a, 0, None, &mut bufs.piv, &mut bufs.info, factor, n, None);
             // (redone lanes included: factor_lanes_n leaves their factors in the lanes)
             for (o, v) in factors.chunks_exact_mut(LANES).zip(factor.iter()) {
                 o.copy_from_slice(v);
@@ -1992,7 +2088,7 @@ fn factor_solve_lanes<T: LinalgElem>(g: FactorSolveGroup<'_, T>) {
             for (o, &p) in perms.iter_mut().zip(&perm) {
                 *o = p as i64;
             }
-            solve_from_lanes(factor, &perm, 0, b, x, &mut bufs.x, n, k, adjoint);
+            solve_from_lanes(simd, factor, &perm, 0, b, x, &mut bufs.x, n, k, adjoint);
         }
     }
     macro_rules! arms {
@@ -2129,7 +2225,7 @@ fn solve_saved_lanes<T: LinalgElem>(g: SavedGroup<'_, T>) {
     impl<T: LinalgElem, const N: usize> pulp::WithSimd for Kernel<'_, T, N> {
         type Output = ();
         #[inline(always)]
-        fn with_simd<S: pulp::Simd>(self, _: S) {
+        fn with_simd<S: pulp::Simd>(self, simd: S) {
             let SavedGroup { factors, perms, b, lub, xb, x, n, k, adjoint } = self.0;
             let n = if N > 0 { N } else { n };
             let lub = &mut lub[..n * n];
@@ -2140,7 +2236,7 @@ fn solve_saved_lanes<T: LinalgElem>(g: SavedGroup<'_, T>) {
             for (p, &v) in perm.iter_mut().zip(perms) {
                 *p = v as u64;
             }
-            solve_from_lanes(lub, &perm, 0, b, x, xb, n, k, adjoint);
+            solve_from_lanes(simd, lub, &perm, 0, b, x, xb, n, k, adjoint);
         }
     }
     macro_rules! arms {

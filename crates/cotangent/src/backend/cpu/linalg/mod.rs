@@ -28,7 +28,10 @@ use crate::shape::Shape;
 use super::strided::walk;
 
 /// Elements faer factorises: `f32`, `f64`.
-pub(crate) trait LinalgElem: Float + faer::traits::RealField + super::pool::Pooled {}
+pub(crate) trait LinalgElem:
+    Float + faer::traits::RealField + super::pool::Pooled + lu::LaneMoves
+{
+}
 impl LinalgElem for f32 {}
 impl LinalgElem for f64 {}
 
