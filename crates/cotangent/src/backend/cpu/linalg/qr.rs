@@ -443,7 +443,7 @@ fn qr_lanes_n<T: QrElem>(
 ) -> [bool; LANES] {
     if ba.cs == 1 && ba.rs == n {
         let offs = std::array::from_fn(|l| ba.offset(first + l));
-        gather_blocks(a, &offs, &mut w[..n * n]);
+        super::lu::gather_blocks(a, &offs, &mut w[..n * n]);
     } else {
         for l in 0..LANES {
             let off = ba.offset(first + l);
@@ -725,18 +725,6 @@ pub(crate) fn qr<T: QrElem>(a: &[T], al: &Layout, spec: QrSpec) -> (Option<Facto
 /// One operand of [`qr_backward`]: its data and batch (`None`: a zero cotangent).
 type Operand<'a, T> = Option<(&'a [T], &'a Batch)>;
 
-/// The blocks of `d` at `offs` (each `dst.len()` long) into the lanes of `dst`, entry by
-/// entry: each entry's lanes read from [`LANES`] sequential streams and stored as one
-/// array (one cache line). Lane by lane, every store went to a different line of a
-/// scratch larger than the L1 cache: half of the 16 x 16 backward's time.
-#[inline(always)]
-fn gather_blocks<T: Copy>(d: &[T], offs: &[usize; LANES], dst: &mut [[T; LANES]]) {
-    let src = super::lu::lane_slices(d, offs, dst.len());
-    for (k, v) in dst.iter_mut().enumerate() {
-        *v = std::array::from_fn(|l| src[l][k]);
-    }
-}
-
 /// Loads matrix `idx[l]` of `x` (square `n x n`) into lane `l` of `dst` (row-major), or
 /// zeros without `x`.
 #[allow(clippy::needless_range_loop)]
@@ -752,7 +740,7 @@ fn load_lanes<T: QrElem>(
         Some((d, b)) if b.cs == 1 && b.rs == n => {
             // contiguous row-major (the forward's results): each matrix one block
             let offs = idx.map(|i| b.offset(i));
-            gather_blocks(d, &offs, &mut dst[..n * n]);
+            super::lu::gather_blocks(d, &offs, &mut dst[..n * n]);
         }
         Some((d, b)) => {
             for l in 0..LANES {
