@@ -15,7 +15,10 @@ const SMALL: usize = 8 * 8 * 8;
 const PAR_THRESHOLD: usize = 192 * 192 * 192;
 
 /// Elements that faer multiplies: `f32`, `f64`.
-pub(crate) trait GemmElem: Float + faer::traits::ComplexField + super::pool::Pooled {}
+pub(crate) trait GemmElem:
+    Float + faer::traits::ComplexField + super::pool::Pooled + ProductRows
+{
+}
 impl GemmElem for f32 {}
 impl GemmElem for f64 {}
 
@@ -172,6 +175,67 @@ fn product<T: GemmElem, const M: usize, const K: usize, const N: usize>(
         }
     }
     c
+}
+
+/// [`product`] of two `N x N` arrays with each row of `y` and of the result in one vector
+/// register, where the element type and the instruction set have a register of `N`
+/// elements (`f64` at `N = 4` with AVX2): `c_i = Σ_p x_ip y_p` from zero over `p` in
+/// order, each product rounded before its sum, so the same bits as [`product`]. LLVM
+/// leaves [`product`]'s 4 x 4 loops scalar (a multiply and an add per entry and term):
+/// they were a third of a batched 4 x 4 inverse's fwd+bwd, through [`sandwich_one`].
+/// `None` where it does not apply.
+pub(crate) trait ProductRows: Sized + Copy {
+    #[inline(always)]
+    fn product_rows<S: pulp::Simd, const N: usize>(
+        _simd: S,
+        _x: &[[Self; N]; N],
+        _y: &[[Self; N]; N],
+    ) -> Option<[[Self; N]; N]> {
+        None
+    }
+}
+
+impl ProductRows for f32 {}
+
+impl ProductRows for f64 {
+    #[inline(always)]
+    fn product_rows<S: pulp::Simd, const N: usize>(
+        simd: S,
+        x: &[[f64; N]; N],
+        y: &[[f64; N]; N],
+    ) -> Option<[[f64; N]; N]> {
+        if N != 4 || core::mem::size_of::<S::f64s>() != 4 * core::mem::size_of::<f64>() {
+            return None;
+        }
+        // one register per row (N = 4 elements)
+        let (yr, _) = S::as_simd_f64s(y.as_flattened());
+        let mut c = [[0.0f64; N]; N];
+        {
+            let (cr, _) = S::as_mut_simd_f64s(c.as_flattened_mut());
+            for i in 0..N {
+                let mut acc = simd.splat_f64s(0.0);
+                for p in 0..N {
+                    acc = simd.add_f64s(acc, simd.mul_f64s(simd.splat_f64s(x[i][p]), yr[p]));
+                }
+                cr[i] = acc;
+            }
+        }
+        Some(c)
+    }
+}
+
+/// [`product`] of square arrays, through [`ProductRows`] where it applies (a function, not
+/// a closure: inlined, it takes the caller's instruction set).
+#[inline(always)]
+fn product_sq<T: GemmElem, S: pulp::Simd, const N: usize>(
+    simd: S,
+    x: &[[T; N]; N],
+    y: &[[T; N]; N],
+) -> [[T; N]; N] {
+    match T::product_rows(simd, x, y) {
+        Some(c) => c,
+        None => product(x, y),
+    }
 }
 
 /// `out = a · b` for `M x K` and `K x N` matrices of any strides: both are loaded into
@@ -459,7 +523,8 @@ fn load_padded<T: GemmElem, const N: usize>(v: &[T], m: Mat, n: usize) -> [[T; N
 /// [`sandwich_rows`]; other larger products there go through faer, which may sum in
 /// another order).
 #[inline(always)]
-fn sandwich_one<T: GemmElem, const N: usize>(
+fn sandwich_one<T: GemmElem, S: pulp::Simd, const N: usize>(
+    simd: S,
     x: &[T],
     ym: Mat,
     g: &[T],
@@ -472,7 +537,7 @@ fn sandwich_one<T: GemmElem, const N: usize>(
     let n = if N <= 4 { N } else { n };
     let y = load_padded::<T, N>(x, ym, n);
     let gg = load_padded::<T, N>(g, gm, n);
-    let c = product(&product(&y, &gg), &y);
+    let c = product_sq(simd, &product_sq(simd, &y, &gg), &y);
     for (o, row) in out.chunks_exact_mut(n).zip(&c) {
         for (o, &v) in o.iter_mut().zip(row) {
             *o = alpha * v;
@@ -654,7 +719,7 @@ pub(crate) fn sandwich_t<T: GemmElem>(
         impl<T: GemmElem, const N: usize> pulp::WithSimd for Kernel<'_, T, N> {
             type Output = ();
             #[inline(always)]
-            fn with_simd<S: pulp::Simd>(self, _: S) {
+            fn with_simd<S: pulp::Simd>(self, simd: S) {
                 let Kernel { x, g, o, first, n, alpha, offsets, strides: [yrs, ycs, grs, gcs] } =
                     self;
                 if N > 4 && n == N {
@@ -672,7 +737,7 @@ pub(crate) fn sandwich_t<T: GemmElem>(
                     let (ox, og) = offsets.get(first + j);
                     let ym = Mat { off: ox, rs: yrs, cs: ycs };
                     let gm = Mat { off: og, rs: grs, cs: gcs };
-                    sandwich_one::<T, N>(x, ym, g, gm, alpha, ob, n);
+                    sandwich_one::<T, S, N>(simd, x, ym, g, gm, alpha, ob, n);
                 }
             }
         }
