@@ -491,20 +491,30 @@ fn factor_lanes_n<T: LinalgElem, S: pulp::Simd>(
                 ln[w] = ln_normal(if is_normal(a) { a } else { 1.0 });
             }
         }
-        for w in 0..dv.len() {
-            if redo[w] {
-                // filled in below from the redone factors
-                continue;
+        // every lane's outputs at once, as whole arrays (a loop over the kept lanes, a
+        // branch and four scalar stores each, was 6% of the kernel); a redone lane's are
+        // overwritten below, and a product that is not a normal number (rare) takes
+        // logabs_of's sum
+        let tol = spec.eps.sqrt();
+        let (mut dt, mut sg, mut lg) = ([T::ZERO; LANES], [T::ZERO; LANES], [T::ZERO; LANES]);
+        let mut ls = [false; LANES];
+        for w in 0..LANES {
+            dt[w] = T::from_f64(prod[w]);
+            sg[w] = T::from_f64(1.0f64.copysign(prod[w]));
+            lg[w] = T::from_f64(ln[w]);
+            ls[w] = n > 0 && min[w] <= tol * max[w];
+        }
+        dv.det.copy_from_slice(&dt);
+        dv.sign.copy_from_slice(&sg);
+        dv.logabs.copy_from_slice(&lg);
+        dv.loose.copy_from_slice(&ls);
+        if spec.want_log {
+            for w in 0..LANES {
+                if !redo[w] && !is_normal(prod[w].abs()) {
+                    let diag = (0..n).map(|k| buf[k * n + k][w].to_f64());
+                    dv.logabs[w] = T::from_f64(logabs_of(prod[w], diag));
+                }
             }
-            let logabs = if !spec.want_log {
-                0.0
-            } else if is_normal(prod[w].abs()) {
-                ln[w]
-            } else {
-                logabs_of(prod[w], (0..n).map(|k| buf[k * n + k][w].to_f64()))
-            };
-            let loose = n > 0 && min[w] <= spec.eps.sqrt() * max[w];
-            dv.set(w, DetOne { det: prod[w], sign: 1.0f64.copysign(prod[w]), logabs, loose });
         }
     }
     let mut dst = dst;
@@ -514,6 +524,14 @@ fn factor_lanes_n<T: LinalgElem, S: pulp::Simd>(
         Some(d) => d.len() == LANES * size && T::blocks_from_lanes(simd, buf, |o| o, d),
         None => false,
     };
+    // every lane's interchanges and info (a redone lane's are overwritten below; with a
+    // branch per lane, this was 8% of the kernel)
+    for (w, p) in ipiv.chunks_exact_mut(n).enumerate().take(LANES) {
+        for (k, o) in p.iter_mut().enumerate() {
+            *o = i64::from(piv[k][w]) + 1;
+        }
+    }
+    info.fill(0);
     let mut spare = Vec::new();
     for (w, (p, inf)) in ipiv.chunks_exact_mut(n).zip(info.iter_mut()).enumerate() {
         let d = match dst.as_deref_mut() {
@@ -536,16 +554,10 @@ fn factor_lanes_n<T: LinalgElem, S: pulp::Simd>(
             for (x, &v) in buf.iter_mut().zip(d.iter()) {
                 x[w] = v;
             }
-        } else {
-            if !moved {
-                for (o, x) in d.iter_mut().zip(buf.iter()) {
-                    *o = x[w];
-                }
+        } else if !moved {
+            for (o, x) in d.iter_mut().zip(buf.iter()) {
+                *o = x[w];
             }
-            for (o, q) in p.iter_mut().zip(&piv[..n]) {
-                *o = i64::from(q[w]) + 1;
-            }
-            *inf = 0;
         }
     }
 }
@@ -1740,6 +1752,7 @@ fn middle_lanes_n<T: LinalgElem, S: pulp::Simd>(
         Middle::Scale(_) => &[],
     };
     let diag = matches!(mid, Middle::Scale(_));
+    let mut scale = [T::ZERO; LANES];
     match mid {
         Middle::Grad(..) => {
             //   i <= j: X_ij = Σ_{k>=j} U_jk G_ik;  i > j: X_ij = G_ij + Σ_{k>i} L_ki G_kj
@@ -1770,17 +1783,12 @@ fn middle_lanes_n<T: LinalgElem, S: pulp::Simd>(
             }
         }
         Middle::Scale(c) => {
-            // c_w I, each entry stored once (zeroing the whole first was a 1 KiB memset
-            // call per group at n = 4, 2.7% of a batched 4 x 4 slogdet)
-            let mut cv = [T::ZERO; LANES];
-            cv.copy_from_slice(&c[first..first + LANES]);
-            for j in 0..n {
-                for i in 0..n {
-                    x[j * n + i] = if i == j { cv } else { [T::ZERO; LANES] };
-                }
-            }
+            // X = c_w I is not stored: W's substitution starts each column from it (storing
+            // it, or zeroing X first, was a tenth of the kernel at n = 4)
+            scale.copy_from_slice(&c[first..first + LANES]);
         }
     }
+    let diag = diag.then_some(&scale);
     // W = X U⁻ᵀ, from the last column (a diagonal X keeps W zero above row k, so row i
     // takes the columns k <= i only)
     for j in (0..n).rev() {
@@ -1883,7 +1891,9 @@ const ROWS: usize = 4;
 
 /// Rows `i0..i0 + R` of column `j` of `W = X U⁻ᵀ` (see [`middle_lanes_n`]; `x` holds
 /// `X`, and `W` from column `j + 1` on): `W_ij = (X_ij − Σ_k U_jk W_ik) / U_jj` over
-/// `k = j + 1..n` (`k <= i` when `diag`) in increasing order, with `inv = 1 / U_jj`.
+/// `k = j + 1..n` in increasing order, with `inv = 1 / U_jj`. With `diag = Some(c)`, `X`
+/// is `c_w I`, taken from `c` and not from `x` (whose column `j` need not be set), and
+/// the sum stops at `k <= i`.
 // lanes are indexed on purpose (the loops over them vectorise); Float has no SubAssign
 #[allow(clippy::needless_range_loop, clippy::assign_op_pattern, clippy::too_many_arguments)]
 #[inline(always)]
@@ -1893,15 +1903,19 @@ fn w_rows<T: LinalgElem, const R: usize>(
     n: usize,
     j: usize,
     i0: usize,
-    diag: bool,
+    diag: Option<&[T; LANES]>,
     inv: &[T; LANES],
 ) {
     let mut acc = [[T::ZERO; LANES]; R];
     for r in 0..R {
-        acc[r] = x[j * n + i0 + r];
+        acc[r] = match diag {
+            Some(c) if i0 + r == j => *c,
+            Some(_) => [T::ZERO; LANES],
+            None => x[j * n + i0 + r],
+        };
     }
     // the terms every row takes: all k, or k <= i0 when diag
-    let end = if diag { i0 + 1 } else { n };
+    let end = if diag.is_some() { i0 + 1 } else { n };
     for k in j + 1..end {
         let u = a[k * n + j];
         for r in 0..R {
@@ -1911,7 +1925,7 @@ fn w_rows<T: LinalgElem, const R: usize>(
             }
         }
     }
-    if diag {
+    if diag.is_some() {
         // row i0 + r's own last terms, k in i0 + 1..=i0 + r
         for r in 1..R {
             for k in (j + 1).max(i0 + 1)..=i0 + r {
