@@ -2202,12 +2202,24 @@ fn factor_solve_lanes<T: LinalgElem>(g: FactorSolveGroup<'_, T>) {
     arms!(1 2 3 4 5 6 8 16);
 }
 
-/// The offsets of the lane group of `b`'s matrices `first..first + count` into `lanes`
-/// (a [`Batch::listed`] of [`LANES`]), the last repeated past `count`.
-fn set_group(lanes: &mut Batch, b: &Batch, first: usize, count: usize) {
+/// Where the lane group of `b`'s matrices `first..first + count` is read from, as a
+/// batch and the group's first matrix in it. A whole group (`count == LANES`) reads `b`
+/// where it is. A partial one (a task's last) reads `lanes` (a [`Batch::listed`] of
+/// [`LANES`]) from 0, set to the group's offsets with the last repeated past `count`.
+/// (Listing the offsets of every group was 4% of a batched 4 x 4 solve.)
+fn group_batch<'a>(
+    lanes: &'a mut Batch,
+    b: &'a Batch,
+    first: usize,
+    count: usize,
+) -> (&'a Batch, usize) {
+    if count == LANES {
+        return (b, first);
+    }
     for w in 0..LANES {
         lanes.set_offset(w, b.offset(first + w.min(count - 1)));
     }
+    (lanes, 0)
 }
 
 /// Matrices per task of a batch of `len` small systems of `work` each that run in lane
@@ -2274,16 +2286,8 @@ pub(crate) fn lu_factor_solve<T: LinalgElem>(
             let count = io.len();
             for g in (0..count).step_by(LANES) {
                 let c = LANES.min(count - g);
-                // a whole group reads the batches where they are; the last, partial one
-                // of a task through offsets with repeats (listing every group's offsets
-                // was 4% of a batched 4 x 4 solve)
-                let (ga, gb, first) = if c == LANES {
-                    (&ba, &bb, t * per + g)
-                } else {
-                    set_group(&mut sa, &ba, t * per + g, c);
-                    set_group(&mut sb, &bb, t * per + g, c);
-                    (&sa, &sb, 0)
-                };
+                let (ga, first) = group_batch(&mut sa, &ba, t * per + g, c);
+                let (gb, _) = group_batch(&mut sb, &bb, t * per + g, c);
                 factor_solve_lanes(FactorSolveGroup {
                     a: (ga, a),
                     b: (gb, b),
@@ -2393,12 +2397,7 @@ pub(crate) fn lu_solve_saved<T: LinalgElem>(
             let count = xo.len() / xsize;
             for g in (0..count).step_by(LANES) {
                 let (first, c) = (t * per + g, LANES.min(count - g));
-                let (gb, bfirst) = if c == LANES {
-                    (&bb, first)
-                } else {
-                    set_group(&mut sb, &bb, first, c);
-                    (&sb, 0)
-                };
+                let (gb, bfirst) = group_batch(&mut sb, &bb, first, c);
                 solve_saved_lanes(SavedGroup {
                     factors: &factors[first * size..(first + LANES) * size],
                     perms: &perms[first..first + LANES],
@@ -2471,13 +2470,7 @@ pub(crate) fn lu_inv<T: LinalgElem>(a: &[T], al: &Layout) -> Option<(Vec<T>, Lay
         let mut src = Batch::listed(vec![0; LANES], n, n, ba.rs, ba.cs);
         for g in (0..count).step_by(LANES) {
             let k = LANES.min(count - g);
-            // (a whole group read where it is, a partial one through repeats)
-            let (gs, first) = if k == LANES {
-                (&ba, start + g)
-            } else {
-                set_group(&mut src, &ba, start + g, k);
-                (&src, 0)
-            };
+            let (gs, first) = group_batch(&mut src, &ba, start + g, k);
             // (middle_lanes writes the first k lanes only)
             group(&mut b, gs, first, &mut o[g * size..(g + k) * size], &mut f[g..g + k]);
         }
