@@ -43,25 +43,40 @@ const JACOBI_ROOM: usize = 16;
 /// Sweeps after which the Jacobi kernel gives up (faer then factorises the matrix).
 const JACOBI_SWEEPS: usize = 40;
 
+/// The power-of-two scale of the column-major `m x n` matrix `a` for the Jacobi kernels
+/// (so that squared norms neither overflow nor underflow), and its inverse; `None` for a
+/// zero matrix. Also whether every entry is finite (the scale is meaningless otherwise).
+#[inline(always)]
+fn jacobi_scale<T: LinalgElem>(a: &[T]) -> (Option<(T, T)>, bool) {
+    let mut amax = T::ZERO;
+    let mut finite = true;
+    for &x in a {
+        finite &= x.is_finite();
+        if x.abs() > amax {
+            amax = x.abs();
+        }
+    }
+    if amax == T::ZERO || !finite {
+        return (None, finite);
+    }
+    let e = amax.to_f64().log2().floor() as i32;
+    (Some((T::of(2f64.powi(-e)), T::of(2f64.powi(e)))), true)
+}
+
 /// Copies the column-major `m x n` matrix `a` into `w` (`rows x cols` column-major, the
-/// transpose when wide), scaled by a power of two so that squared norms neither overflow
-/// nor underflow. Returns the inverse scale, or `None` for a zero matrix (`w` untouched).
+/// transpose when wide), scaled by [`jacobi_scale`]'s power of two. Returns the inverse
+/// scale, or `None` for a zero matrix (`w` untouched).
 fn jacobi_load<T: LinalgElem>(a: &[T], m: usize, n: usize, w: &mut [T]) -> Option<T> {
     let wide = m < n;
     let rows = m.max(n);
     let cols = m.min(n);
-    let amax = a.iter().fold(T::ZERO, |acc, x| if x.abs() > acc { x.abs() } else { acc });
-    if amax == T::ZERO {
-        return None;
-    }
-    let e = amax.to_f64().log2().floor() as i32;
-    let scale = T::of(2f64.powi(-e));
+    let (scale, unscale) = jacobi_scale(a).0?;
     for c in 0..cols {
         for r in 0..rows {
             w[c * rows + r] = scale * if wide { a[r * m + c] } else { a[c * m + r] };
         }
     }
-    Some(T::of(2f64.powi(e)))
+    Some(unscale)
 }
 
 /// Whether the columns with squared norms `alpha`, `beta` and inner product `gamma` are
@@ -158,7 +173,8 @@ fn dot<T: LinalgElem>(x: &[T], y: &[T]) -> T {
 /// column norms (recomputed at the start of each sweep) updated by each rotation's
 /// tangent, as LAPACK's `dgesvj`: one inner product per pair instead of three; a norm that
 /// the update more than halves is recomputed (the update has lost digits).
-/// Writes `s` (`k`) and, when given, `u` (`m x k`) and `v` (`n x k`), column-major.
+/// Writes `s` (`k`) and, when given, `u` (`m x k`) and `v` (`n x k`), column-major, in
+/// the sign gauge of [`fix_gauge`].
 /// Returns `false` (and nothing usable) when singular vectors are asked and a singular
 /// value is numerically zero (no orthonormal completion here), or on no convergence: the
 /// caller then uses faer.
@@ -228,16 +244,19 @@ fn jacobi_small<T: LinalgElem>(
             break;
         }
     }
-    converged && jacobi_finish(&w, &q, m, n, unscale, s, uv)
+    converged && jacobi_finish(|i| w[i], |i| q[i], m, n, unscale, s, uv)
 }
 
 /// The end of [`jacobi_small`] from the converged `W` and `Q` (`rows x cols` and
-/// `cols x cols`, column-major) of the scaled matrix: the singular values (times
-/// `unscale`) in descending order and, with `uv`, the vectors; `false` when vectors are
-/// asked and a singular value is numerically zero.
+/// `cols x cols`, column-major, element `i` read by `w(i)` and `q(i)`, so that the lane
+/// kernel reads its lanes in place) of the scaled matrix: the singular values (times
+/// `unscale`) in descending order and, with `uv`, the vectors in the sign gauge of
+/// [`fix_gauge`] (each column pair negated as it is written: the same bits as negating
+/// after); `false` when vectors are asked and a singular value is numerically zero.
+#[inline(always)]
 fn jacobi_finish<T: LinalgElem>(
-    w: &[T],
-    q: &[T],
+    w: impl Fn(usize) -> T,
+    q: impl Fn(usize) -> T,
     m: usize,
     n: usize,
     unscale: T,
@@ -249,8 +268,12 @@ fn jacobi_finish<T: LinalgElem>(
     let mut norms = [T::ZERO; JACOBI_ROOM];
     let mut order = [0usize; JACOBI_ROOM];
     for c in 0..cols {
-        let col = &w[c * rows..(c + 1) * rows];
-        norms[c] = col.iter().fold(T::ZERO, |acc, &x| acc + x * x).sqrt();
+        let mut acc = T::ZERO;
+        for r in 0..rows {
+            let x = w(c * rows + r);
+            acc += x * x;
+        }
+        norms[c] = acc.sqrt();
         order[c] = c;
     }
     for i in 0..cols {
@@ -272,13 +295,24 @@ fn jacobi_finish<T: LinalgElem>(
         return false;
     }
     // the normalised columns of W and the columns of Q, in the sorted order
-    let (wd, qd) = if m < n { (v, u) } else { (u, v) };
+    let wide = m < n;
+    let (wd, qd) = if wide { (v, u) } else { (u, v) };
     for (j, &c) in order.iter().enumerate().take(cols) {
         let inv = T::ONE / norms[c];
-        for r in 0..rows {
-            wd[j * rows + r] = w[c * rows + r] * inv;
+        let wcol = &mut wd[j * rows..(j + 1) * rows];
+        for (r, y) in wcol.iter_mut().enumerate() {
+            *y = w(c * rows + r) * inv;
         }
-        qd[j * cols..(j + 1) * cols].copy_from_slice(&q[c * cols..(c + 1) * cols]);
+        let qcol = &mut qd[j * cols..(j + 1) * cols];
+        for (r, y) in qcol.iter_mut().enumerate() {
+            *y = q(c * cols + r);
+        }
+        // U's column is W's when tall, Q's when wide
+        if largest_is_negative(if wide { &*qcol } else { &*wcol }) {
+            for x in wcol.iter_mut().chain(qcol.iter_mut()) {
+                *x = -*x;
+            }
+        }
     }
     true
 }
@@ -302,14 +336,11 @@ fn rotate<T: LinalgElem>(x: &mut [T], rows: usize, p: usize, q: usize, tau: T, s
 
 /// Scratch of the lane kernel, reused across one task's groups.
 struct LaneScratch<T> {
-    /// One matrix, column-major, and its scaled copy (`rows x cols`).
+    /// One matrix, column-major.
     tmp: Vec<T>,
-    ws: Vec<T>,
     /// The lanes' `W` (`rows x cols`) and `Q` (`cols x cols`), column-major per lane.
     w: Vec<[T; LANES]>,
     q: Vec<[T; LANES]>,
-    /// One lane's `Q` (`cols x cols`), for [`jacobi_finish`].
-    qs: Vec<T>,
 }
 
 impl<T: LinalgElem> LaneScratch<T> {
@@ -317,10 +348,8 @@ impl<T: LinalgElem> LaneScratch<T> {
         let (rows, cols) = (m.max(n), m.min(n));
         LaneScratch {
             tmp: vec![T::ZERO; m * n],
-            ws: vec![T::ZERO; rows * cols],
             w: vec![[T::ZERO; LANES]; rows * cols],
             q: vec![[T::ZERO; LANES]; cols * cols],
-            qs: vec![T::ZERO; cols * cols],
         }
     }
 }
@@ -347,13 +376,17 @@ fn jacobi_lanes<T: JacobiElem>(
     let k = cols;
     let mut bad = [false; LANES];
     let mut unscale = [T::ONE; LANES];
+    let wide = m < n;
     for (l, b) in bad.iter_mut().enumerate() {
         ba.load(a, first + l, &mut sc.tmp);
-        let ok = sc.tmp.iter().all(|x| x.is_finite());
-        if let Some(us) = jacobi_load(&sc.tmp, m, n, &mut sc.ws).filter(|_| ok) {
+        // jacobi_load, into the lane
+        if let (Some((scale, us)), true) = jacobi_scale(&sc.tmp) {
             unscale[l] = us;
-            for (x, &y) in sc.w.iter_mut().zip(&sc.ws) {
-                x[l] = y;
+            let t = &sc.tmp;
+            for c in 0..cols {
+                for (r, x) in sc.w[c * rows..(c + 1) * rows].iter_mut().enumerate() {
+                    x[l] = scale * if wide { t[r * m + c] } else { t[c * m + r] };
+                }
             }
         } else {
             *b = true;
@@ -374,26 +407,13 @@ fn jacobi_lanes<T: JacobiElem>(
             bad[l] = true;
             continue;
         }
-        for (y, x) in sc.ws.iter_mut().zip(&sc.w) {
-            *y = x[l];
-        }
-        // (in the scratch: a stack array of JACOBI_ROOM² here was cleared for every lane
-        // whatever the order, 2 KiB per 4 x 4 matrix)
-        if want {
-            for (y, x) in sc.qs.iter_mut().zip(&sc.q) {
-                *y = x[l];
-            }
-        }
         let d = &mut dst[l * size..(l + 1) * size];
         let (u, rest) = d.split_at_mut(usz);
         let (s, v) = rest.split_at_mut(k);
         let uv = want.then_some((&mut *u, &mut *v));
-        if !jacobi_finish(&sc.ws, &sc.qs, m, n, unscale[l], s, uv) {
+        let (w, q) = (&sc.w, &sc.q);
+        if !jacobi_finish(|i| w[i][l], |i| q[i][l], m, n, unscale[l], s, uv) {
             bad[l] = true;
-            continue;
-        }
-        if want {
-            fix_gauge(u, m, v, n, k);
         }
     }
     bad
@@ -1180,15 +1200,7 @@ thread_local! {
 fn fix_gauge<T: LinalgElem>(u: &mut [T], m: usize, v: &mut [T], n: usize, cols: usize) {
     for j in 0..cols {
         let uc = &mut u[j * m..(j + 1) * m];
-        let mut best = T::ZERO;
-        let mut neg = false;
-        for &x in uc.iter() {
-            if x.abs() > best {
-                best = x.abs();
-                neg = x < T::ZERO;
-            }
-        }
-        if neg {
+        if largest_is_negative(uc) {
             for x in uc.iter_mut() {
                 *x = -*x;
             }
@@ -1199,6 +1211,20 @@ fn fix_gauge<T: LinalgElem>(u: &mut [T], m: usize, v: &mut [T], n: usize, cols: 
             }
         }
     }
+}
+
+/// Whether the entry of largest magnitude of `col` (the first one on ties) is negative.
+#[inline(always)]
+fn largest_is_negative<T: LinalgElem>(col: &[T]) -> bool {
+    let mut best = T::ZERO;
+    let mut neg = false;
+    for &x in col {
+        if x.abs() > best {
+            best = x.abs();
+            neg = x < T::ZERO;
+        }
+    }
+    neg
 }
 
 /// The SVD of each matrix of `a` (layout `l`, `(*, m, n)`), per matrix: one-sided Jacobi
@@ -1272,10 +1298,8 @@ pub(crate) fn svd<T: JacobiElem>(
         }
         if jacobi {
             let uv = want_uv.then_some((&mut *u, &mut *v));
+            // (the sign gauge applied in jacobi_finish)
             if jacobi_small(tmp, m, n, s, uv) {
-                if want_uv {
-                    fix_gauge(u, m, v, n, k);
-                }
                 return;
             }
         }
