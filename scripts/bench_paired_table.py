@@ -3,10 +3,13 @@
 
     python3 scripts/bench_paired_table.py DIR [DIR ...]
 
-Each DIR (a window) holds c_<round>.json (cotangent-bench) and t_<round>.json
-(torch_linalg.py). Prints, for each f64 fwd+bwd batched row, cotangent / PyTorch per
-window (medians of the window's runs), then both libraries' medians over all runs and
-their ratio (below 1: cotangent is faster). Standard library only.
+Each DIR (a window) holds c_<run>.json (cotangent-bench) and t_<run>.json
+(torch_linalg.py), <run> being <round>_<op> (or <round> in older windows); the two files of
+a run were measured one right after the other. Prints, for each f64 fwd+bwd batched row,
+cotangent / PyTorch per window (medians of the window's runs), both libraries' medians
+over all runs and their ratio, and the median over all runs of each run's own ratio (the
+least sensitive to the host's load changing between runs). Below 1: cotangent is faster.
+Standard library only.
 """
 import glob
 import json
@@ -30,14 +33,24 @@ def fmt(s):
 def main():
     dirs = sys.argv[1:]
     rows = {}
+    paired = {}
     for w, d in enumerate(dirs):
         for side in "ct":
             for path in sorted(glob.glob(os.path.join(d, f"{side}_*.json"))):
                 for k, v in load(path).items():
                     rows.setdefault(k, {}).setdefault((w, side), []).append(v)
+        # each run's own ratio: the cotangent and PyTorch files of the same run
+        for path in sorted(glob.glob(os.path.join(d, "c_*.json"))):
+            other = os.path.join(d, "t_" + os.path.basename(path)[2:])
+            if os.path.exists(other):
+                theirs = load(other)
+                for k, v in load(path).items():
+                    if k in theirs:
+                        paired.setdefault(k, []).append(v / theirs[k])
     wins = " | ".join(f"window {w + 1}" for w in range(len(dirs)))
-    print(f"| op | shape | {wins} | cotangent | PyTorch | cotangent / PyTorch |")
-    print("|---|---|" + "---|" * (len(dirs) + 3))
+    print(f"| op | shape | {wins} | cotangent | PyTorch | cotangent / PyTorch "
+          "| median run ratio |")
+    print("|---|---|" + "---|" * (len(dirs) + 4))
     for k in sorted(rows):
         r = rows[k]
         cells, ours, theirs = [], [], []
@@ -48,8 +61,10 @@ def main():
             cells.append(f"{statistics.median(c) / statistics.median(t):.2f}" if c and t else "-")
         if ours and theirs:
             mc, mt = statistics.median(ours), statistics.median(theirs)
+            pr = paired.get(k)
+            runs = f"{statistics.median(pr):.2f}" if pr else "-"
             print(f"| {k[0]} | {k[1]} | " + " | ".join(cells)
-                  + f" | {fmt(mc)} | {fmt(mt)} | {mc / mt:.2f} |")
+                  + f" | {fmt(mc)} | {fmt(mt)} | {mc / mt:.2f} | {runs} |")
 
 
 if __name__ == "__main__":
