@@ -384,8 +384,9 @@ fn bits(f: &cotangent::linalg::Svd) -> (Vec<f64>, Vec<f64>, Vec<f64>) {
 #[test]
 fn batches_in_lanes_match_one_matrix_at_a_time() {
     // batches of matrices up to 16 are decomposed several at a time by the one-sided
-    // Jacobi lane kernel; each lane gets the bits of the one-matrix Jacobi kernel. A batch
-    // of 17 whose last matrix repeats matrix 3 (the last one runs alone): the same bits.
+    // Jacobi lane kernel; up to 8 x 8 each lane gets the bits of the one-matrix Jacobi
+    // kernel (beyond, f64 lanes start in f32). A batch of 17 whose last matrix repeats
+    // matrix 3 (the last one in a partial lane group, padded): the same bits.
     // Zero, rank-deficient and repeated-value matrices among regular ones; transposed views;
     // f32; tall, wide and square
     for dt in [DType::F64, DType::F32] {
@@ -567,12 +568,13 @@ fn fused_backward_matches_the_recorded_one() {
 
 #[test]
 fn lane_kernel_on_hard_matrices_matches_the_one_matrix_paths() {
-    // the Jacobi lane kernel (round-robin pairs, cached column norms) against the matrix
-    // alone (faer beyond 8 x 8, the scalar Jacobi kernel up to 8): values to rounding,
+    // the Jacobi lane kernel (round-robin pairs, cached column norms, the f32 start beyond
+    // 8 columns) against the matrix alone (faer beyond 8 x 8, the scalar Jacobi kernel up
+    // to 8): values to rounding,
     // reconstruction and orthogonality, on well-conditioned, ill-conditioned (cond 1e12),
     // rank-deficient, repeated-value, zero and extremely scaled matrices, tall, wide and
-    // square, in a batch of 19 (not a multiple of 8) whose last three matrices (decomposed
-    // alone by the scalar Jacobi kernel) repeat three in lanes: the same bits
+    // square, in a batch of 19 (not a multiple of 8) whose last three matrices (a partial
+    // lane group, padded) repeat three in whole groups: the same bits
     for (m, n) in [(16, 16), (12, 12), (16, 5), (7, 12), (9, 16), (6, 6)] {
         let k = m.min(n);
         let sz = m * n;
@@ -642,5 +644,39 @@ fn lane_kernel_on_hard_matrices_matches_the_one_matrix_paths() {
             }
         }
         assert_eq!(s[4 * ss..5 * ss], vec![0.0; k], "{what} zero matrix");
+    }
+}
+
+#[test]
+fn f32_start_keeps_values_to_eps_sigma_max_on_badly_scaled_columns() {
+    // f64 batches of 9 to 16 columns start in f32 (five sweeps), then go on in f64 from the
+    // rotation found, made orthonormal: the values are accurate to about ε σ_max (as faer's
+    // and gesdd's), the factors orthonormal and reconstructing A. Matrices whose columns
+    // are scaled down to 1e-12 (the f32 sweeps see the small ones as noise), against faer
+    // on each matrix alone; tall and square, with a partial lane group
+    for (m, n) in [(16, 16), (16, 10), (12, 12)] {
+        let b = 11;
+        let mut v = randn(&[b, m, n], (m * 3 + n) as u64).to_vec_f64();
+        for i in 0..b {
+            for c in 0..n {
+                let f = 10f64.powf(-12.0 * (c * i) as f64 / ((n - 1) * (b - 1)) as f64);
+                for r in 0..m {
+                    v[(i * m + r) * n + c] *= f;
+                }
+            }
+        }
+        let a = Tensor::from_vec(v, vec![b, m, n]).unwrap();
+        let what = format!("column-scaled {m}x{n}");
+        let f = svd(&a, false).unwrap();
+        check_factors(&a, &f.u, &f.s, &f.vh, &what);
+        let s = f.s.to_vec_f64();
+        let k = n.min(m);
+        for i in 0..b {
+            let alone = svdvals(&a.narrow(0, i, 1).unwrap()).unwrap().to_vec_f64();
+            for (j, (&x, &y)) in s[i * k..(i + 1) * k].iter().zip(&alone).enumerate() {
+                let tol = 4.0 * k as f64 * f64::EPSILON * alone[0];
+                assert!((x - y).abs() <= tol, "{what} matrix {i} value {j}: {x} {y}");
+            }
+        }
     }
 }

@@ -1,9 +1,10 @@
 //! Singular value decomposition of a batch of strided matrices, with a deterministic sign
 //! gauge: one-sided Jacobi for small matrices (one at a time, or [`LANES`] at a time in
 //! SIMD lanes for batches; round-robin pair order and cached squared column norms, as
-//! LAPACK's `dgesvj`, so one inner product per pair), faer's bidiagonal divide-and-conquer
-//! SVD otherwise; and the fused per-matrix VJP [`svd_backward`] (used when the backward
-//! pass is not recorded).
+//! LAPACK's `dgesvj`, so one inner product per pair; f64 lanes beyond [`JACOBI_MAX`]
+//! columns start in f32, [`mixed_start`]), faer's bidiagonal divide-and-conquer SVD
+//! otherwise; and the fused per-matrix VJP [`svd_backward`] (used when the backward pass
+//! is not recorded).
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 
@@ -12,7 +13,7 @@ use faer::dyn_stack::{MemBuffer, MemStack};
 use faer::linalg::svd::{self as fsvd, ComputeSvdVectors};
 use faer::{MatMut, Par};
 
-use super::lu::{for_each_lane_group, LANES};
+use super::lu::{lane_task_len, LANES};
 use super::{colmajor_layout, for_each_matrix, Batch, LinalgElem, TASK_WORK};
 use crate::backend::cpu::par::{run_tasks, Parts};
 use crate::backend::cpu::pool;
@@ -42,35 +43,32 @@ const JACOBI_MAX: usize = 8;
 const JACOBI_ROOM: usize = 16;
 /// Sweeps after which the Jacobi kernel gives up (faer then factorises the matrix).
 const JACOBI_SWEEPS: usize = 40;
+/// Sweeps of the f32 start of the f64 lane kernel ([`mixed_start`]). Simulated on 16 x 16
+/// Gaussian matrices (the largest count of a group of eight): 5 f32 sweeps leave 3.1 f64
+/// sweeps, against 8.1 from the start (4: 4.0, 6: 3.1).
+const MIXED_SWEEPS: usize = 5;
 
-/// The power-of-two scale of the column-major `m x n` matrix `a` for the Jacobi kernels
-/// (so that squared norms neither overflow nor underflow), and its inverse; `None` for a
-/// zero matrix. Also whether every entry is finite (the scale is meaningless otherwise).
+/// The power-of-two scale for the Jacobi kernels of a matrix whose largest entry in
+/// magnitude is `amax` (so that squared norms neither overflow nor underflow), and its
+/// inverse; `None` for a zero matrix.
 #[inline(always)]
-fn jacobi_scale<T: LinalgElem>(a: &[T]) -> (Option<(T, T)>, bool) {
-    let mut amax = T::ZERO;
-    let mut finite = true;
-    for &x in a {
-        finite &= x.is_finite();
-        if x.abs() > amax {
-            amax = x.abs();
-        }
-    }
-    if amax == T::ZERO || !finite {
-        return (None, finite);
+fn jacobi_scale<T: LinalgElem>(amax: T) -> Option<(T, T)> {
+    if amax == T::ZERO {
+        return None;
     }
     let e = amax.to_f64().log2().floor() as i32;
-    (Some((T::of(2f64.powi(-e)), T::of(2f64.powi(e)))), true)
+    Some((T::of(2f64.powi(-e)), T::of(2f64.powi(e))))
 }
 
 /// Copies the column-major `m x n` matrix `a` into `w` (`rows x cols` column-major, the
 /// transpose when wide), scaled by [`jacobi_scale`]'s power of two. Returns the inverse
-/// scale, or `None` for a zero matrix (`w` untouched).
+/// scale, or `None` for a zero matrix (`w` untouched). `a` is finite.
 fn jacobi_load<T: LinalgElem>(a: &[T], m: usize, n: usize, w: &mut [T]) -> Option<T> {
     let wide = m < n;
     let rows = m.max(n);
     let cols = m.min(n);
-    let (scale, unscale) = jacobi_scale(a).0?;
+    let amax = a.iter().fold(T::ZERO, |acc, &x| if x.abs() > acc { x.abs() } else { acc });
+    let (scale, unscale) = jacobi_scale(amax)?;
     for c in 0..cols {
         for r in 0..rows {
             w[c * rows + r] = scale * if wide { a[r * m + c] } else { a[c * m + r] };
@@ -244,12 +242,20 @@ fn jacobi_small<T: LinalgElem>(
             break;
         }
     }
-    converged && jacobi_finish(|i| w[i], |i| q[i], m, n, unscale, s, uv)
+    if !converged {
+        return false;
+    }
+    for (c, x) in norms.iter_mut().enumerate().take(cols) {
+        let col = &w[c * rows..(c + 1) * rows];
+        *x = dot(col, col);
+    }
+    jacobi_finish(|i| w[i], |i| q[i], &norms[..cols], m, n, unscale, s, uv)
 }
 
 /// The end of [`jacobi_small`] from the converged `W` and `Q` (`rows x cols` and
 /// `cols x cols`, column-major, element `i` read by `w(i)` and `q(i)`, so that the lane
-/// kernel reads its lanes in place) of the scaled matrix: the singular values (times
+/// kernel reads its lanes in place) of the scaled matrix and the squared norms `sq` of
+/// `W`'s columns (each summed in row order, as [`dot`]): the singular values (times
 /// `unscale`) in descending order and, with `uv`, the vectors in the sign gauge of
 /// [`fix_gauge`] (each column pair negated as it is written: the same bits as negating
 /// after); `false` when vectors are asked and a singular value is numerically zero.
@@ -257,6 +263,7 @@ fn jacobi_small<T: LinalgElem>(
 fn jacobi_finish<T: LinalgElem>(
     w: impl Fn(usize) -> T,
     q: impl Fn(usize) -> T,
+    sq: &[T],
     m: usize,
     n: usize,
     unscale: T,
@@ -268,20 +275,18 @@ fn jacobi_finish<T: LinalgElem>(
     let mut norms = [T::ZERO; JACOBI_ROOM];
     let mut order = [0usize; JACOBI_ROOM];
     for c in 0..cols {
-        let mut acc = T::ZERO;
-        for r in 0..rows {
-            let x = w(c * rows + r);
-            acc += x * x;
-        }
-        norms[c] = acc.sqrt();
+        norms[c] = sq[c].sqrt();
         order[c] = c;
     }
     for i in 0..cols {
         let mut best = i;
+        let mut top = norms[order[i]];
         for j in i + 1..cols {
-            if norms[order[j]] > norms[order[best]] {
-                best = j;
-            }
+            // (selects, not branches)
+            let x = norms[order[j]];
+            let gt = x > top;
+            best = if gt { j } else { best };
+            top = if gt { x } else { top };
         }
         order.swap(i, best);
     }
@@ -341,34 +346,56 @@ struct LaneScratch<T> {
     /// The lanes' `W` (`rows x cols`) and `Q` (`cols x cols`), column-major per lane.
     w: Vec<[T; LANES]>,
     q: Vec<[T; LANES]>,
+    /// [`mixed_start`]'s buffers (empty without it): the scaled matrices (`rows x cols`),
+    /// the Cholesky factor of `QᵀQ` (`cols x cols`), and the f32 `W` and `Q`.
+    w0: Vec<[T; LANES]>,
+    r: Vec<[T; LANES]>,
+    w32: Vec<[f32; LANES]>,
+    q32: Vec<[f32; LANES]>,
 }
 
-impl<T: LinalgElem> LaneScratch<T> {
+impl<T: JacobiElem> LaneScratch<T> {
     fn new(m: usize, n: usize) -> Self {
         let (rows, cols) = (m.max(n), m.min(n));
+        let mix = usize::from(mixed::<T>(cols));
         LaneScratch {
             tmp: vec![T::ZERO; m * n],
             w: vec![[T::ZERO; LANES]; rows * cols],
             q: vec![[T::ZERO; LANES]; cols * cols],
+            w0: vec![[T::ZERO; LANES]; mix * rows * cols],
+            r: vec![[T::ZERO; LANES]; mix * cols * cols],
+            w32: vec![[0.0; LANES]; mix * rows * cols],
+            q32: vec![[0.0; LANES]; mix * cols * cols],
         }
     }
 }
 
-/// [`jacobi_small`] on the [`LANES`] matrices `first..` of `ba` at once: every operation
+/// Whether the lane kernel starts matrices of `cols` columns (after the transpose of a
+/// wide one) with [`mixed_start`]: f64 beyond [`JACOBI_MAX`] columns, so that a matrix
+/// that may be decomposed alone by [`jacobi_small`] (up to [`JACOBI_MAX`]) gets the same
+/// bits in lanes.
+fn mixed<T: JacobiElem>(cols: usize) -> bool {
+    T::MIXED && cols > JACOBI_MAX
+}
+
+/// [`jacobi_small`] on the matrices `first..first + count` of `ba` at once (`count <=`
+/// [`LANES`]; a partial group is padded with repeats of its last matrix): every operation
 /// over the lanes (a lane whose pair is already orthogonal rotates by the identity,
-/// `tau = s = 0`), sweeps until every lane has had a sweep without rotation, so that each
-/// lane gets the bits [`jacobi_small`] gives its matrix alone. Writes the factors of each
-/// lane's matrix (`size` elements: `U` (`m x k`) when `want`, `S`, `V` (`n x k`)) into
-/// `dst`, sign gauge included; returns the lanes that need the one-matrix path instead (non-finite or
+/// `tau = s = 0`), sweeps until every lane has had a sweep without rotation. Up to
+/// [`JACOBI_MAX`] columns each lane gets the bits [`jacobi_small`] gives its matrix
+/// alone; beyond, f64 starts with [`mixed_start`]. Writes the factors of matrix
+/// `first + l` into `U` (`m x k`, column-major, `u[l * m * k..]`) and `V` (`n x k`,
+/// `v[l * n * k..]`) when `want` (else `u` and `v` are empty) and `S` (`s[l * k..]`), sign
+/// gauge included; returns the lanes that need the one-matrix path instead (non-finite or
 /// zero matrix, no convergence, a zero singular value with vectors asked).
 #[allow(clippy::too_many_arguments)]
 fn jacobi_lanes<T: JacobiElem>(
     ba: &Batch,
     a: &[T],
     first: usize,
+    count: usize,
     want: bool,
-    dst: &mut [T],
-    size: usize,
+    (uo, so, vo): (&mut [T], &mut [T], &mut [T]),
     sc: &mut LaneScratch<T>,
 ) -> [bool; LANES] {
     let (m, n) = (ba.m, ba.n);
@@ -377,42 +404,68 @@ fn jacobi_lanes<T: JacobiElem>(
     let mut bad = [false; LANES];
     let mut unscale = [T::ONE; LANES];
     let wide = m < n;
-    for (l, b) in bad.iter_mut().enumerate() {
-        ba.load(a, first + l, &mut sc.tmp);
-        // jacobi_load, into the lane
-        if let (Some((scale, us)), true) = jacobi_scale(&sc.tmp) {
-            unscale[l] = us;
-            let t = &sc.tmp;
-            for c in 0..cols {
-                for (r, x) in sc.w[c * rows..(c + 1) * rows].iter_mut().enumerate() {
-                    x[l] = scale * if wide { t[r * m + c] } else { t[c * m + r] };
-                }
-            }
-        } else {
-            *b = true;
-            for x in &mut sc.w {
-                x[l] = T::ZERO;
-            }
+    // each lane's matrix (transposed when wide) straight into its lane, then the scale of
+    // jacobi_load (the same largest entry and power of two) over the lanes
+    let (rs, cs) = if wide { (ba.cs, ba.rs) } else { (ba.rs, ba.cs) };
+    let w = &mut sc.w[..rows * cols];
+    let offs: [usize; LANES] = std::array::from_fn(|l| ba.offset(first + l.min(count - 1)));
+    // (a row of the lanes at a time: one whole line stored per entry)
+    for (c, col) in w.chunks_exact_mut(rows).enumerate() {
+        for (r, x) in col.iter_mut().enumerate() {
+            let at = r * rs + c * cs;
+            *x = std::array::from_fn(|l| a[offs[l] + at]);
         }
     }
-    if want {
+    // the largest magnitude, and x · 0 summed (0 when every entry is finite, else NaN)
+    let mut amax = [T::ZERO; LANES];
+    let mut nan = [T::ZERO; LANES];
+    for x in w.iter() {
+        for l in 0..LANES {
+            let v = x[l].abs();
+            amax[l] = if v > amax[l] { v } else { amax[l] };
+            nan[l] += x[l] * T::ZERO;
+        }
+    }
+    let mut scale = [T::ZERO; LANES];
+    for l in 0..LANES {
+        match jacobi_scale(amax[l]) {
+            Some((sl, us)) if nan[l] == T::ZERO => (scale[l], unscale[l]) = (sl, us),
+            _ => bad[l] = true,
+        }
+    }
+    for x in w.iter_mut() {
+        for l in 0..LANES {
+            // (a bad lane is zeroed: a zero matrix, no rotation)
+            x[l] = if bad[l] { T::ZERO } else { scale[l] * x[l] };
+        }
+    }
+    if mixed::<T>(cols) {
+        // Q from the f32 sweeps, W = A Q (for the values alone too: the same bits)
+        mixed_start(sc, rows, cols);
+    } else if want {
         for (i, x) in sc.q.iter_mut().enumerate() {
             *x = if i % (cols + 1) == 0 { [T::ONE; LANES] } else { [T::ZERO; LANES] };
         }
     }
-    let converged = sweep_lanes(&mut sc.w, &mut sc.q, rows, cols, want);
-    let usz = if want { m * k } else { 0 };
-    for l in 0..LANES {
+    let converged = sweep_lanes(&mut sc.w, &mut sc.q, rows, cols, want, JACOBI_SWEEPS);
+    // the squared column norms of every lane (in row order, as jacobi_small's)
+    let mut sqn = [[T::ZERO; LANES]; JACOBI_ROOM];
+    for (x, col) in sqn.iter_mut().zip(sc.w.chunks_exact(rows)) {
+        *x = dot_lanes(col, col);
+    }
+    let (usz, vsz) = if want { (m * k, n * k) } else { (0, 0) };
+    for l in 0..count {
         if bad[l] || !converged[l] {
             bad[l] = true;
             continue;
         }
-        let d = &mut dst[l * size..(l + 1) * size];
-        let (u, rest) = d.split_at_mut(usz);
-        let (s, v) = rest.split_at_mut(k);
-        let uv = want.then_some((&mut *u, &mut *v));
+        let s = &mut so[l * k..(l + 1) * k];
+        let u = &mut uo[l * usz..(l + 1) * usz];
+        let v = &mut vo[l * vsz..(l + 1) * vsz];
+        let uv = want.then_some((u, v));
         let (w, q) = (&sc.w, &sc.q);
-        if !jacobi_finish(|i| w[i][l], |i| q[i][l], m, n, unscale[l], s, uv) {
+        let sq: [T; JACOBI_ROOM] = std::array::from_fn(|c| sqn[c][l]);
+        if !jacobi_finish(|i| w[i][l], |i| q[i][l], &sq[..cols], m, n, unscale[l], s, uv) {
             bad[l] = true;
         }
     }
@@ -420,14 +473,15 @@ fn jacobi_lanes<T: JacobiElem>(
 }
 
 /// The sweeps of [`jacobi_lanes`] on `w` and `q` (`rows x cols` and `cols x cols` per
-/// lane), with the order a constant where it is common (unrolled loops) and the widest
-/// instruction set the CPU has. Returns the lanes that converged.
+/// lane), at most `sweeps`, with the order a constant where it is common (unrolled loops)
+/// and the widest instruction set the CPU has. Returns the lanes that converged.
 fn sweep_lanes<T: JacobiElem>(
     w: &mut [[T; LANES]],
     q: &mut [[T; LANES]],
     rows: usize,
     cols: usize,
     want: bool,
+    sweeps: usize,
 ) -> [bool; LANES] {
     struct Kernel<'a, T, const R: usize, const C: usize> {
         w: &'a mut [[T; LANES]],
@@ -435,33 +489,202 @@ fn sweep_lanes<T: JacobiElem>(
         rows: usize,
         cols: usize,
         want: bool,
+        sweeps: usize,
     }
     impl<T: JacobiElem, const R: usize, const C: usize> pulp::WithSimd for Kernel<'_, T, R, C> {
         type Output = [bool; LANES];
         #[inline(always)]
         fn with_simd<S: pulp::Simd>(self, simd: S) -> [bool; LANES] {
-            let Kernel { w, q, rows, cols, want } = self;
+            let Kernel { w, q, rows, cols, want, sweeps } = self;
             let rows = if R > 0 { R } else { rows };
             let cols = if C > 0 { C } else { cols };
-            sweep_lanes_n(simd, w, q, rows, cols, want)
+            sweep_lanes_n(simd, w, q, rows, cols, want, sweeps)
         }
     }
+    let k = Kernel::<T, 0, 0> { w, q, rows, cols, want, sweeps };
     fn fixed<T: JacobiElem, const R: usize, const C: usize>(
-        w: &mut [[T; LANES]],
-        q: &mut [[T; LANES]],
-        rows: usize,
-        cols: usize,
-        want: bool,
+        k: Kernel<'_, T, 0, 0>,
     ) -> [bool; LANES] {
-        pulp::Arch::new().dispatch(Kernel::<T, R, C> { w, q, rows, cols, want })
+        let Kernel { w, q, rows, cols, want, sweeps } = k;
+        pulp::Arch::new().dispatch(Kernel::<T, R, C> { w, q, rows, cols, want, sweeps })
     }
     match (rows, cols) {
-        (2, 2) => fixed::<T, 2, 2>(w, q, rows, cols, want),
-        (3, 3) => fixed::<T, 3, 3>(w, q, rows, cols, want),
-        (4, 4) => fixed::<T, 4, 4>(w, q, rows, cols, want),
-        (8, 8) => fixed::<T, 8, 8>(w, q, rows, cols, want),
-        (16, 16) => fixed::<T, 16, 16>(w, q, rows, cols, want),
-        _ => fixed::<T, 0, 0>(w, q, rows, cols, want),
+        (2, 2) => fixed::<T, 2, 2>(k),
+        (3, 3) => fixed::<T, 3, 3>(k),
+        (4, 4) => fixed::<T, 4, 4>(k),
+        (8, 8) => fixed::<T, 8, 8>(k),
+        (16, 16) => fixed::<T, 16, 16>(k),
+        _ => fixed::<T, 0, 0>(k),
+    }
+}
+
+/// The start of the f64 lane kernel beyond [`JACOBI_MAX`] columns: [`MIXED_SWEEPS`]
+/// sweeps in f32 (eight f32 lanes fill the register that holds four f64 ones: half the
+/// loads, stores and arithmetic per row), from which `Q` (accumulated in f32, so
+/// orthogonal to about f32's rounding) is made orthonormal in f64 by a Cholesky QR
+/// (`QᵀQ = RᵀR`, `Q ← Q R⁻¹`), and `W ← W Q`; the f64 sweeps then go on from these `W`
+/// and `Q` (about 3 instead of 8 on Gaussian matrices). `Q` is accumulated whether or not
+/// vectors are asked, so the singular values have the same bits either way. A lane whose
+/// Cholesky pivot is not above 1/2 (not orthogonal enough: f32 overflow or NaN) keeps
+/// `Q = I`, `W` unchanged (`W I` is `W` exactly). The cost in accuracy: `W Q` rounds each
+/// column to `ε ‖W‖`, so small singular values are accurate to `ε σ_max` (as
+/// bidiagonalisation's, LAPACK's `gesdd` and faer's), not to one-sided Jacobi's relative
+/// accuracy on matrices with badly scaled columns.
+fn mixed_start<T: JacobiElem>(sc: &mut LaneScratch<T>, rows: usize, cols: usize) {
+    struct Kernel<'a, T> {
+        sc: &'a mut LaneScratch<T>,
+        rows: usize,
+        cols: usize,
+    }
+    impl<T: JacobiElem> pulp::WithSimd for Kernel<'_, T> {
+        type Output = ();
+        #[inline(always)]
+        fn with_simd<S: pulp::Simd>(self, _simd: S) {
+            let Kernel { sc, rows, cols } = self;
+            mixed_start_n(sc, rows, cols);
+        }
+    }
+    pulp::Arch::new().dispatch(Kernel { sc, rows, cols });
+}
+
+/// The body of [`mixed_start`] (compiled for the instruction set of its caller).
+// lanes are indexed on purpose (the loops over them vectorise); Float has no SubAssign
+#[allow(clippy::needless_range_loop, clippy::assign_op_pattern)]
+#[inline(always)]
+fn mixed_start_n<T: JacobiElem>(sc: &mut LaneScratch<T>, rows: usize, cols: usize) {
+    let LaneScratch { w, q, w0, r, w32, q32, .. } = &mut *sc;
+    let (w, q) = (&mut w[..rows * cols], &mut q[..cols * cols]);
+    let (w0, r) = (&mut w0[..rows * cols], &mut r[..cols * cols]);
+    for (x, y) in w.iter().zip(w32.iter_mut()) {
+        for l in 0..LANES {
+            y[l] = x[l].to_f64() as f32;
+        }
+    }
+    for (i, x) in q32.iter_mut().enumerate() {
+        *x = if i % (cols + 1) == 0 { [1.0; LANES] } else { [0.0; LANES] };
+    }
+    sweep_lanes::<f32>(w32, q32, rows, cols, true, MIXED_SWEEPS);
+    for (x, y) in q32.iter().zip(q.iter_mut()) {
+        for l in 0..LANES {
+            y[l] = T::of(f64::from(x[l]));
+        }
+    }
+    // Cholesky QR: R upper with RᵀR = QᵀQ, column by column, then Q ← Q R⁻¹ in place
+    // (column j of the new Q is (q_j − Σ_{i<j} r_ij q_i) / r_jj, the q_i already new)
+    let half = T::of(0.5);
+    let mut ok = [true; LANES];
+    for j in 0..cols {
+        let qj = &q[j * cols..(j + 1) * cols];
+        for i in 0..=j {
+            let mut g = dot_lanes(&q[i * cols..(i + 1) * cols], qj);
+            for kk in 0..i {
+                let (a, b) = (r[i * cols + kk], r[j * cols + kk]);
+                for l in 0..LANES {
+                    g[l] = g[l] - a[l] * b[l];
+                }
+            }
+            if i < j {
+                let d = r[i * cols + i];
+                for l in 0..LANES {
+                    g[l] = g[l] / d[l];
+                }
+            } else {
+                for l in 0..LANES {
+                    ok[l] &= g[l] > half;
+                    g[l] = g[l].sqrt();
+                }
+            }
+            // r is stored by columns of R: r[j * cols + i] = R[i][j]
+            r[j * cols + i] = g;
+        }
+    }
+    // (the Gram entries above use the old Q: all of R first, then the solve)
+    for j in 0..cols {
+        let (done, rest) = q.split_at_mut(j * cols);
+        let d = r[j * cols + j].map(|x| T::ONE / x);
+        let rj = &r[j * cols..j * cols + j];
+        let neg = |i: usize| rj[i].map(|x| -x);
+        combine_lanes(&mut rest[..cols], cols, j, |i| (neg(i), &done[i * cols..]), Some(d));
+    }
+    if ok.iter().any(|&x| !x) {
+        for (i, x) in q.iter_mut().enumerate() {
+            let e = if i % (cols + 1) == 0 { T::ONE } else { T::ZERO };
+            for l in 0..LANES {
+                if !ok[l] {
+                    x[l] = e;
+                }
+            }
+        }
+    }
+    // W ← W Q: column c is Σ_k q_kc w_k, into w0, which then becomes W
+    for c in 0..cols {
+        let qc = &q[c * cols..(c + 1) * cols];
+        combine_lanes(
+            &mut w0[c * rows..(c + 1) * rows],
+            rows,
+            cols,
+            |k| (qc[k], &w[k * rows..]),
+            None,
+        );
+    }
+    std::mem::swap(&mut sc.w, &mut sc.w0);
+}
+
+/// A linear combination of columns over the lanes, `len` rows of `y`: with
+/// `scale = Some(d)`, `y ← (y + Σ_k c_k x_k) · d`; with `None`, `y ← Σ_k c_k x_k`, where
+/// `term(k) = (c_k, x_k)` for `k < nk` (`x_k` at least `len` rows), summed in the order of
+/// `k`; four rows at a time in registers (one load of `c_k` per four rows, no store until
+/// the end).
+// lanes are indexed on purpose (the loops over them vectorise); Float has no SubAssign
+#[allow(clippy::needless_range_loop, clippy::assign_op_pattern)]
+#[inline(always)]
+fn combine_lanes<'a, T: LinalgElem + 'a>(
+    y: &mut [[T; LANES]],
+    len: usize,
+    nk: usize,
+    term: impl Fn(usize) -> ([T; LANES], &'a [[T; LANES]]),
+    scale: Option<[T; LANES]>,
+) {
+    const B: usize = 4;
+    let mut r0 = 0;
+    while r0 + B <= len {
+        let mut acc = [[T::ZERO; LANES]; B];
+        if scale.is_some() {
+            acc.copy_from_slice(&y[r0..r0 + B]);
+        }
+        for k in 0..nk {
+            let (c, x) = term(k);
+            let x = &x[r0..r0 + B];
+            for i in 0..B {
+                for l in 0..LANES {
+                    acc[i][l] = acc[i][l] + c[l] * x[i][l];
+                }
+            }
+        }
+        if let Some(d) = scale {
+            for i in 0..B {
+                for l in 0..LANES {
+                    acc[i][l] = acc[i][l] * d[l];
+                }
+            }
+        }
+        y[r0..r0 + B].copy_from_slice(&acc);
+        r0 += B;
+    }
+    for r in r0..len {
+        let mut acc = if scale.is_some() { y[r] } else { [T::ZERO; LANES] };
+        for k in 0..nk {
+            let (c, x) = term(k);
+            for l in 0..LANES {
+                acc[l] = acc[l] + c[l] * x[r][l];
+            }
+        }
+        if let Some(d) = scale {
+            for l in 0..LANES {
+                acc[l] = acc[l] * d[l];
+            }
+        }
+        y[r] = acc;
     }
 }
 
@@ -490,6 +713,7 @@ fn sweep_lanes_n<T: JacobiElem, S: pulp::Simd>(
     rows: usize,
     cols: usize,
     want: bool,
+    sweeps: usize,
 ) -> [bool; LANES] {
     let w = &mut w[..rows * cols];
     let q = &mut q[..cols * cols];
@@ -499,7 +723,7 @@ fn sweep_lanes_n<T: JacobiElem, S: pulp::Simd>(
     let pairs = Pairs::new(cols);
     let mut norms = [[T::ZERO; LANES]; JACOBI_ROOM];
     let mut converged = [false; LANES];
-    for _ in 0..JACOBI_SWEEPS {
+    for _ in 0..sweeps {
         for c in 0..cols {
             let col = &w[c * rows..(c + 1) * rows];
             norms[c] = dot_lanes(col, col);
@@ -580,6 +804,9 @@ fn sweep_lanes_n<T: JacobiElem, S: pulp::Simd>(
 /// lanes in explicit SIMD operations (the compiler leaves their selects, divisions and
 /// square roots scalar).
 pub(crate) trait JacobiElem: LinalgElem {
+    /// Whether the lane kernel starts with f32 sweeps ([`mixed_start`]; f64 only).
+    const MIXED: bool;
+
     /// `rot` 1 where a lane rotates (not [`jacobi_skip`]), 0 where it does not.
     fn skips<S: pulp::Simd>(
         simd: S,
@@ -607,10 +834,12 @@ pub(crate) trait JacobiElem: LinalgElem {
 }
 
 macro_rules! jacobi_elem {
-    ($t:ty, $as:ident, $as_mut:ident, $splat:ident, $add:ident, $sub:ident, $mul:ident,
+    ($t:ty, $mixed:expr, $as:ident, $as_mut:ident, $splat:ident, $add:ident, $sub:ident, $mul:ident,
      $div:ident, $sqrt:ident, $abs:ident, $eq:ident, $le:ident, $lt:ident, $gt:ident,
      $or:ident, $sel:ident) => {
         impl JacobiElem for $t {
+            const MIXED: bool = $mixed;
+
             #[inline(always)]
             fn skips<S: pulp::Simd>(
                 simd: S,
@@ -701,6 +930,7 @@ macro_rules! jacobi_elem {
 
 jacobi_elem!(
     f64,
+    true,
     as_simd_f64s,
     as_mut_simd_f64s,
     splat_f64s,
@@ -719,6 +949,7 @@ jacobi_elem!(
 );
 jacobi_elem!(
     f32,
+    false,
     as_simd_f32s,
     as_mut_simd_f32s,
     splat_f32s,
@@ -1216,22 +1447,23 @@ fn fix_gauge<T: LinalgElem>(u: &mut [T], m: usize, v: &mut [T], n: usize, cols: 
 /// Whether the entry of largest magnitude of `col` (the first one on ties) is negative.
 #[inline(always)]
 fn largest_is_negative<T: LinalgElem>(col: &[T]) -> bool {
+    // (selects, not branches: which entry is largest is data, a branch mispredicts)
     let mut best = T::ZERO;
     let mut neg = false;
     for &x in col {
-        if x.abs() > best {
-            best = x.abs();
-            neg = x < T::ZERO;
-        }
+        let gt = x.abs() > best;
+        best = if gt { x.abs() } else { best };
+        neg = if gt { x < T::ZERO } else { neg };
     }
     neg
 }
 
 /// The SVD of each matrix of `a` (layout `l`, `(*, m, n)`), per matrix: one-sided Jacobi
 /// up to [`JACOBI_MAX`] (up to [`JACOBI_ROOM`] in batches of at least [`LANES`] matrices,
-/// every matrix of such a batch alike: in lanes or alone, the same bits; so a matrix of
-/// 9 to 16 rows or columns may differ in the last bits from the same matrix decomposed
-/// alone, by faer), faer's SVD otherwise and for matrices Jacobi does not finish (a zero
+/// every matrix of such a batch in lanes, the last partial group padded: up to
+/// [`JACOBI_MAX`] the bits the matrix gets alone; so a matrix of 9 to 16 rows or columns
+/// may differ in the last bits from the same matrix decomposed alone, by faer), faer's
+/// SVD otherwise and for matrices Jacobi does not finish (a zero
 /// singular value with vectors asked, `full`, no convergence). Singular values in
 /// descending order; with `want_uv`, `U` and `V` (`full`: `m x m` and `n x n`, else
 /// `m x k` and `n x k`). Gauge: the entry of largest magnitude of each column of `U` is
@@ -1267,15 +1499,9 @@ pub(crate) fn svd<T: JacobiElem>(
         ComputeSvdVectors::Thin
     };
     // Jacobi up to JACOBI_MAX, and up to JACOBI_ROOM for batches of a lane group or more
-    // (each matrix of such a batch alike, in lanes or alone: the same bits)
+    // (every matrix of such a batch in lanes; alone, the ones the lanes leave)
     let lanes = len >= LANES && m.max(n) <= JACOBI_ROOM && k > 0;
     let jacobi = (m.max(n) <= JACOBI_MAX || lanes) && (!want_uv || ku == k && kv == k);
-    // the lane kernel and the thin paths after it write every factor of every matrix
-    let mut packed = if jacobi && lanes {
-        pool::overwritten(len * size, T::ZERO)
-    } else {
-        pool::filled(len * size, T::ZERO)
-    };
     let one = |i: usize, dst: &mut [T], tmp: &mut Vec<T>, par: Par| {
         let (u, rest) = dst.split_at_mut(usz);
         let (s, v) = rest.split_at_mut(k);
@@ -1334,35 +1560,78 @@ pub(crate) fn svd<T: JacobiElem>(
         }
     };
     if jacobi && lanes {
-        let one = &one;
-        let scratch = || LaneScratch::new(m, n);
-        let group = |sc: &mut LaneScratch<T>, first: usize, o: &mut [T]| {
-            let bad = jacobi_lanes(&ba, a, first, want_uv, o, size, sc);
-            for (l, _) in bad.iter().enumerate().filter(|(_, &b)| b) {
-                one(first + l, &mut o[l * size..(l + 1) * size], &mut sc.tmp, Par::Seq);
+        // straight into U, S and V, each task a run of lane groups (the batch's last,
+        // partial group in lanes too: every matrix alike), no packed copy
+        let mut uo = pool::overwritten(len * usz, T::ZERO);
+        let mut so = pool::overwritten(len * k, T::ZERO);
+        let mut vo = pool::overwritten(len * vsz, T::ZERO);
+        let per = if len * work >= 2 * TASK_WORK { lane_task_len(len, work) } else { len };
+        let (pu, ps, pv) = (
+            Parts::new(&mut uo, usz * per),
+            Parts::new(&mut so, k * per),
+            Parts::new(&mut vo, vsz * per),
+        );
+        run_tasks(len.div_ceil(per), |t| {
+            let (u, s, v) = (pu.take(t), ps.take(t), pv.take(t));
+            let mut sc = LaneScratch::new(m, n);
+            let mut one_out = Vec::new();
+            let groups = (s.len() / k).div_ceil(LANES);
+            for g in 0..groups {
+                let first = t * per + g * LANES;
+                let at = g * LANES;
+                let count = (s.len() / k - at).min(LANES);
+                let ug = &mut u[at * usz..(at + count) * usz];
+                let sg = &mut s[at * k..(at + count) * k];
+                let vg = &mut v[at * vsz..(at + count) * vsz];
+                let bad = jacobi_lanes(&ba, a, first, count, want_uv, (ug, sg, vg), &mut sc);
+                for (l, _) in bad.iter().enumerate().take(count).filter(|(_, &b)| b) {
+                    one_out.clear();
+                    one_out.resize(size, T::ZERO);
+                    one(first + l, &mut one_out, &mut sc.tmp, Par::Seq);
+                    let (i, j) = (at + l, &one_out);
+                    u[i * usz..(i + 1) * usz].copy_from_slice(&j[..usz]);
+                    s[i * k..(i + 1) * k].copy_from_slice(&j[usz..usz + k]);
+                    v[i * vsz..(i + 1) * vsz].copy_from_slice(&j[usz + k..]);
+                }
             }
-        };
-        for_each_lane_group(&mut packed, size, work, scratch, group, one);
-    } else {
-        for_each_matrix(&mut packed, size, work, work >= PAR_WORK, one);
+        });
+        drop((pu, ps, pv));
+        let f = failed.load(Ordering::Relaxed);
+        if f != usize::MAX {
+            return Err(f);
+        }
+        return Ok(out_of(&ba, (uo, so, vo), want_uv, (m, n, k, ku, kv)));
     }
+    let mut packed = pool::filled(len * size, T::ZERO);
+    for_each_matrix(&mut packed, size, work, work >= PAR_WORK, one);
     let f = failed.load(Ordering::Relaxed);
     if f != usize::MAX {
         return Err(f);
     }
     let (uo, so, vo) = unpack(&packed, (usz, k, vsz));
     pool::give(packed);
+    Ok(out_of(&ba, (uo, so, vo), want_uv, (m, n, k, ku, kv)))
+}
+
+/// [`SvdOut`] of a batch `ba` from its factors `U` (`(*, m, ku)` column-major), `S`
+/// (`(*, k)`) and `V` (`(*, n, kv)` column-major, so `Vh` `(*, kv, n)` contiguous).
+fn out_of<T>(
+    ba: &Batch,
+    (uo, so, vo): (Vec<T>, Vec<T>, Vec<T>),
+    want_uv: bool,
+    (m, n, k, ku, kv): (usize, usize, usize, usize, usize),
+) -> SvdOut<T> {
     let mut sdims = ba.dims.clone();
     sdims.push(k);
     let s = (so, Layout::contiguous(Shape::new(sdims)));
     if !want_uv {
-        return Ok(SvdOut { u: None, s, vh: None });
+        return SvdOut { u: None, s, vh: None };
     }
     let mut vdims = ba.dims.clone();
     vdims.extend([kv, n]);
-    Ok(SvdOut {
+    SvdOut {
         u: Some((uo, colmajor_layout(&ba.dims, m, ku))),
         s,
         vh: Some((vo, Layout::contiguous(Shape::new(vdims)))),
-    })
+    }
 }
