@@ -346,8 +346,9 @@ struct LaneScratch<T> {
     /// The lanes' `W` (`rows x cols`) and `Q` (`cols x cols`), column-major per lane.
     w: Vec<[T; LANES]>,
     q: Vec<[T; LANES]>,
-    /// [`mixed_start`]'s buffers (empty without it): the scaled matrices (`rows x cols`),
-    /// the Cholesky factor of `QᵀQ` (`cols x cols`), and the f32 `W` and `Q`.
+    /// [`mixed_start`]'s buffers (empty without it): `W`'s other buffer (`rows x cols`:
+    /// `W Q` is written there, then it and `w` swap), the Cholesky factor of `QᵀQ`
+    /// (`cols x cols`), and the f32 `W` and `Q`.
     w0: Vec<[T; LANES]>,
     r: Vec<[T; LANES]>,
     w32: Vec<[f32; LANES]>,
