@@ -2225,7 +2225,7 @@ fn group_batch<'a>(
 /// Matrices per task of a batch of `len` small systems of `work` each that run in lane
 /// groups with per-group outputs ([`lane_task_len`] when the batch is worth splitting,
 /// else the whole batch in one task), a multiple of [`LANES`]; and whether to split.
-fn lane_split(len: usize, work: usize) -> (usize, bool) {
+pub(crate) fn lane_split(len: usize, work: usize) -> (usize, bool) {
     if len * work >= 2 * TASK_WORK {
         (lane_task_len(len, work), true)
     } else {

@@ -13,7 +13,7 @@ use faer::dyn_stack::{MemBuffer, MemStack};
 use faer::linalg::svd::{self as fsvd, ComputeSvdVectors};
 use faer::{MatMut, Par};
 
-use super::lu::{lane_task_len, LANES};
+use super::lu::{lane_split, LANES};
 use super::{colmajor_layout, for_each_matrix, Batch, LinalgElem, TASK_WORK};
 use crate::backend::cpu::par::{run_tasks, Parts};
 use crate::backend::cpu::pool;
@@ -1566,7 +1566,7 @@ pub(crate) fn svd<T: JacobiElem>(
         let mut uo = pool::overwritten(len * usz, T::ZERO);
         let mut so = pool::overwritten(len * k, T::ZERO);
         let mut vo = pool::overwritten(len * vsz, T::ZERO);
-        let per = if len * work >= 2 * TASK_WORK { lane_task_len(len, work) } else { len };
+        let per = lane_split(len, work).0;
         let (pu, ps, pv) = (
             Parts::new(&mut uo, usz * per),
             Parts::new(&mut so, k * per),
