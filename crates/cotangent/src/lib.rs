@@ -74,11 +74,16 @@
 //! **Threads.** Kernels split large work (a batch of matrices, a long elementwise pass,
 //! a big product) over rayon's global pool; the thread count is the pool's
 //! (`RAYON_NUM_THREADS`, or `rayon::ThreadPoolBuilder::build_global`). A call from outside
-//! the pool works on its own share too, with one worker fewer recruited, so that the
-//! threads at work are as many as the pool's. Batched and elementwise kernels, norms and
-//! reductions give the same bits whatever the number of threads (the work is cut the
-//! same way and each piece computed the same way, whoever runs it; tested on 1 to 4
-//! threads); large single matrices use faer's parallel kernels.
+//! any rayon pool (a program's `main`) works on its own share too, helped by a pool of
+//! cotangent's own with one thread fewer than the global pool (made at the first such
+//! call), so that the threads at work are as many as the global pool's. After a parallel
+//! region those helpers stay awake, spinning, for 200 us (`COTANGENT_SPIN_US`, in
+//! microseconds, read once; `0` turns the helpers off and leaves the work to the global
+//! pool's workers), as OpenMP's threads do: waking a sleeping thread took 10-50 us on a
+//! 2-core host, as long as a whole batch of small matrices. Batched and elementwise
+//! kernels, norms and reductions give the same bits whatever the number of threads (the
+//! work is cut the same way and each piece computed the same way, whoever runs it; tested
+//! on 1 to 4 threads); large single matrices use faer's parallel kernels.
 //!
 //! ## Operators
 //! `&a + &b`, `&a - 1.0`, `&a * &b`, `-&a`... call the corresponding methods and panic on

@@ -147,10 +147,12 @@ struct TiledRuns<'a, T, F> {
 /// part of the block stays in its core's cache between the two passes. (The norm of a run
 /// does not depend on the split.)
 ///
-/// Measured on 2 threads: a 4096 x 4 x 4 block (2^16 elements, 512 KiB in f64) is faster
-/// on one (forward + backward 36 us against 65-80 us split), a 1024 x 16 x 16 block
-/// faster split (64 us against 95-115 us).
-const PAR_TILED: usize = 1 << 17;
+/// Measured on 2 threads: a 1024 x 16 x 16 block is faster split (64 us against 95-115
+/// us). A 4096 x 4 x 4 block (2^16 elements, 512 KiB in f64) was faster on one while the
+/// second thread had to be woken for each pass (36 us against 65-80 us split); with
+/// `run_tasks`' helper kept awake it is faster split (fwd+bwd median 21 against 28 us,
+/// forward 8 against 13 us).
+const PAR_TILED: usize = 1 << 15;
 
 /// Runs per task for `n_out` runs of `len` elements tiling a block: all of them (one task)
 /// below [`PAR_TILED`] elements or on one thread, else an equal share per thread, a

@@ -8,14 +8,26 @@
 //! workers' spinning afterwards showed as 15-30% of the samples of such ops.
 //!
 //! [`run_tasks`] instead numbers the work `0..tasks` and lets the caller start on it at
-//! once, with `current_num_threads() - 1` workers recruited to take tasks from the same
-//! counter (so the caller plus the workers are as many threads as the pool has). The
-//! work of task `t` is the same whoever runs it, so results do not depend on the
-//! scheduling. Called from inside the pool (nested, or a user's own `install`), it is
-//! rayon's ordinary parallel loop.
+//! once. Each of the `current_num_threads()` threads (the caller and its helpers) starts
+//! on its own contiguous share of the tasks, so that a repeated call finds its share's
+//! data in the same core's cache (a forward and its backward split alike), then takes
+//! what is left of the others'. The work of task `t` is the same whoever runs it, so
+//! results do not depend on the scheduling. Called from inside a pool (nested, or a
+//! user's own `install`), it is rayon's ordinary parallel loop.
+//!
+//! A caller from outside rayon's pools is helped by [`helpers`], a pool of its own with
+//! one thread fewer than the global one, whose threads stay awake for a while after each
+//! region ([`keep_warm`]); the caller waits for them by spinning. Without this, a batch of
+//! 4096 4x4 solves (about 100 us of work, a few parallel regions per fwd+bwd) paid a
+//! wake-up of 10-50 us at the start of a region (the helper) and at its end (the caller
+//! sleeping in rayon's scope); the medians of the 4096x4x4 fwd+bwd rows fell by 15-50%
+//! on two threads. With a helper pool but no spinning (an earlier try) the time did not
+//! change: the wake-ups were the cost, not the extra thread.
 
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Mutex;
+use std::sync::OnceLock;
+use std::time::Instant;
 
 /// Runs `task(t)` for every `t` in `0..tasks`, on up to `rayon::current_num_threads()`
 /// threads counting the caller, each task exactly once. Returns when all are done (a
@@ -31,20 +43,154 @@ pub(crate) fn run_tasks(tasks: usize, task: impl Fn(usize) + Sync) {
         (0..tasks).into_par_iter().for_each(&task);
         return;
     }
-    let next = AtomicUsize::new(0);
-    let work = || loop {
-        let t = next.fetch_add(1, Ordering::Relaxed);
-        if t >= tasks {
-            break;
+    // each thread starts on its own contiguous share of the tasks (so a repeated call
+    // finds its share's data in the same core's cache), then takes what is left of the
+    // others'
+    let parts = threads.min(tasks);
+    let bounds: Vec<usize> = (0..=parts).map(|i| i * tasks / parts).collect();
+    let next: Vec<AtomicUsize> = bounds[..parts].iter().map(|&b| AtomicUsize::new(b)).collect();
+    let work = |me: usize| {
+        for j in (0..parts).map(|j| (me + j) % parts) {
+            loop {
+                let t = next[j].fetch_add(1, Ordering::Relaxed);
+                if t >= bounds[j + 1] {
+                    break;
+                }
+                task(t);
+            }
         }
-        task(t);
     };
-    rayon::in_place_scope(|s| {
-        for _ in 1..threads.min(tasks) {
-            s.spawn(|_| work());
+    let work = &work;
+    let Some(pool) = helpers() else {
+        rayon::in_place_scope(|s| {
+            for i in 1..parts {
+                s.spawn(move |_| work(i));
+            }
+            work(0);
+        });
+        return;
+    };
+    // the caller waits for helpers at work by spinning, not in rayon's scope, which puts
+    // a caller from outside the pool to sleep (waking it took 10-50 us): the scope's end
+    // then finds their jobs done. A helper that has not started when the caller is done
+    // takes no task (none is left); the scope waits for it.
+    let (started, done) = (AtomicUsize::new(0), AtomicUsize::new(0));
+    let (started, done) = (&started, &done);
+    pool.in_place_scope(|s| {
+        for i in 1..parts {
+            s.spawn(move |_| {
+                started.fetch_add(1, Ordering::AcqRel);
+                // counted done even if a task panics (rayon's scope then re-raises it)
+                let _done = Count(done);
+                work(i);
+            });
         }
-        work();
+        work(0);
+        let mut spins = 0u32;
+        while started.load(Ordering::Acquire) > done.load(Ordering::Acquire) {
+            spins = spins.wrapping_add(1);
+            if spins % 64 == 0 {
+                std::thread::yield_now();
+            } else {
+                std::hint::spin_loop();
+            }
+        }
     });
+    keep_warm(pool);
+}
+
+/// Adds one to its counter when dropped.
+struct Count<'a>(&'a AtomicUsize);
+
+impl Drop for Count<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_add(1, Ordering::AcqRel);
+    }
+}
+
+/// The helper threads of [`run_tasks`] called from outside rayon's pools: a pool of
+/// their own, one thread fewer than the global pool (the caller is the other), made at
+/// the first such call. `None` if that is no thread, if spinning is off ([`spin_ns`] 0:
+/// the global pool's workers help then, as rayon schedules them), or if the pool cannot
+/// be made.
+fn helpers() -> Option<&'static rayon::ThreadPool> {
+    static HELPERS: OnceLock<Option<rayon::ThreadPool>> = OnceLock::new();
+    HELPERS
+        .get_or_init(|| {
+            let k = rayon::current_num_threads().saturating_sub(1);
+            if k == 0 || spin_ns() == 0 {
+                return None;
+            }
+            rayon::ThreadPoolBuilder::new()
+                .num_threads(k)
+                .thread_name(|i| format!("cotangent-helper-{i}"))
+                .build()
+                .ok()
+        })
+        .as_ref()
+}
+
+/// The default of [`spin_ns`], in microseconds.
+const DEFAULT_SPIN_US: u64 = 200;
+
+/// How long the helpers stay awake after a parallel region, in nanoseconds:
+/// `COTANGENT_SPIN_US` (microseconds; 0 turns the helpers and their spinning off) if it
+/// is set to a number, else [`DEFAULT_SPIN_US`]. Read once.
+fn spin_ns() -> u64 {
+    static SPIN: OnceLock<u64> = OnceLock::new();
+    *SPIN.get_or_init(|| {
+        let us = std::env::var("COTANGENT_SPIN_US").ok().and_then(|v| v.trim().parse().ok());
+        us.unwrap_or(DEFAULT_SPIN_US).saturating_mul(1000)
+    })
+}
+
+/// Nanoseconds since the first call.
+fn clock_ns() -> u64 {
+    static EPOCH: OnceLock<Instant> = OnceLock::new();
+    u64::try_from(EPOCH.get_or_init(Instant::now).elapsed().as_nanos()).unwrap_or(u64::MAX)
+}
+
+/// Until when (a [`clock_ns`] time) the spinners of [`keep_warm`] stay.
+static SPIN_UNTIL: AtomicU64 = AtomicU64::new(0);
+/// How many spinners of [`keep_warm`] are running or spawned.
+static SPINNERS: AtomicUsize = AtomicUsize::new(0);
+
+/// Keeps the helper threads awake for [`spin_ns`] after a parallel region: each runs a
+/// spinner job that looks for rayon work (`rayon::yield_now`, which runs the next
+/// region's helper job as soon as it is queued) until the time is up.
+///
+/// Why: rayon's idle workers sleep within tens of microseconds, and waking one took
+/// 10-50 us on the 2-core CI host; a small parallel kernel (a batch of 4096 4x4 solves
+/// is 50-100 us of work) paid that once or twice per call, and a fwd+bwd has several. A
+/// spinner holds its core only while nothing else of rayon's needs it there. OpenMP's
+/// workers (and so PyTorch's) spin after a parallel region for the same reason.
+fn keep_warm(pool: &'static rayon::ThreadPool) {
+    SPIN_UNTIL.fetch_max(clock_ns().saturating_add(spin_ns()), Ordering::Relaxed);
+    let k = pool.current_num_threads();
+    while SPINNERS
+        .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| (n < k).then_some(n + 1))
+        .is_ok()
+    {
+        pool.spawn(move || loop {
+            while clock_ns() < SPIN_UNTIL.load(Ordering::Relaxed) {
+                for _ in 0..16 {
+                    if rayon::yield_now() != Some(rayon::Yield::Executed) {
+                        std::hint::spin_loop();
+                    }
+                }
+            }
+            SPINNERS.fetch_sub(1, Ordering::AcqRel);
+            // a region that ended after the last check and found every spinner running
+            // extended the time without spawning one: stay for it
+            let stay = clock_ns() < SPIN_UNTIL.load(Ordering::Relaxed)
+                && SPINNERS
+                    .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| (n < k).then_some(n + 1))
+                    .is_ok();
+            if !stay {
+                return;
+            }
+        });
+    }
 }
 
 /// A slice cut into chunks that [`run_tasks`]' tasks take one each, mutably.
@@ -110,6 +256,16 @@ mod tests {
         }
         let mut e: Vec<u8> = vec![];
         for_each_chunk(&mut e, 4, |_, _| unreachable!());
+    }
+
+    /// A task that panics, on the caller's share or on a helper's, is raised to the
+    /// caller (the caller's wait for its helpers does not hang on it).
+    #[test]
+    fn a_panicking_task_is_raised_not_hung() {
+        for bad in [0, 50, 99] {
+            let r = std::panic::catch_unwind(|| run_tasks(100, |t| assert_ne!(t, bad)));
+            assert!(r.is_err(), "the panic of task {bad} was lost");
+        }
     }
 
     #[test]
