@@ -161,9 +161,10 @@ static SPINNERS: AtomicUsize = AtomicUsize::new(0);
 ///
 /// Why: rayon's idle workers sleep within tens of microseconds, and waking one took
 /// 10-50 us on the 2-core CI host; a small parallel kernel (a batch of 4096 4x4 solves
-/// is 50-100 us of work) paid that once or twice per call, and a fwd+bwd has several. A
-/// spinner holds its core only while nothing else of rayon's needs it there. OpenMP's
-/// workers (and so PyTorch's) spin after a parallel region for the same reason.
+/// is 50-100 us of work) paid that once or twice per call, and a fwd+bwd has several.
+/// OpenMP's workers (and so PyTorch's) spin after a parallel region for the same reason.
+/// A spinner yields its core to the OS between rounds of polls, so that it does not
+/// hold a core that the caller (or anything else) needs.
 fn keep_warm(pool: &'static rayon::ThreadPool) {
     SPIN_UNTIL.fetch_max(clock_ns().saturating_add(spin_ns()), Ordering::Relaxed);
     let k = pool.current_num_threads();
@@ -178,6 +179,11 @@ fn keep_warm(pool: &'static rayon::ThreadPool) {
                         std::hint::spin_loop();
                     }
                 }
+                // every few microseconds, the core to any other runnable thread: on a
+                // loaded host the caller may share this core, and a spinner that kept it
+                // for a whole time slice made a 4096x4x4 solve's fwd+bwd 1.7x slower than
+                // with no spinning at all (with this, as fast as without spinning)
+                std::thread::yield_now();
             }
             SPINNERS.fetch_sub(1, Ordering::AcqRel);
             // a region that ended after the last check and found every spinner running
