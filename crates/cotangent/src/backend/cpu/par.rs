@@ -155,6 +155,11 @@ static SPIN_UNTIL: AtomicU64 = AtomicU64::new(0);
 /// How many spinners of [`keep_warm`] are running or spawned.
 static SPINNERS: AtomicUsize = AtomicUsize::new(0);
 
+/// Takes one of the `k` spinner places of [`keep_warm`]; false when all are taken.
+fn claim_spinner(k: usize) -> bool {
+    SPINNERS.fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| (n < k).then_some(n + 1)).is_ok()
+}
+
 /// Keeps the helper threads awake for [`spin_ns`] after a parallel region: each runs a
 /// spinner job that looks for rayon work (`rayon::yield_now`, which runs the next
 /// region's helper job as soon as it is queued) until the time is up.
@@ -168,10 +173,7 @@ static SPINNERS: AtomicUsize = AtomicUsize::new(0);
 fn keep_warm(pool: &'static rayon::ThreadPool) {
     SPIN_UNTIL.fetch_max(clock_ns().saturating_add(spin_ns()), Ordering::Relaxed);
     let k = pool.current_num_threads();
-    while SPINNERS
-        .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| (n < k).then_some(n + 1))
-        .is_ok()
-    {
+    while claim_spinner(k) {
         pool.spawn(move || loop {
             while clock_ns() < SPIN_UNTIL.load(Ordering::Relaxed) {
                 for _ in 0..16 {
@@ -188,10 +190,7 @@ fn keep_warm(pool: &'static rayon::ThreadPool) {
             SPINNERS.fetch_sub(1, Ordering::AcqRel);
             // a region that ended after the last check and found every spinner running
             // extended the time without spawning one: stay for it
-            let stay = clock_ns() < SPIN_UNTIL.load(Ordering::Relaxed)
-                && SPINNERS
-                    .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| (n < k).then_some(n + 1))
-                    .is_ok();
+            let stay = clock_ns() < SPIN_UNTIL.load(Ordering::Relaxed) && claim_spinner(k);
             if !stay {
                 return;
             }
