@@ -10,8 +10,9 @@
 #
 # Each round writes OUT_DIR/c_<round>_<op>.json (`cotangent-bench`) and
 # OUT_DIR/t_<round>_<op>.json (`torch_linalg.py`), f64, 2 threads, square size 4 and the
-# batched shapes (4096x4x4, 1024x16x16). Needs `cargo build --release -p cotangent-bench`
-# first, and PyTorch in $PYTHON (default python3); the PyTorch script is found at
+# batched shapes (4096x4x4, 1024x16x16); SIZES="64 256 1024" (square sizes, default 4)
+# and BATCHED=0 (no batched shapes) pair other rows the same way. Needs
+# `cargo build --release -p cotangent-bench` first, and PyTorch in $PYTHON (default python3); the PyTorch script is found at
 # $TORCH_BENCH (default ../shared/bench/torch_linalg.py).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -20,13 +21,17 @@ rounds=$2
 shift 2
 py=${PYTHON:-python3}
 torch_bench=${TORCH_BENCH:-../shared/bench/torch_linalg.py}
+read -r -a sizes <<< "${SIZES:-4}"
+nob=()
+if [ "${BATCHED:-1}" = 0 ]; then nob=(--no-batched); fi
 mkdir -p "$out"
 ours() {
-  ./target/release/cotangent-bench --ops "$1" --dtypes float64 --sizes 4 --threads 2 \
-    --out "$out/c_$2_$1.json" > /dev/null
+  ./target/release/cotangent-bench --ops "$1" --dtypes float64 --sizes "${sizes[@]}" "${nob[@]}" \
+    --threads 2 --out "$out/c_$2_$1.json" > /dev/null
 }
 theirs() {
-  "$py" "$torch_bench" --ops "$1" --dtypes float64 --sizes 4 --threads 2 --max-wait-s 60 \
+  "$py" "$torch_bench" --ops "$1" --dtypes float64 --sizes "${sizes[@]}" "${nob[@]}" \
+    --threads 2 --max-wait-s 60 \
     --out-json "$out/t_$2_$1.json" --out-md /dev/null > /dev/null
 }
 for r in $(seq 1 "$rounds"); do

@@ -412,7 +412,6 @@ pub(crate) fn matmul<T: GemmElem>(a: &[T], al: &Layout, b: &[T], bl: &Layout) ->
         (Mat { off: oa, rs: ars, cs: acs }, Mat { off: ob, rs: brs, cs: bcs })
     };
     let work = m * n * k;
-    let par = if work >= PAR_THRESHOLD { Par::rayon(0) } else { Par::Seq };
     if m == k && k == n && (n == 8 || n == 16) {
         // square orders 8 and 16: two rows at a time from row buffers (about 1.4x faster
         // than faer's small kernel and its call, per matrix)
@@ -448,10 +447,12 @@ pub(crate) fn matmul<T: GemmElem>(a: &[T], al: &Layout, b: &[T], bl: &Layout) ->
             }
         });
     } else {
-        for (i, o) in out.chunks_exact_mut(m * n).enumerate() {
-            let (am, bm) = mats(i);
-            one(a, am, b, bm, o, m, k, n, par);
-        }
+        super::par::with_par(work >= PAR_THRESHOLD, |par| {
+            for (i, o) in out.chunks_exact_mut(m * n).enumerate() {
+                let (am, bm) = mats(i);
+                one(a, am, b, bm, o, m, k, n, par);
+            }
+        });
     }
     out
 }

@@ -10,7 +10,7 @@
 //! (PyTorch's LAPACK leaves the same state up to `n ≈ 100`, where it switches to a blocked
 //! algorithm.)
 
-use crate::backend::cpu::par::{for_each_chunk, run_tasks, Parts};
+use crate::backend::cpu::par::{for_each_chunk, run_tasks, with_par, Parts};
 use faer::dyn_stack::{MemBuffer, MemStack};
 use faer::linalg::cholesky::llt::factor::{
     cholesky_in_place, cholesky_in_place_scratch, LltRegularization,
@@ -398,8 +398,7 @@ pub(crate) fn cholesky<T: LinalgElem>(
             factor_range(&ba, a, t * per_task, po.take(t), pi.take(t), Par::Seq, rows);
         });
     } else {
-        let par = if n >= PAR_N { Par::rayon(0) } else { Par::Seq };
-        factor_range(&ba, a, 0, &mut out, &mut info, par, rows);
+        with_par(n >= PAR_N, |par| factor_range(&ba, a, 0, &mut out, &mut info, par, rows));
     }
     (out, layout, info)
 }
@@ -785,8 +784,7 @@ pub(crate) fn cholesky_backward<T: LinalgElem>(
             range(t * per_task, chunk, Par::Seq);
         });
     } else {
-        let par = if n >= PAR_N { Par::rayon(0) } else { Par::Seq };
-        range(0, &mut out, par);
+        with_par(n >= PAR_N, |par| range(0, &mut out, par));
     }
     (out, layout)
 }

@@ -24,7 +24,7 @@
 //! A matrix whose read triangle holds a NaN or an infinity is not decomposed (no loop runs
 //! on it): its outputs are NaN, and it is reported as failed (the first such matrix).
 
-use crate::backend::cpu::par::{for_each_chunk, run_tasks, Parts};
+use crate::backend::cpu::par::{for_each_chunk, run_tasks, with_par, Parts};
 use faer::dyn_stack::{MemBuffer, MemStack};
 use faer::linalg::evd::{self_adjoint_evd, self_adjoint_evd_scratch, ComputeEigenvectors};
 use faer::{ColMut, MatMut, Par, Spec};
@@ -530,14 +530,10 @@ fn one<T: LinalgElem>(
         });
         let am = faer::MatRef::from_column_major_slice(&s.a, n, n);
         let u = v.as_deref_mut().map(|v| MatMut::from_column_major_slice_mut(v, n, n));
-        let r = self_adjoint_evd(
-            am,
-            ColMut::from_slice_mut(w).as_diagonal_mut(),
-            u,
-            par,
-            MemStack::new(mem),
-            Spec::default(),
-        );
+        let wd = ColMut::from_slice_mut(w).as_diagonal_mut();
+        let r = with_par(n >= PAR_N, move |par| {
+            self_adjoint_evd(am, wd, u, par, MemStack::new(mem), Spec::default())
+        });
         if r.is_err() {
             w.fill(T::NAN);
             if let Some(v) = v {

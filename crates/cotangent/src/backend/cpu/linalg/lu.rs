@@ -20,7 +20,7 @@ use faer::linalg::triangular_solve as ts;
 use faer::{MatRef, Par, Spec};
 
 use super::{colmajor_layout, colmajor_mut, for_each_matrix, Batch, LinalgElem, TASK_WORK};
-use crate::backend::cpu::par::{run_tasks, Parts};
+use crate::backend::cpu::par::{run_tasks, with_par, Parts};
 use crate::layout::Layout;
 
 /// `min(m, n)` up to which the unblocked loop is used.
@@ -971,9 +971,8 @@ fn lu_factor_impl<T: LinalgElem>(
             range(t * per, po.take(t), pp.take(t), pf.take(t), d, Par::Seq);
         });
     } else {
-        let par = if work >= PAR_WORK { Par::rayon(0) } else { Par::Seq };
         let d = dets.as_mut().map(|d| d.sub(0..d.len()));
-        range(0, &mut out, &mut piv, &mut info, d, par);
+        with_par(work >= PAR_WORK, |par| range(0, &mut out, &mut piv, &mut info, d, par));
     }
     (out, layout, piv, info)
 }

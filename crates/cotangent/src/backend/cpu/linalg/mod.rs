@@ -251,11 +251,12 @@ pub(crate) fn for_each_matrix<T: Send, F>(
             }
         });
     } else {
-        let par = if big { Par::rayon(0) } else { Par::Seq };
-        let mut tmp = Vec::new();
-        for (i, dst) in out.chunks_exact_mut(size).enumerate() {
-            one(i, dst, &mut tmp, par);
-        }
+        super::par::with_par(big, |par| {
+            let mut tmp = Vec::new();
+            for (i, dst) in out.chunks_exact_mut(size).enumerate() {
+                one(i, dst, &mut tmp, par);
+            }
+        });
     }
 }
 

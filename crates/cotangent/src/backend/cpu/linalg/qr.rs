@@ -23,7 +23,7 @@
 //! rank-deficient columns (it then skips the column, which gives another valid
 //! factorisation), which only the large-matrix path can meet.
 
-use crate::backend::cpu::par::{for_each_chunk, run_tasks, Parts};
+use crate::backend::cpu::par::{for_each_chunk, run_tasks, with_par, Parts};
 use faer::dyn_stack::{MemBuffer, MemStack};
 use faer::linalg::{householder, qr::no_pivoting::factor as qrf};
 use faer::{Conj, MatMut, MatRef, Par};
@@ -712,12 +712,13 @@ pub(crate) fn qr<T: QrElem>(a: &[T], al: &Layout, spec: QrSpec) -> (Option<Facto
             for_each_chunk(&mut rv, rsize * per, |t, rc| run(t, None, rc));
         }
     } else {
-        let par = if work >= PAR_WORK { Par::rayon(0) } else { Par::Seq };
-        let mut s = Scratch::new();
-        for i in 0..nb {
-            let q = if spec.want_q { &mut qv[i * qsize..(i + 1) * qsize] } else { &mut [] };
-            one(a, &ba, i, q, &mut rv[i * rsize..(i + 1) * rsize], kr, &mut s, par);
-        }
+        with_par(work >= PAR_WORK, |par| {
+            let mut s = Scratch::new();
+            for i in 0..nb {
+                let q = if spec.want_q { &mut qv[i * qsize..(i + 1) * qsize] } else { &mut [] };
+                one(a, &ba, i, q, &mut rv[i * rsize..(i + 1) * rsize], kr, &mut s, par);
+            }
+        });
     }
     (q_out(qv), (rv, r_layout))
 }
