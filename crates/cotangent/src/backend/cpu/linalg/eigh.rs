@@ -511,7 +511,8 @@ fn one<T: LinalgElem>(
         return;
     }
     if n > SMALL_N && (v.is_none() || n < QR_VECTORS_N) {
-        if !super::tridiag_qr::eigh_tridiag_qr(&s.a, n, w, v.as_deref_mut(), &mut s.qr) {
+        if !super::tridiag_qr::eigh_tridiag_qr(&s.a, n, w, v.as_deref_mut(), n >= PAR_N, &mut s.qr)
+        {
             w.fill(T::NAN);
             if let Some(v) = v {
                 v.fill(T::NAN);
