@@ -232,10 +232,12 @@ fn kernel(a: &Tensor, uplo: Uplo, vectors: bool) -> Result<(Tensor, Option<Tenso
 /// Computed by own allocation-free loops for small matrices, rayon over the batch: cyclic
 /// Jacobi rotations for `n <= 4`, Householder tridiagonalisation and the implicit QL
 /// iteration for `n <= 16` (a batch: on eight matrices at once, one per SIMD lane, with
-/// each matrix's own operations). Above, faer's Householder tridiagonalisation, then our
-/// implicit QR iteration with Wilkinson shifts on the tridiagonal (eigenvalues alone at
-/// every order; with eigenvectors for `n < 160`), or faer's divide and conquer (with
-/// eigenvectors for `n >= 160`). A matrix in a batch gets the same bits as the same matrix alone, and a given input gives the
+/// each matrix's own operations). Above, faer's Householder tridiagonalisation, then on
+/// the tridiagonal our root-free QL iteration (eigenvalues alone, at every order), our
+/// implicit QR iteration with Wilkinson shifts (with eigenvectors, `n < 160`), or faer's
+/// divide and conquer (with eigenvectors, `n >= 160`). The eigenvalues alone may then
+/// differ from those returned with eigenvectors in the last bits (as LAPACK's `syevd`
+/// with and without vectors). A matrix in a batch gets the same bits as the same matrix alone, and a given input gives the
 /// same bits on every run, whatever the thread count.
 ///
 /// Non-finite input: a NaN or an infinity in the triangle read fails with

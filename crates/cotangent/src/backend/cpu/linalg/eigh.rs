@@ -13,11 +13,11 @@
 //!   rotated diagonal accumulates a rounding per rotation);
 //! - single small ones (`n <= SMALL_N`): Householder tridiagonalisation and the implicit
 //!   QL iteration (EISPACK's `tred2` + `tql2`), allocation-free;
-//! - larger ones: faer's Householder tridiagonalisation, then our implicit QR iteration
-//!   on the tridiagonal ([`super::tridiag_qr`]) for the eigenvalues alone, or with
-//!   eigenvectors below `QR_VECTORS_N`; faer's self-adjoint eigendecomposition
-//!   (tridiagonalisation, then divide and conquer) with eigenvectors from
-//!   `QR_VECTORS_N`, sequential below `PAR_N`.
+//! - larger ones: faer's Householder tridiagonalisation, then on the tridiagonal
+//!   ([`super::tridiag_qr`]) the root-free QL iteration for the eigenvalues alone, or our
+//!   implicit QR iteration with eigenvectors below `QR_VECTORS_N`; faer's self-adjoint
+//!   eigendecomposition (tridiagonalisation, then divide and conquer) with eigenvectors
+//!   from `QR_VECTORS_N`, sequential below `PAR_N`.
 //!
 //! The results of a batch do not depend on the thread count (the lane groups are fixed
 //! by the batch alone). [`eigh_backward`] is the VJP fused per matrix.
@@ -38,8 +38,8 @@ use crate::layout::Layout;
 /// Up to this order the own loops are used (faer above).
 pub(crate) const SMALL_N: usize = 16;
 /// With eigenvectors, our tridiagonal QR ([`super::tridiag_qr`]) is used below this
-/// order, faer's divide and conquer from it (eigenvalues alone: our QR at every order
-/// above [`SMALL_N`]). Single matrices, minimum times on this host: n = 64 0.17 ms
+/// order, faer's divide and conquer from it (eigenvalues alone: our root-free QL at every
+/// order above [`SMALL_N`]). Single matrices, minimum times on this host: n = 64 0.17 ms
 /// against faer's 0.27, n = 128 0.83 against 1.22, n = 192 2.8 against 2.6.
 const QR_VECTORS_N: usize = 160;
 /// From this order faer may use every thread on one matrix.

@@ -3,10 +3,13 @@
 //! shifts on the tridiagonal `T` (Golub & Van Loan, algorithm 8.3.3), then `V = Q Z`
 //! by faer's blocked Householder application.
 //!
+//! Eigenvalues alone take the root-free variant of the QL iteration instead (Pal, Walker
+//! and Kahan; LAPACK's `dsterf`): no square root per step.
+//!
 //! faer's own tridiagonal QR (the path of its `self_adjoint_evd` below 128 and for
 //! eigenvalues alone at every size) spends most of its time in the library `hypot`
 //! (one per rotation and one per off-diagonal entry per sweep) and applies each
-//! rotation to its two columns of `Z` as it is made. Here:
+//! rotation to its two columns of `Z` as it is made. Here, with eigenvectors:
 //! - a rotation takes one square root: the matrix is first scaled by a power of two
 //!   (exactly) to entries of order one, and the guarded `hypot` is only taken where
 //!   `x² + z²` could under- or overflow;
@@ -157,9 +160,9 @@ fn rotate_pair<T: LinalgElem>(z: &mut [T], n: usize, k: usize, c: T, s: T) {
 
 /// The implicit QR iteration on the tridiagonal `(d, e)` (`e[i]` couples `i` and `i + 1`;
 /// entries of order one), accumulating `Z ← Z Pᵀ` into the column-major `n x n` `z` if
-/// given (which must hold the identity, or the matrix to multiply). Eigenvalues into `d`
-/// (unsorted). False if it did not converge. `c, s, pc, ps` are `n` entries of scratch
-/// each.
+/// given (which must hold the identity, or the matrix to multiply); without `z`,
+/// [`root_free_ql`]. Eigenvalues into `d` (unsorted). False if it did not converge.
+/// `c, s, pc, ps` are `n` entries of scratch each.
 ///
 /// With `z`, the rotations of one sweep are applied to `z` during the next sweep, one per
 /// rotation made: a sweep is a chain of dependent scalar operations (a square root and a
@@ -177,7 +180,7 @@ fn tridiag_qr<T: LinalgElem>(
     struct Kernel<'a, T> {
         d: &'a mut [T],
         e: &'a mut [T],
-        z: Option<&'a mut [T]>,
+        z: &'a mut [T],
         c: &'a mut [T],
         s: &'a mut [T],
         pc: &'a mut [T],
@@ -194,7 +197,103 @@ fn tridiag_qr<T: LinalgElem>(
     if d.len() < 2 {
         return true;
     }
-    pulp::Arch::new().dispatch(Kernel { d, e, z, c, s, pc, ps })
+    match z {
+        None => root_free_ql(d, e),
+        Some(z) => pulp::Arch::new().dispatch(Kernel { d, e, z, c, s, pc, ps }),
+    }
+}
+
+/// The eigenvalues `(rt1, rt2)` of the symmetric `[[a, b], [b, c]]`, `rt1` the larger in
+/// magnitude; the smaller from the determinant (no cancellation).
+fn eig2<T: LinalgElem>(a: T, b: T, c: T) -> (T, T) {
+    let half = T::of(0.5);
+    let sm = a + c;
+    let adf = (a - c).abs();
+    let ab = (b + b).abs();
+    let (acmx, acmn) = if a.abs() > c.abs() { (a, c) } else { (c, a) };
+    let rt = if adf > ab {
+        adf * (T::ONE + (ab / adf) * (ab / adf)).sqrt()
+    } else if adf < ab {
+        ab * (T::ONE + (adf / ab) * (adf / ab)).sqrt()
+    } else {
+        ab * T::of(2f64.sqrt())
+    };
+    if sm == T::ZERO {
+        return (half * rt, -half * rt);
+    }
+    let rt1 = if sm < T::ZERO { half * (sm - rt) } else { half * (sm + rt) };
+    (rt1, (acmx / rt1) * acmn - (b / rt1) * b)
+}
+
+/// The eigenvalues alone (into `d`, unsorted) of the tridiagonal `(d, e)` (entries of
+/// order one; `e` is overwritten) by the Pal-Walker-Kahan root-free variant of the
+/// implicit QL iteration (LAPACK's `dsterf`): it works on the squares of the off-diagonal
+/// entries, so a step takes one division and no square root (the dependency chain of a
+/// sweep about half as long as [`qr_sweep`]'s). Deflation at the top; 2 x 2 blocks are
+/// solved directly. False if it did not converge.
+fn root_free_ql<T: LinalgElem>(d: &mut [T], e: &mut [T]) -> bool {
+    let n = d.len();
+    let eps2 = T::EPSILON * T::EPSILON;
+    let tiny = safe_min::<T>();
+    let two = T::of(2.0);
+    for x in e.iter_mut().take(n - 1) {
+        *x = *x * *x;
+    }
+    let mut budget = MAX_SWEEPS_PER_EIGENVALUE * n;
+    let mut l = 0;
+    while l + 1 < n {
+        // the unreduced block l..=m
+        let mut m = l;
+        while m + 1 < n && e[m] > eps2 * (d[m] * d[m + 1]).abs() + tiny {
+            m += 1;
+        }
+        if m + 1 < n {
+            e[m] = T::ZERO;
+        }
+        if m == l {
+            l += 1;
+            continue;
+        }
+        if m == l + 1 {
+            let (r1, r2) = eig2(d[l], e[l].sqrt(), d[l + 1]);
+            (d[l], d[l + 1], e[l]) = (r1, r2, T::ZERO);
+            l += 2;
+            continue;
+        }
+        if budget == 0 {
+            return false;
+        }
+        budget -= 1;
+        #[cfg(test)]
+        tests::SWEEPS.with(|c| c.set(c.get() + 1));
+        // the shift: the eigenvalue of the leading 2 x 2 block nearer to d[l]
+        let p = d[l];
+        let rte = e[l].sqrt();
+        let sigma = (d[l + 1] - p) / (two * rte);
+        let r = hypot(sigma, T::ONE);
+        let sigma = p - rte / (sigma + if sigma < T::ZERO { -r } else { r });
+        let (mut c, mut s) = (T::ONE, T::ZERO);
+        let mut gamma = d[m] - sigma;
+        let mut pp = gamma * gamma;
+        for i in (l..m).rev() {
+            let bb = e[i];
+            let r = pp + bb;
+            if i + 1 != m {
+                e[i + 1] = s * r;
+            }
+            let oldc = c;
+            c = pp / r;
+            s = bb / r;
+            let oldgam = gamma;
+            let alpha = d[i];
+            gamma = c * (alpha - sigma) - s * oldgam;
+            d[i + 1] = oldgam + (alpha - gamma);
+            pp = if c == T::ZERO { oldc * bb } else { gamma * gamma / c };
+        }
+        e[l] = s * pp;
+        d[l] = sigma + gamma;
+    }
+    true
 }
 
 /// The body of [`tridiag_qr`] (compiled for the instruction set of its caller).
@@ -202,7 +301,7 @@ fn tridiag_qr<T: LinalgElem>(
 fn qr_iterate<'a, T: LinalgElem>(
     d: &mut [T],
     e: &mut [T],
-    mut z: Option<&mut [T]>,
+    z: &mut [T],
     mut c: &'a mut [T],
     mut s: &'a mut [T],
     mut pc: &'a mut [T],
@@ -238,29 +337,22 @@ fn qr_iterate<'a, T: LinalgElem>(
         }
         #[cfg(test)]
         tests::SWEEPS.with(|c| c.set(c.get() + 1));
-        match z.as_deref_mut() {
-            Some(z) => {
-                let (zc, zs) = (&*pc, &*ps);
-                qr_sweep(d, e, start, end, c, s, lo, hi, || {
-                    if next < last {
-                        rotate_pair(z, n, next, zc[next], zs[next]);
-                        next += 1;
-                    }
-                });
-                for k in next..last {
-                    rotate_pair(z, n, k, pc[k], ps[k]);
-                }
-                std::mem::swap(&mut c, &mut pc);
-                std::mem::swap(&mut s, &mut ps);
-                (next, last) = (start, end);
+        let (zc, zs) = (&*pc, &*ps);
+        qr_sweep(d, e, start, end, c, s, lo, hi, || {
+            if next < last {
+                rotate_pair(z, n, next, zc[next], zs[next]);
+                next += 1;
             }
-            None => qr_sweep(d, e, start, end, c, s, lo, hi, || {}),
-        }
-    }
-    if let Some(z) = z {
+        });
         for k in next..last {
             rotate_pair(z, n, k, pc[k], ps[k]);
         }
+        std::mem::swap(&mut c, &mut pc);
+        std::mem::swap(&mut s, &mut ps);
+        (next, last) = (start, end);
+    }
+    for k in next..last {
+        rotate_pair(z, n, k, pc[k], ps[k]);
     }
     end == 0
 }
@@ -555,6 +647,17 @@ mod tests {
         }
         let per = SWEEPS.with(std::cell::Cell::get) as f64 / sum_n as f64;
         assert!(per > 0.5 && per < 3.0, "{per} sweeps per eigenvalue");
+        // the root-free QL (eigenvalues alone) likewise
+        SWEEPS.with(|c| c.set(0));
+        for n in [20, 50, 64, 100, 150] {
+            for _ in 0..4 {
+                let a = matrix(n, 0, &mut state);
+                let mut w = vec![0.0; n];
+                assert!(eigh_tridiag_qr(&a, n, &mut w, None, false, &mut sc));
+            }
+        }
+        let per = SWEEPS.with(std::cell::Cell::get) as f64 / sum_n as f64;
+        assert!(per > 0.5 && per < 3.0, "{per} root-free sweeps per eigenvalue");
     }
 
     thread_local! {
