@@ -222,7 +222,7 @@ const ROTATE_N: usize = 4;
 const MAX_QL_ITER: usize = 60;
 
 /// `√(x² + y²)` without overflow or harmful underflow.
-fn hypot<T: LinalgElem>(x: T, y: T) -> T {
+pub(crate) fn hypot<T: LinalgElem>(x: T, y: T) -> T {
     let (a, b) = (x.abs(), y.abs());
     let (big, small) = if a > b { (a, b) } else { (b, a) };
     if big == T::ZERO {
@@ -2028,7 +2028,7 @@ fn backward_n<T: LinalgElem, const N: usize>(
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
     /// A batch of `count` symmetric `n x n` matrices stored with a gap of 3 entries between
@@ -2052,63 +2052,8 @@ mod tests {
         let stride = n * n + 3;
         let mut data = vec![0.0; count * stride];
         for b in 0..count {
-            let mut m = vec![0.0; n * n];
-            for i in 0..n {
-                for j in 0..=i {
-                    let x = rnd();
-                    m[i * n + j] = x;
-                    m[j * n + i] = x;
-                }
-            }
+            let mut m = symmetric(n, b % 11, &mut rnd);
             match b % 11 {
-                1 => m.fill(0.0),
-                2 => {
-                    m.fill(0.0);
-                    for i in 0..n {
-                        m[i * n + i] = if i < 3 { 2.0 } else { i as f64 };
-                    }
-                }
-                3 => {
-                    // H diag(1, 1, 3, 4, ...) H with a Householder reflector H
-                    let u: Vec<f64> = (0..n).map(|_| rnd()).collect();
-                    let uu: f64 = u.iter().map(|x| x * x).sum();
-                    let h =
-                        |i: usize, j: usize| f64::from(u8::from(i == j)) - 2.0 * u[i] * u[j] / uu;
-                    let dg = |k: usize| if k < 2 { 1.0 } else { 1.0 + k as f64 };
-                    for i in 0..n {
-                        for j in 0..=i {
-                            let x: f64 = (0..n).map(|k| h(i, k) * dg(k) * h(k, j)).sum();
-                            m[i * n + j] = x;
-                            m[j * n + i] = x;
-                        }
-                    }
-                }
-                4 => m.iter_mut().for_each(|x| *x *= 1e-300),
-                5 => m.iter_mut().for_each(|x| *x *= 1e250),
-                6 => {
-                    let k = n / 2;
-                    for i in 0..n {
-                        m[i * n + k] = 0.0;
-                        m[k * n + i] = 0.0;
-                    }
-                }
-                7 => {
-                    for i in 0..n {
-                        for j in 0..n {
-                            if i.abs_diff(j) > 1 {
-                                m[i * n + j] = 0.0;
-                            }
-                        }
-                    }
-                }
-                8 => {
-                    let u: Vec<f64> = (0..n).map(|_| rnd()).collect();
-                    for i in 0..n {
-                        for j in 0..n {
-                            m[i * n + j] = u[i] * u[j];
-                        }
-                    }
-                }
                 9 if non_finite => m[n * n - 1] = f64::NAN,
                 10 if non_finite => m[n] = f64::INFINITY,
                 _ => {}
@@ -2117,6 +2062,73 @@ mod tests {
         }
         let (rs, cs) = if transposed { (1, n) } else { (n, 1) };
         (data, Layout::new(vec![count, n, n].into(), vec![stride, rs, cs], 0))
+    }
+
+    /// A symmetric `n x n` matrix (row-major, so also column-major) of kind `kind`, its
+    /// entries from `rnd`: random (any kind not below), 1 zero, 2 diagonal with repeated
+    /// entries, 3 a repeated eigenvalue (`H diag(1, 1, 3, 4, ...) H` with a Householder
+    /// reflector `H`), 4 tiny (1e-300), 5 huge (1e250), 6 a zero row and column, 7
+    /// tridiagonal, 8 rank one.
+    pub(crate) fn symmetric(n: usize, kind: usize, rnd: &mut impl FnMut() -> f64) -> Vec<f64> {
+        let mut m = vec![0.0; n * n];
+        for i in 0..n {
+            for j in 0..=i {
+                let x = rnd();
+                m[i * n + j] = x;
+                m[j * n + i] = x;
+            }
+        }
+        match kind {
+            1 => m.fill(0.0),
+            2 => {
+                m.fill(0.0);
+                for i in 0..n {
+                    m[i * n + i] = if i < 3 { 2.0 } else { i as f64 };
+                }
+            }
+            3 => {
+                // H diag(1, 1, 3, 4, ...) H with a Householder reflector H
+                let u: Vec<f64> = (0..n).map(|_| rnd()).collect();
+                let uu: f64 = u.iter().map(|x| x * x).sum();
+                let h = |i: usize, j: usize| f64::from(u8::from(i == j)) - 2.0 * u[i] * u[j] / uu;
+                let dg = |k: usize| if k < 2 { 1.0 } else { 1.0 + k as f64 };
+                for i in 0..n {
+                    for j in 0..=i {
+                        let x: f64 = (0..n).map(|k| h(i, k) * dg(k) * h(k, j)).sum();
+                        m[i * n + j] = x;
+                        m[j * n + i] = x;
+                    }
+                }
+            }
+            4 => m.iter_mut().for_each(|x| *x *= 1e-300),
+            5 => m.iter_mut().for_each(|x| *x *= 1e250),
+            6 => {
+                let k = n / 2;
+                for i in 0..n {
+                    m[i * n + k] = 0.0;
+                    m[k * n + i] = 0.0;
+                }
+            }
+            7 => {
+                for i in 0..n {
+                    for j in 0..n {
+                        if i.abs_diff(j) > 1 {
+                            m[i * n + j] = 0.0;
+                        }
+                    }
+                }
+            }
+            8 => {
+                let u: Vec<f64> = (0..n).map(|_| rnd()).collect();
+                for i in 0..n {
+                    for j in 0..n {
+                        m[i * n + j] = u[i] * u[j];
+                    }
+                }
+            }
+            _ => {}
+        }
+        m
     }
 
     fn bits<T: LinalgElem>(x: &[T]) -> Vec<u64> {

@@ -28,7 +28,7 @@ use faer::linalg::householder::{
 use faer::linalg::qr::no_pivoting::factor::recommended_block_size;
 use faer::{Conj, MatMut, MatRef, Par, Spec};
 
-use super::eigh::pow2_near;
+use super::eigh::{hypot, pow2_near};
 use super::LinalgElem;
 use crate::backend::cpu::par::with_par;
 
@@ -53,26 +53,6 @@ pub(crate) struct Scratch<T> {
     ps: Vec<T>,
     /// faer's workspace, with the order and parallelism it was sized for.
     mem: Option<((usize, bool), MemBuffer)>,
-}
-
-/// The smallest positive normal number of `T`.
-fn safe_min<T: LinalgElem>() -> T {
-    if T::EPSILON > T::of(1e-10) {
-        T::of(f64::from(f32::MIN_POSITIVE))
-    } else {
-        T::of(f64::MIN_POSITIVE)
-    }
-}
-
-/// `√(x² + y²)` without overflow or harmful underflow.
-fn hypot<T: LinalgElem>(x: T, y: T) -> T {
-    let (a, b) = (x.abs(), y.abs());
-    let (big, small) = if a > b { (a, b) } else { (b, a) };
-    if big == T::ZERO {
-        return T::ZERO;
-    }
-    let r = small / big;
-    big * (T::ONE + r * r).sqrt()
 }
 
 /// The plane rotation `P = [[c, s], [-s, c]]` with `P [x, z]ᵀ = [r, 0]ᵀ`: `(c, s, r)`.
@@ -234,7 +214,7 @@ fn eig2<T: LinalgElem>(a: T, b: T, c: T) -> (T, T) {
 fn root_free_ql<T: LinalgElem>(d: &mut [T], e: &mut [T]) -> bool {
     let n = d.len();
     let eps2 = T::EPSILON * T::EPSILON;
-    let tiny = safe_min::<T>();
+    let tiny = T::min_positive_impl();
     let two = T::of(2.0);
     for x in e.iter_mut().take(n - 1) {
         *x = *x * *x;
@@ -309,7 +289,7 @@ fn qr_iterate<'a, T: LinalgElem>(
 ) -> bool {
     let n = d.len();
     let eps2 = T::EPSILON * T::EPSILON;
-    let tiny = safe_min::<T>();
+    let tiny = T::min_positive_impl();
     // x² + z² within [lo, hi]: no harmful under- or overflow
     let (lo, hi) = (tiny / T::EPSILON, T::ONE / (tiny / T::EPSILON));
     let negligible =
@@ -477,64 +457,14 @@ mod tests {
         ((*state >> 11) as f64 / (1u64 << 53) as f64) * 2.0 - 1.0
     }
 
-    /// Symmetric column-major `n x n` matrices of kind `kind`: random, zero, diagonal with
-    /// repeated entries, a repeated eigenvalue (`H diag(1, 1, 3, 4, ..) H`), tiny, huge,
-    /// a zero row and column, tridiagonal, rank one, graded (`D R D`, `D` from 1 to
-    /// 1e-12), and a Wilkinson-like matrix (clustered eigenvalue pairs).
+    /// A symmetric `n x n` matrix of kind `kind`: those of the eigh tests' generator
+    /// (random, zero, diagonal with repeated entries, a repeated eigenvalue, tiny, huge, a
+    /// zero row and column, tridiagonal, rank one: kinds 0-8), 9 graded (`D R D`, `D`
+    /// from 1 to 1e-12), 10 a Wilkinson-like tridiagonal (clustered eigenvalue pairs).
     fn matrix(n: usize, kind: usize, state: &mut u64) -> Vec<f64> {
-        let mut m = vec![0.0; n * n];
-        for j in 0..n {
-            for i in j..n {
-                let x = rnd(state);
-                m[j * n + i] = x;
-                m[i * n + j] = x;
-            }
-        }
+        let mut m =
+            crate::backend::cpu::linalg::eigh::tests::symmetric(n, kind, &mut || rnd(state));
         match kind {
-            1 => m.fill(0.0),
-            2 => {
-                m.fill(0.0);
-                for i in 0..n {
-                    m[i * n + i] = if i < 3 { 2.0 } else { i as f64 };
-                }
-            }
-            3 => {
-                let u: Vec<f64> = (0..n).map(|_| rnd(state)).collect();
-                let uu: f64 = u.iter().map(|x| x * x).sum();
-                let h = |i: usize, j: usize| f64::from(u8::from(i == j)) - 2.0 * u[i] * u[j] / uu;
-                let dg = |k: usize| if k < 2 { 1.0 } else { 1.0 + k as f64 };
-                for i in 0..n {
-                    for j in 0..n {
-                        m[j * n + i] = (0..n).map(|k| h(i, k) * dg(k) * h(k, j)).sum();
-                    }
-                }
-            }
-            4 => m.iter_mut().for_each(|x| *x *= 1e-300),
-            5 => m.iter_mut().for_each(|x| *x *= 1e300),
-            6 => {
-                let k = n / 2;
-                for i in 0..n {
-                    m[i * n + k] = 0.0;
-                    m[k * n + i] = 0.0;
-                }
-            }
-            7 => {
-                for j in 0..n {
-                    for i in 0..n {
-                        if i.abs_diff(j) > 1 {
-                            m[j * n + i] = 0.0;
-                        }
-                    }
-                }
-            }
-            8 => {
-                let u: Vec<f64> = (0..n).map(|_| rnd(state)).collect();
-                for j in 0..n {
-                    for i in 0..n {
-                        m[j * n + i] = u[i] * u[j];
-                    }
-                }
-            }
             9 => {
                 let dg = |i: usize| 10f64.powf(-12.0 * i as f64 / n as f64);
                 for j in 0..n {
