@@ -234,8 +234,11 @@ fn kernel(a: &Tensor, uplo: Uplo, vectors: bool) -> Result<(Tensor, Option<Tenso
 /// iteration for `n <= 16` (a batch: on eight matrices at once, one per SIMD lane, with
 /// each matrix's own operations). Above, faer's Householder tridiagonalisation, then on
 /// the tridiagonal our root-free QL iteration (eigenvalues alone, at every order), our
-/// implicit QR iteration with Wilkinson shifts (with eigenvectors, `n < 160`), or faer's
-/// divide and conquer (with eigenvectors, `n >= 160`). The eigenvalues alone may then
+/// implicit QR iteration with Wilkinson shifts (with eigenvectors, `n < 128`), or our
+/// divide and conquer (with eigenvectors, `n >= 128`: Cuppen's tearing, deflation, the
+/// secular equation by rational interpolation, Gu and Eisenstat's recomputed rank-one
+/// term so that the eigenvectors stay orthogonal for clustered eigenvalues), then faer's
+/// blocked back-transformation. The eigenvalues alone may then
 /// differ from those returned with eigenvectors in the last bits (as LAPACK's `syevd`
 /// with and without vectors). A matrix in a batch gets the same bits as the same matrix alone, and a given input gives the
 /// same bits on every run, whatever the thread count.

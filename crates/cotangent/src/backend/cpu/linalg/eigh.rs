@@ -14,10 +14,10 @@
 //! - single small ones (`n <= SMALL_N`): Householder tridiagonalisation and the implicit
 //!   QL iteration (EISPACK's `tred2` + `tql2`), allocation-free;
 //! - larger ones: faer's Householder tridiagonalisation, then on the tridiagonal
-//!   ([`super::tridiag_qr`]) the root-free QL iteration for the eigenvalues alone, or our
-//!   implicit QR iteration with eigenvectors below `QR_VECTORS_N`; faer's self-adjoint
-//!   eigendecomposition (tridiagonalisation, then divide and conquer) with eigenvectors
-//!   from `QR_VECTORS_N`, sequential below `PAR_N`.
+//!   ([`super::tridiag_qr`]) the root-free QL iteration for the eigenvalues alone; with
+//!   eigenvectors our implicit QR iteration below n = 128, our divide and conquer
+//!   ([`super::tridiag_dc`]) from it; then faer's blocked back-transformation; on every
+//!   thread from `PAR_N`.
 //!
 //! The results of a batch do not depend on the thread count (the lane groups are fixed
 //! by the batch alone). [`eigh_backward`] is the VJP fused per matrix.
@@ -27,22 +27,15 @@
 //! A matrix whose read triangle holds a NaN or an infinity is not decomposed (no loop runs
 //! on it): its outputs are NaN, and it is reported as failed (the first such matrix).
 
-use crate::backend::cpu::par::{for_each_chunk, run_tasks, with_par, Parts};
-use faer::dyn_stack::{MemBuffer, MemStack};
-use faer::linalg::evd::{self_adjoint_evd, self_adjoint_evd_scratch, ComputeEigenvectors};
-use faer::{ColMut, MatMut, Par, Spec};
+use crate::backend::cpu::par::{for_each_chunk, run_tasks, Parts};
 
 use super::{colmajor_layout, Batch, LinalgElem, TASK_WORK};
 use crate::layout::Layout;
 
 /// Up to this order the own loops are used (faer above).
 pub(crate) const SMALL_N: usize = 16;
-/// With eigenvectors, our tridiagonal QR ([`super::tridiag_qr`]) is used below this
-/// order, faer's divide and conquer from it (eigenvalues alone: our root-free QL at every
-/// order above [`SMALL_N`]). Single matrices, minimum times on this host: n = 64 0.17 ms
-/// against faer's 0.27, n = 128 0.83 against 1.22, n = 192 2.8 against 2.6.
-const QR_VECTORS_N: usize = 160;
-/// From this order faer may use every thread on one matrix.
+/// From this order one matrix may use every thread (faer's tridiagonalisation and
+/// back-transformation, the divide and conquer's merges).
 const PAR_N: usize = 256;
 /// The most Jacobi sweeps (convergence is quadratic: a handful suffice); a bound so that
 /// no input can loop forever.
@@ -484,7 +477,6 @@ struct Scratch<T> {
     a: Vec<T>,
     a0: Vec<T>,
     e: Vec<T>,
-    mem: Option<MemBuffer>,
     qr: super::tridiag_qr::Scratch<T>,
 }
 
@@ -510,7 +502,7 @@ fn one<T: LinalgElem>(
         }
         return;
     }
-    if n > SMALL_N && (v.is_none() || n < QR_VECTORS_N) {
+    if n > SMALL_N {
         if !super::tridiag_qr::eigh_tridiag_qr(&s.a, n, w, v.as_deref_mut(), n >= PAR_N, &mut s.qr)
         {
             w.fill(T::NAN);
@@ -519,7 +511,7 @@ fn one<T: LinalgElem>(
             }
             return;
         }
-    } else if n > ROTATE_N && n <= SMALL_N {
+    } else if n > ROTATE_N {
         s.e.resize(n, T::ZERO);
         if let Some(v) = v.as_deref_mut() {
             tridiagonal_ql(&s.a, n, w, v, &mut s.e);
@@ -528,7 +520,7 @@ fn one<T: LinalgElem>(
             s.a0.resize(n * n, T::ZERO);
             tridiagonal_ql(&s.a, n, w, &mut s.a0, &mut s.e);
         }
-    } else if n <= SMALL_N {
+    } else {
         match v.as_deref_mut() {
             Some(v) => {
                 s.a0.clear();
@@ -539,25 +531,6 @@ fn one<T: LinalgElem>(
             None => {
                 jacobi(&mut s.a, n, w, None);
             }
-        }
-    } else {
-        let par = if n >= PAR_N { Par::rayon(0) } else { Par::Seq };
-        let comp = if v.is_some() { ComputeEigenvectors::Yes } else { ComputeEigenvectors::No };
-        let mem = s.mem.get_or_insert_with(|| {
-            MemBuffer::new(self_adjoint_evd_scratch::<T>(n, comp, par, Spec::default()))
-        });
-        let am = faer::MatRef::from_column_major_slice(&s.a, n, n);
-        let u = v.as_deref_mut().map(|v| MatMut::from_column_major_slice_mut(v, n, n));
-        let wd = ColMut::from_slice_mut(w).as_diagonal_mut();
-        let r = with_par(n >= PAR_N, move |par| {
-            self_adjoint_evd(am, wd, u, par, MemStack::new(mem), Spec::default())
-        });
-        if r.is_err() {
-            w.fill(T::NAN);
-            if let Some(v) = v {
-                v.fill(T::NAN);
-            }
-            return;
         }
     }
     sort_and_gauge(w, v);

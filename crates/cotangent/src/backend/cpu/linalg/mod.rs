@@ -18,6 +18,7 @@ pub(crate) mod matrix_exp;
 pub(crate) mod qr;
 pub(crate) mod svd;
 pub(crate) mod triangular;
+pub(crate) mod tridiag_dc;
 pub(crate) mod tridiag_qr;
 
 use faer::{MatMut, MatRef, Par};

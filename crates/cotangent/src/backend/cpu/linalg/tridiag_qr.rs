@@ -4,7 +4,9 @@
 //! by faer's blocked Householder application.
 //!
 //! Eigenvalues alone take the root-free variant of the QL iteration instead (Pal, Walker
-//! and Kahan; LAPACK's `dsterf`): no square root per step.
+//! and Kahan; LAPACK's `dsterf`): no square root per step. With eigenvectors from
+//! `DC_N`, the tridiagonal goes to the divide and conquer of [`super::tridiag_dc`]
+//! (whose leaves are solved by the QR iteration here).
 //!
 //! faer's own tridiagonal QR (the path of its `self_adjoint_evd` below 128 and for
 //! eigenvalues alone at every size) spends most of its time in the library `hypot`
@@ -29,12 +31,19 @@ use faer::linalg::qr::no_pivoting::factor::recommended_block_size;
 use faer::{Conj, MatMut, MatRef, Par, Spec};
 
 use super::eigh::{hypot, pow2_near};
+use super::tridiag_dc::{tridiag_dc, Work};
 use super::LinalgElem;
 use crate::backend::cpu::par::with_par;
 
 /// The most QR sweeps per eigenvalue on average (two or three are typical; LAPACK's
 /// `dsteqr` allows 30); a bound so that no input can loop forever.
 const MAX_SWEEPS_PER_EIGENVALUE: usize = 30;
+
+/// With eigenvectors, from this order the tridiagonal is solved by divide and conquer
+/// ([`tridiag_dc`]), below by the QR iteration. The two tie at about n = 112 on this
+/// host (one thread); at n = 256 the tridiagonal stage takes 1.3 ms by divide and conquer
+/// against 3.0 ms for faer's (whose blocks below 128 go to its QR iteration).
+const DC_N: usize = 128;
 
 /// Scratch reused across the matrices of one task.
 #[derive(Default)]
@@ -51,6 +60,8 @@ pub(crate) struct Scratch<T> {
     /// The previous sweep's.
     pc: Vec<T>,
     ps: Vec<T>,
+    /// The divide and conquer's buffers.
+    dc: Work<T>,
     /// faer's workspace, with the order and parallelism it was sized for.
     mem: Option<((usize, bool), MemBuffer)>,
 }
@@ -148,7 +159,7 @@ fn rotate_pair<T: LinalgElem>(z: &mut [T], n: usize, k: usize, c: T, s: T) {
 /// rotation made: a sweep is a chain of dependent scalar operations (a square root and a
 /// division per rotation), and the vector work of applying the previous sweep's rotations
 /// is independent of it, so the processor runs both at once.
-fn tridiag_qr<T: LinalgElem>(
+pub(super) fn tridiag_qr<T: LinalgElem>(
     d: &mut [T],
     e: &mut [T],
     z: Option<&mut [T]>,
@@ -406,7 +417,13 @@ pub(crate) fn eigh_tridiag_qr<T: LinalgElem>(
     sc.pc.resize(n, T::ZERO);
     sc.ps.resize(n, T::ZERO);
     let (c, s, pc, ps) = (&mut sc.c, &mut sc.s, &mut sc.pc, &mut sc.ps);
-    if !tridiag_qr(d, &mut sc.e, v.as_deref_mut(), c, s, pc, ps) {
+    if let Some(vv) = v.as_deref_mut().filter(|_| n >= DC_N) {
+        // on a worker of the pool if parallel, for the merges' joins
+        let (dd, e, wk) = (&mut *d, &mut sc.e, &mut sc.dc);
+        if !with_par(parallel, move |_| tridiag_dc(dd, e, vv, parallel, wk)) {
+            return false;
+        }
+    } else if !tridiag_qr(d, &mut sc.e, v.as_deref_mut(), c, s, pc, ps) {
         return false;
     }
     // ascending, by selection: at most n - 1 column swaps
@@ -539,7 +556,7 @@ mod tests {
     #[test]
     fn eigenpairs_of_awkward_matrices() {
         let mut state = 7;
-        for n in [2, 3, 17, 33, 64, 100] {
+        for n in [2, 3, 17, 33, 64, 100, 130, 200] {
             for kind in 0..12 {
                 let a = matrix(n, kind, &mut state);
                 check::<f64>(&a, n, false, &format!("f64 n {n} kind {kind}"));
