@@ -466,6 +466,20 @@ fn lane_batches_are_deterministic_across_thread_counts() {
     }
 }
 
+#[test]
+fn large_matrices_are_deterministic_across_thread_counts() {
+    // one matrix large enough for the threaded path (faer's kernels, the divide and
+    // conquer's joins): the same bits with one thread and with several
+    let a = sym(&[300, 300], 7);
+    let e = eigh(&a, Uplo::Lower).unwrap();
+    for threads in [1, 3] {
+        let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build().unwrap();
+        let et = pool.install(|| eigh(&a, Uplo::Lower).unwrap());
+        assert_eq!(e.eigenvalues.to_vec_f64(), et.eigenvalues.to_vec_f64());
+        assert_eq!(e.eigenvectors.to_vec_f64(), et.eigenvectors.to_vec_f64());
+    }
+}
+
 /// The gradient of `outs` (with cotangents `cots`) at `a`, with and without recording the
 /// backward pass (the tensor-op VJP and the fused one).
 fn both_paths(
