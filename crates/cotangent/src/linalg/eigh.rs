@@ -238,10 +238,10 @@ fn kernel(a: &Tensor, uplo: Uplo, vectors: bool) -> Result<(Tensor, Option<Tenso
 /// divide and conquer (with eigenvectors, `n >= 128`: Cuppen's tearing, deflation, the
 /// secular equation by rational interpolation, Gu and Eisenstat's recomputed rank-one
 /// term so that the eigenvectors stay orthogonal for clustered eigenvalues), then faer's
-/// blocked back-transformation. The eigenvalues alone may then
-/// differ from those returned with eigenvectors in the last bits (as LAPACK's `syevd`
-/// with and without vectors). A matrix in a batch gets the same bits as the same matrix alone, and a given input gives the
-/// same bits on every run, whatever the thread count.
+/// blocked back-transformation. The eigenvalues alone may then differ from those returned
+/// with eigenvectors in the last bits (as LAPACK's `syevd` with and without vectors). A
+/// matrix in a batch gets the same bits as the same matrix alone, and a given input gives
+/// the same bits on every run, whatever the thread count.
 ///
 /// Non-finite input: a NaN or an infinity in the triangle read fails with
 /// `NoConvergence { batch }` (the first such matrix of the batch), checked before any

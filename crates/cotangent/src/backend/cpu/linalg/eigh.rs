@@ -32,7 +32,8 @@ use crate::backend::cpu::par::{for_each_chunk, run_tasks, Parts};
 use super::{colmajor_layout, Batch, LinalgElem, TASK_WORK};
 use crate::layout::Layout;
 
-/// Up to this order the own loops are used (faer above).
+/// Up to this order the own allocation-free loops are used; above, the tridiagonal paths
+/// of [`super::tridiag_qr`] (on faer's tridiagonalisation).
 pub(crate) const SMALL_N: usize = 16;
 /// From this order one matrix may use every thread (faer's tridiagonalisation and
 /// back-transformation, the divide and conquer's merges).
