@@ -24,7 +24,7 @@ use faer::linalg::matmul::matmul;
 use faer::{Accum, MatMut, MatRef, Par};
 
 use super::eigh::hypot;
-use super::tridiag_qr::tridiag_qr;
+use super::tridiag_qr::{identity, sort_ascending, tridiag_qr};
 use super::LinalgElem;
 
 /// Blocks of at most this order are solved by the implicit QR iteration.
@@ -126,10 +126,7 @@ pub(super) fn tridiag_dc<T: LinalgElem>(
 /// A block of at most [`LEAF`]: the implicit QR iteration from `u = I`, then sorted.
 fn leaf<T: LinalgElem>(d: &mut [T], e: &mut [T], u: &mut [T]) -> bool {
     let m = d.len();
-    u.fill(T::ZERO);
-    for j in 0..m {
-        u[j * m + j] = T::ONE;
-    }
+    identity(u, m);
     let mut buf = [T::ZERO; 4 * LEAF];
     let (c, rest) = buf.split_at_mut(LEAF);
     let (s, rest) = rest.split_at_mut(LEAF);
@@ -139,27 +136,8 @@ fn leaf<T: LinalgElem>(d: &mut [T], e: &mut [T], u: &mut [T]) -> bool {
     if !tridiag_qr(d, &mut ee[..m], Some(u), &mut c[..m], &mut s[..m], &mut pc[..m], &mut ps[..m]) {
         return false;
     }
-    sort_ascending(d, u, m);
+    sort_ascending(d, Some(u));
     true
-}
-
-/// Sorts `d` ascending with the columns of the column-major `u` (`rows` rows), by
-/// selection: at most `d.len() - 1` column swaps.
-fn sort_ascending<T: LinalgElem>(d: &mut [T], u: &mut [T], rows: usize) {
-    let m = d.len();
-    for i in 0..m.saturating_sub(1) {
-        let mut k = i;
-        for j in i + 1..m {
-            if d[j] < d[k] {
-                k = j;
-            }
-        }
-        if k != i {
-            d.swap(i, k);
-            let (left, right) = u.split_at_mut(k * rows);
-            left[i * rows..(i + 1) * rows].swap_with_slice(&mut right[..rows]);
-        }
-    }
 }
 
 /// `v` cleared and resized to `n` copies of `x`.
@@ -645,10 +623,7 @@ impl<T: LinalgElem> pulp::WithSimd for Vectors<'_, T> {
 mod tests {
     use super::*;
 
-    fn rnd(state: &mut u64) -> f64 {
-        *state = state.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
-        ((*state >> 11) as f64 / (1u64 << 53) as f64) * 2.0 - 1.0
-    }
+    use crate::backend::cpu::linalg::tridiag_qr::tests::rnd;
 
     /// Tridiagonals of kind `kind`: random; Wilkinson's W⁺ (pairs of nearly equal
     /// eigenvalues); glued Wilkinson blocks (clusters of many); constant (eigenvalues
@@ -691,15 +666,13 @@ mod tests {
         let mut dq: Vec<T> = d64.iter().map(|&x| T::of(x)).collect();
         let mut eq: Vec<T> = e64.iter().map(|&x| T::of(x)).collect();
         let mut z = vec![T::ZERO; n * n];
-        for j in 0..n {
-            z[j * n + j] = T::ONE;
-        }
+        identity(&mut z, n);
         let mut sc = vec![T::ZERO; 4 * n];
         let (c, rest) = sc.split_at_mut(n);
         let (s, rest) = rest.split_at_mut(n);
         let (pc, ps) = rest.split_at_mut(n);
         assert!(tridiag_qr(&mut dq, &mut eq, Some(&mut z), c, s, pc, ps));
-        sort_ascending(&mut dq, &mut z, n);
+        sort_ascending(&mut dq, Some(&mut z));
         let eps = T::EPSILON.to_f64();
         let norm = d64.iter().chain(e64).fold(0f64, |m, x| m.max(x.abs())) * 3.0;
         for i in 0..n {

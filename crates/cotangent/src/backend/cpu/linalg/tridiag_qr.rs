@@ -355,6 +355,35 @@ fn qr_iterate<'a, T: LinalgElem>(
     end == 0
 }
 
+/// The `n x n` identity into the column-major `u`.
+pub(super) fn identity<T: LinalgElem>(u: &mut [T], n: usize) {
+    u.fill(T::ZERO);
+    for j in 0..n {
+        u[j * n + j] = T::ONE;
+    }
+}
+
+/// Sorts `d` ascending, with the columns of the column-major `u` (`d.len()` rows) if
+/// given, by selection: at most `d.len() - 1` column swaps.
+pub(super) fn sort_ascending<T: LinalgElem>(d: &mut [T], mut u: Option<&mut [T]>) {
+    let n = d.len();
+    for i in 0..n.saturating_sub(1) {
+        let mut m = i;
+        for k in i + 1..n {
+            if d[k] < d[m] {
+                m = k;
+            }
+        }
+        if m != i {
+            d.swap(i, m);
+            if let Some(u) = u.as_deref_mut() {
+                let (left, right) = u.split_at_mut(m * n);
+                left[i * n..(i + 1) * n].swap_with_slice(&mut right[..n]);
+            }
+        }
+    }
+}
+
 /// The eigenvalues (unsorted, into `w`) and, if `v` is given, the eigenvectors (columns of
 /// the column-major `n x n` `v`) of the symmetric `n x n` column-major `a` (finite; its
 /// lower triangle is read), `n >= 2`. False if the iteration did not converge (then the
@@ -373,10 +402,7 @@ pub(crate) fn eigh_tridiag_qr<T: LinalgElem>(
     if amax == T::ZERO {
         w.fill(T::ZERO);
         if let Some(v) = v {
-            v.fill(T::ZERO);
-            for j in 0..n {
-                v[j * n + j] = T::ONE;
-            }
+            identity(v, n);
         }
         return true;
     }
@@ -415,12 +441,6 @@ pub(crate) fn eigh_tridiag_qr<T: LinalgElem>(
     sc.c.resize(n, T::ZERO);
     sc.s.resize(n, T::ZERO);
     let mut v = v;
-    if let Some(v) = v.as_deref_mut() {
-        v.fill(T::ZERO);
-        for j in 0..n {
-            v[j * n + j] = T::ONE;
-        }
-    }
     sc.pc.resize(n, T::ZERO);
     sc.ps.resize(n, T::ZERO);
     let (c, s, pc, ps) = (&mut sc.c, &mut sc.s, &mut sc.pc, &mut sc.ps);
@@ -430,25 +450,15 @@ pub(crate) fn eigh_tridiag_qr<T: LinalgElem>(
         if !with_par(parallel, move |_| tridiag_dc(dd, e, vv, parallel, wk)) {
             return false;
         }
-    } else if !tridiag_qr(d, &mut sc.e, v.as_deref_mut(), c, s, pc, ps) {
-        return false;
-    }
-    // ascending, by selection: at most n - 1 column swaps
-    for i in 0..n - 1 {
-        let mut m = i;
-        for k in i + 1..n {
-            if d[k] < d[m] {
-                m = k;
-            }
+    } else {
+        if let Some(v) = v.as_deref_mut() {
+            identity(v, n);
         }
-        if m != i {
-            d.swap(i, m);
-            if let Some(v) = v.as_deref_mut() {
-                let (left, right) = v.split_at_mut(m * n);
-                left[i * n..(i + 1) * n].swap_with_slice(&mut right[..n]);
-            }
+        if !tridiag_qr(d, &mut sc.e, v.as_deref_mut(), c, s, pc, ps) {
+            return false;
         }
     }
+    sort_ascending(d, v.as_deref_mut());
     if let Some(v) = v {
         let trid = MatRef::from_column_major_slice(&sc.trid, n, n);
         let hh = MatRef::from_column_major_slice(&sc.hh, bs, n - 1);
@@ -472,11 +482,11 @@ pub(crate) fn eigh_tridiag_qr<T: LinalgElem>(
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use faer::linalg::evd::{self_adjoint_evd, self_adjoint_evd_scratch, ComputeEigenvectors};
 
-    fn rnd(state: &mut u64) -> f64 {
+    pub(crate) fn rnd(state: &mut u64) -> f64 {
         *state = state.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
         ((*state >> 11) as f64 / (1u64 << 53) as f64) * 2.0 - 1.0
     }
