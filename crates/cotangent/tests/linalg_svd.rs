@@ -680,3 +680,67 @@ fn f32_start_keeps_values_to_eps_sigma_max_on_badly_scaled_columns() {
         }
     }
 }
+
+#[test]
+fn divide_and_conquer_on_hard_matrices_matches_known_singular_values() {
+    // beyond the Jacobi kernels a matrix goes to faer's bidiagonal divide and conquer, with
+    // leaves of 32 (faer's QR iteration below): known values (graded to 1e-12, rank
+    // deficient, heavily repeated, a tight cluster, all equal; the all-ones bidiagonal,
+    // whose values are 2 cos(jπ / (2n + 1))), reconstruction, orthogonality and the gauge,
+    // with and without vectors, tall, wide and square, at sizes that split once, twice and
+    // three times
+    for (m, n) in [(33, 33), (64, 64), (100, 70), (70, 100), (200, 200), (260, 260)] {
+        let k = m.min(n);
+        let graded: Vec<f64> =
+            (0..k).map(|i| 10f64.powf(-12.0 * i as f64 / (k - 1) as f64)).collect();
+        let deficient: Vec<f64> =
+            (0..k).map(|i| if i + 5 < k { (k - i) as f64 } else { 0.0 }).collect();
+        let repeated: Vec<f64> = (0..k).map(|i| [3.0, 2.0, 1.0][i * 3 / k]).collect();
+        let cluster: Vec<f64> = (0..k).map(|i| 1.0 + 1e-10 * (k - i) as f64).collect();
+        let equal = vec![1.0; k];
+        let mut cases: Vec<(&str, Tensor, Vec<f64>)> = Vec::new();
+        for (name, s, seed) in [
+            ("graded", &graded, 21),
+            ("deficient", &deficient, 22),
+            ("repeated", &repeated, 23),
+            ("cluster", &cluster, 24),
+            ("equal", &equal, 25),
+        ] {
+            cases.push((name, with_singular_values(m, n, s, seed), s.clone()));
+        }
+        let mut bidiag = vec![0.0; m * n];
+        for i in 0..k {
+            bidiag[i * n + i] = 1.0;
+            if i + 1 < n {
+                bidiag[i * n + i + 1] = 1.0;
+            }
+        }
+        if m >= n {
+            // square or tall (the extra rows are zero): the n x n all-ones bidiagonal
+            let pi = std::f64::consts::PI;
+            let want: Vec<f64> =
+                (1..=k).map(|j| 2.0 * (j as f64 * pi / (2 * k + 1) as f64).cos()).collect();
+            cases.push(("ones bidiagonal", Tensor::from_vec(bidiag, vec![m, n]).unwrap(), want));
+        }
+        for (name, a, want) in cases {
+            let what = format!("{m}x{n} {name}");
+            let f = svd(&a, false).unwrap();
+            check_factors(&a, &f.u, &f.s, &f.vh, &what);
+            let smax = want[0];
+            let tol = 1e-14 * k as f64 * smax;
+            let got = f.s.to_vec_f64();
+            let vals = svdvals(&a).unwrap().to_vec_f64();
+            for j in 0..k {
+                assert!(
+                    (got[j] - want[j]).abs() <= tol,
+                    "{what} value {j}: {} {}",
+                    got[j],
+                    want[j]
+                );
+                assert!((vals[j] - want[j]).abs() <= tol, "{what} svdvals {j}: {}", vals[j]);
+            }
+            let c = svd(&a, true).unwrap();
+            check_factors(&a, &c.u, &c.s, &c.vh, &format!("{what} full"));
+        }
+    }
+}

@@ -317,7 +317,8 @@ fn svdvals_grad(u: &Tensor, gs: &Tensor, vh: &Tensor) -> Result<Tensor> {
 /// orthogonal to working precision), and so up to 16 x 16 in batches of 8 matrices or more
 /// (8 matrices at a time, one per SIMD lane; up to 8 x 8 each gets the bits it would get
 /// alone from the Jacobi loop); above, by faer's SVD (bidiagonalisation, then divide and
-/// conquer), which also serves small matrices with a zero singular value or a
+/// conquer down to blocks of 32, which faer's implicit QR iteration solves), which also
+/// serves small matrices with a zero singular value or a
 /// `full_matrices` completion. In f64 batches whose `min(m, n)` is 9 to 16, the Jacobi
 /// lanes start with five sweeps in f32 and go on in f64 from the rotation they found
 /// (made orthonormal in f64), about a third less work than all in f64 (3 f64 sweeps

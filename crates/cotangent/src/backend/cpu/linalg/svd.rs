@@ -3,7 +3,7 @@
 //! SIMD lanes for batches; round-robin pair order and cached squared column norms, as
 //! LAPACK's `dgesvj`, so one inner product per pair; f64 lanes beyond [`JACOBI_MAX`]
 //! columns start in f32, [`mixed_start`]), faer's bidiagonal divide-and-conquer SVD
-//! otherwise; and the fused per-matrix VJP [`svd_backward`] (used when the backward pass
+//! otherwise (with leaves of [`BIDIAG_LEAF`]); and the fused per-matrix VJP [`svd_backward`] (used when the backward pass
 //! is not recorded).
 
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -47,6 +47,14 @@ const JACOBI_SWEEPS: usize = 40;
 /// Gaussian matrices (the largest count of a group of eight): 5 f32 sweeps leave 3.1 f64
 /// sweeps, against 8.1 from the start (4: 4.0, 6: 3.1).
 const MIXED_SWEEPS: usize = 5;
+/// Order below which faer's bidiagonal divide and conquer hands a block to its implicit QR
+/// iteration (faer's default is 128; LAPACK's `dbdsdc` uses 25). faer's QR iteration is the
+/// slow part below 128. With 32, forward+backward (minimums of alternating runs): svdvals
+/// from 530-545 to 385-425 us at n = 64 (two threads) and from 10.6-11.9 to 9.5-10.1 ms at
+/// n = 256 (one thread); svd (two threads) from 665-745 to 550-580 us at 64 and from
+/// 13.3-14.7 to 11.6-12.1 ms at 256. n = 1024 moved by less than the noise, and 16 was no
+/// faster than 32.
+const BIDIAG_LEAF: usize = 32;
 
 /// The power-of-two scale for the Jacobi kernels of a matrix whose largest entry in
 /// magnitude is `amax` (so that squared norms neither overflow nor underflow), and its
@@ -1531,7 +1539,9 @@ pub(crate) fn svd<T: JacobiElem>(
             }
         }
         let am = faer::MatRef::from_column_major_slice(tmp.as_slice(), m, n);
-        let req = fsvd::svd_scratch::<T>(m, n, compute, compute, par, faer::Spec::default());
+        let mut spec: faer::Spec<fsvd::SvdParams, T> = faer::Spec::default();
+        spec.recursion_threshold = BIDIAG_LEAF;
+        let req = fsvd::svd_scratch::<T>(m, n, compute, compute, par, spec);
         SCRATCH.with_borrow_mut(|cache| {
             // one buffer per thread, reused while the requirement is the same (a batch)
             let mem = match cache {
@@ -1542,7 +1552,7 @@ pub(crate) fn svd<T: JacobiElem>(
             let um = want_uv.then(|| MatMut::from_column_major_slice_mut(&mut *u, m, ku));
             let vm = want_uv.then(|| MatMut::from_column_major_slice_mut(&mut *v, n, kv));
             let sd = DiagMut::from_slice_mut(s);
-            if fsvd::svd(am, sd, um, vm, par, stack, faer::Spec::default()).is_err() {
+            if fsvd::svd(am, sd, um, vm, par, stack, spec).is_err() {
                 failed.fetch_min(i, Ordering::Relaxed);
             }
         });
