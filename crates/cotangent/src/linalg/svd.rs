@@ -318,11 +318,10 @@ fn svdvals_grad(u: &Tensor, gs: &Tensor, vh: &Tensor) -> Result<Tensor> {
 /// (8 matrices at a time, one per SIMD lane; up to 8 x 8 each gets the bits it would get
 /// alone from the Jacobi loop); above, by faer's SVD (bidiagonalisation, then divide and
 /// conquer down to blocks of 32, which faer's implicit QR iteration solves), which also
-/// serves small matrices with a zero singular value or a
-/// `full_matrices` completion. In f64 batches whose `min(m, n)` is 9 to 16, the Jacobi
-/// lanes start with five sweeps in f32 and go on in f64 from the rotation they found
-/// (made orthonormal in f64), about a third less work than all in f64 (3 f64 sweeps
-/// instead of 8 on random matrices). The results are as accurate as faer's and LAPACK's
+/// serves small matrices with a zero singular value or a `full_matrices` completion. In
+/// f64 batches whose `min(m, n)` is 9 to 16, the Jacobi lanes start with five sweeps in
+/// f32 and go on in f64 from the rotation they found (made orthonormal in f64), about a
+/// third less work than all in f64 (3 f64 sweeps instead of 8 on random matrices). The results are as accurate as faer's and LAPACK's
 /// `gesdd`: orthonormal factors to working precision and singular values to about
 /// `ε σ_max` (`ε` the dtype's machine epsilon), so a singular value far below `σ_max`
 /// has a relative error up to `ε σ_max / σ` (all-f64 one-sided Jacobi can do better on

@@ -3,8 +3,8 @@
 //! SIMD lanes for batches; round-robin pair order and cached squared column norms, as
 //! LAPACK's `dgesvj`, so one inner product per pair; f64 lanes beyond [`JACOBI_MAX`]
 //! columns start in f32, [`mixed_start`]), faer's bidiagonal divide-and-conquer SVD
-//! otherwise (with leaves of [`BIDIAG_LEAF`]); and the fused per-matrix VJP [`svd_backward`] (used when the backward pass
-//! is not recorded).
+//! otherwise (with leaves of [`BIDIAG_LEAF`]); and the fused per-matrix VJP
+//! [`svd_backward`] (used when the backward pass is not recorded).
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 
