@@ -52,8 +52,8 @@ const MIXED_SWEEPS: usize = 5;
 /// slow part below 128. With 32, forward+backward (minimums of alternating runs): svdvals
 /// from 530-545 to 385-425 us at n = 64 (two threads) and from 10.6-11.9 to 9.5-10.1 ms at
 /// n = 256 (one thread); svd (two threads) from 665-745 to 550-580 us at 64 and from
-/// 13.3-14.7 to 11.6-12.1 ms at 256. n = 1024 moved by less than the noise, and 16 was no
-/// faster than 32.
+/// 13.3-14.7 to 11.6-12.1 ms at 256. n = 1024 moved by less than the noise; 16 was as
+/// fast as 32 at n = 64 and slower at 256.
 const BIDIAG_LEAF: usize = 32;
 
 /// The power-of-two scale for the Jacobi kernels of a matrix whose largest entry in
