@@ -1,26 +1,27 @@
 //! [`Layout`]: how a tensor's logical elements map to its storage (shape, strides, offset).
 //! Views change only the layout; the storage is shared.
 
-use crate::shape::Shape;
+use crate::shape::{Dims, Shape};
 
 /// Shape, strides (in elements) and offset of a tensor in its storage. Strides are
 /// non-negative, as in PyTorch; a stride of 0 is a broadcast (expanded) dim.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Layout {
     shape: Shape,
-    strides: Vec<usize>,
+    strides: Dims,
     offset: usize,
 }
 
 impl Layout {
     /// The row-major contiguous layout of `shape` at offset 0.
     pub fn contiguous(shape: Shape) -> Layout {
-        let strides = shape.contiguous_strides();
+        let strides = shape.strides_contiguous();
         Layout { shape, strides, offset: 0 }
     }
 
     /// A layout from its parts. The caller guarantees every element is inside the storage.
-    pub(crate) fn new(shape: Shape, strides: Vec<usize>, offset: usize) -> Layout {
+    pub(crate) fn new(shape: Shape, strides: impl Into<Dims>, offset: usize) -> Layout {
+        let strides = strides.into();
         debug_assert_eq!(shape.rank(), strides.len());
         Layout { shape, strides, offset }
     }
@@ -58,7 +59,7 @@ impl Layout {
     /// True if the elements are stored row-major without gaps (dims of size 1 ignored).
     pub fn is_contiguous(&self) -> bool {
         let mut expected = 1usize;
-        for (&d, &s) in self.shape.dims().iter().zip(&self.strides).rev() {
+        for (&d, &s) in self.shape.dims().iter().zip(self.strides.iter()).rev() {
             if d == 1 {
                 continue;
             }
@@ -118,7 +119,7 @@ impl Layout {
             return None;
         }
         let r = self.dense_range()?;
-        let flat = Layout::new(Shape::from(vec![r.len()]), vec![1], r.start);
+        let flat = Layout::new(Shape::from(r.len()), [1], r.start);
         Some((flat, Layout::new(self.shape.clone(), self.strides.clone(), 0)))
     }
 
@@ -128,36 +129,42 @@ impl Layout {
             return 0;
         }
         self.offset
-            + self.shape.dims().iter().zip(&self.strides).map(|(&d, &s)| (d - 1) * s).sum::<usize>()
+            + self
+                .shape
+                .dims()
+                .iter()
+                .zip(self.strides.iter())
+                .map(|(&d, &s)| (d - 1) * s)
+                .sum::<usize>()
             + 1
     }
 
     /// Reorders dims: new dim `i` is old dim `perm[i]` (a validated permutation).
     pub(crate) fn permute(&self, perm: &[usize]) -> Layout {
-        let dims = perm.iter().map(|&p| self.shape.dims()[p]).collect();
-        let strides = perm.iter().map(|&p| self.strides[p]).collect();
-        Layout::new(Shape::new(dims), strides, self.offset)
+        let dims: Dims = perm.iter().map(|&p| self.shape.dims()[p]).collect();
+        let strides: Dims = perm.iter().map(|&p| self.strides[p]).collect();
+        Layout::new(Shape::of(dims), strides, self.offset)
     }
 
     /// Elements `start..start+len` of `dim`, every `step`-th.
     pub(crate) fn slice(&self, dim: usize, start: usize, len: usize, step: usize) -> Layout {
-        let mut dims = self.shape.dims().to_vec();
+        let mut dims = Dims::from_slice(self.shape.dims());
         let mut strides = self.strides.clone();
         let offset = if len == 0 { self.offset } else { self.offset + start * strides[dim] };
         dims[dim] = len;
         // saturating: a step past the end leaves one element, whose stride is never used
         strides[dim] = strides[dim].saturating_mul(step);
-        Layout::new(Shape::new(dims), strides, offset)
+        Layout::new(Shape::of(dims), strides, offset)
     }
 
     /// Index `index` of `dim`, removing the dim.
     pub(crate) fn select(&self, dim: usize, index: usize) -> Layout {
-        let mut dims = self.shape.dims().to_vec();
+        let mut dims = Dims::from_slice(self.shape.dims());
         let mut strides = self.strides.clone();
         let offset = self.offset + index * strides[dim];
         dims.remove(dim);
         strides.remove(dim);
-        Layout::new(Shape::new(dims), strides, offset)
+        Layout::new(Shape::of(dims), strides, offset)
     }
 
     /// Broadcast to `shape` (validated): new leading dims and stretched dims of size 1 get
@@ -165,7 +172,7 @@ impl Layout {
     pub(crate) fn broadcast_to(&self, shape: &Shape) -> Layout {
         let n = shape.rank();
         let k = self.rank();
-        let mut strides = vec![0; n];
+        let mut strides = Dims::zeros(n);
         for i in 0..k {
             let j = n - k + i;
             if self.shape.dims()[i] == shape.dims()[j] {
@@ -186,8 +193,8 @@ impl Layout {
             let o = offset.unsigned_abs();
             (n2.min(n1.saturating_sub(o)), if n1 > o { o * s1 } else { 0 })
         };
-        let mut dims = Vec::with_capacity(self.rank() - 1);
-        let mut strides = Vec::with_capacity(self.rank() - 1);
+        let mut dims = Dims::default();
+        let mut strides = Dims::default();
         for i in 0..self.rank() {
             if i != d1 && i != d2 {
                 dims.push(self.shape.dims()[i]);
@@ -197,22 +204,22 @@ impl Layout {
         dims.push(len);
         strides.push(s1 + s2);
         let off = if len == 0 { self.offset } else { self.offset + start };
-        Layout::new(Shape::new(dims), strides, off)
+        Layout::new(Shape::of(dims), strides, off)
     }
 
     /// A view of the same elements with another shape of the same numel, if the strides
     /// allow it (PyTorch's `computeStride`); `None` means a copy is needed.
     pub(crate) fn reshape(&self, shape: &Shape) -> Option<Layout> {
         if self.is_contiguous() {
-            return Some(Layout::new(shape.clone(), shape.contiguous_strides(), self.offset));
+            return Some(Layout::new(shape.clone(), shape.strides_contiguous(), self.offset));
         }
         let old_d = self.shape.dims();
         let old_s = &self.strides;
         let new_d = shape.dims();
         if self.numel() == 0 {
-            return Some(Layout::new(shape.clone(), shape.contiguous_strides(), self.offset));
+            return Some(Layout::new(shape.clone(), shape.strides_contiguous(), self.offset));
         }
-        let mut new_s = vec![0usize; new_d.len()];
+        let mut new_s = Dims::zeros(new_d.len());
         let mut view_d = new_d.len() as isize - 1;
         let mut chunk_base_stride = *old_s.last().unwrap_or(&1);
         let mut tensor_numel = 1usize;

@@ -29,8 +29,6 @@ pub(crate) mod node;
 #[cfg(test)]
 mod tests;
 
-use std::collections::HashMap;
-
 pub use check::{gradcheck, gradgradcheck, GradcheckOptions, GradcheckReport};
 pub use mode::{enable_grad, is_grad_enabled, no_grad, GradModeGuard};
 
@@ -50,7 +48,7 @@ pub struct GradOptions {
 /// Gradients of the leaves reached by [`Tensor::backward`], looked up by tensor.
 #[derive(Debug, Default, Clone)]
 pub struct Gradients {
-    map: HashMap<TensorId, Tensor>,
+    map: engine::KeyMap<TensorId, Tensor>,
 }
 
 impl Gradients {

@@ -34,9 +34,10 @@ fn batched(a: &Tensor, b: &Tensor) -> Result<Tensor> {
     }
     let r = a.rank();
     let s = a.storage().cpu().matmul(a.layout(), b.storage().cpu(), b.layout())?;
-    let mut dims = a.dims()[..r - 2].to_vec();
-    dims.extend([a.dims()[r - 2], b.dims()[r - 1]]);
-    let out = Tensor::from_cpu(s, Shape::new(dims));
+    let mut dims = crate::shape::Dims::from_slice(&a.dims()[..r - 2]);
+    dims.push(a.dims()[r - 2]);
+    dims.push(b.dims()[r - 1]);
+    let out = Tensor::from_cpu(s, Shape::of(dims));
     Ok(record1(MatMul, &[a, b], out, false))
 }
 
@@ -93,8 +94,8 @@ impl Tensor {
                 rhs: other.shape().clone(),
             });
         }
-        let batch_a = Shape::new(a.dims()[..a.rank() - 2].to_vec());
-        let batch_b = Shape::new(b.dims()[..b.rank() - 2].to_vec());
+        let batch_a = Shape::of(&a.dims()[..a.rank() - 2]);
+        let batch_b = Shape::of(&b.dims()[..b.rank() - 2]);
         let batch = broadcast_shapes(OP, &batch_a, &batch_b).map_err(|_| Error::ShapeMismatch {
             op: OP,
             lhs: self.shape().clone(),

@@ -167,13 +167,13 @@ fn solve_impl(
         )?;
         if let Some(r) = fused {
             let batch = &a.dims()[..a.rank() - 2];
-            let info = from_kernel(r.info, Layout::contiguous(Shape::new(batch.to_vec())));
+            let info = from_kernel(r.info, Layout::contiguous(Shape::of(batch)));
             if check {
                 check_info(op, &info)?;
             }
             let saved = |s: crate::backend::CpuStorage| {
                 let len = s.len();
-                from_kernel(s, Layout::contiguous(Shape::new(vec![len])))
+                from_kernel(s, Layout::contiguous(Shape::from(len)))
             };
             let factors = Factors::Saved { factors: saved(r.factors), perms: saved(r.perms), n };
             let x = from_kernel(r.x, r.x_layout);

@@ -55,7 +55,7 @@ pub(crate) fn check_matrix(op: &'static str, t: &Tensor) -> Result<()> {
 
 /// The batch dims of a tensor whose last `tail` dims are the matrix (or vector).
 pub(crate) fn batch_of(t: &Tensor, tail: usize) -> Shape {
-    Shape::new(t.dims()[..t.rank() - tail].to_vec())
+    Shape::of(&t.dims()[..t.rank() - tail])
 }
 
 /// `a` and `b` with their batch dims (all but the last `ta` / `tb` dims) broadcast to a

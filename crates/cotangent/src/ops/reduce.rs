@@ -9,7 +9,7 @@ use crate::autograd::node::{record1, Op, VjpCtx};
 use crate::backend::{BackendStorage, ReduceOp};
 use crate::dtype::DType;
 use crate::error::{Error, Result};
-use crate::shape::{resolve_dims, Shape};
+use crate::shape::{resolve_dims, Dims, Shape};
 use crate::tensor::Tensor;
 
 /// The resolved dims (all of them for an empty list), the keepdim shape and the output
@@ -25,14 +25,14 @@ fn plan(
     if x.rank() == 0 {
         d.clear();
     }
-    let keep: Vec<usize> =
+    let keep: Dims =
         x.dims().iter().enumerate().map(|(i, &n)| if d.contains(&i) { 1 } else { n }).collect();
-    let out: Vec<usize> = if keepdim {
+    let out: Dims = if keepdim {
         keep.clone()
     } else {
         x.dims().iter().enumerate().filter(|(i, _)| !d.contains(i)).map(|(_, &n)| n).collect()
     };
-    Ok((d, Shape::new(keep), Shape::new(out)))
+    Ok((d, Shape::of(keep), Shape::of(out)))
 }
 
 /// A reduction op; `keep` is the keepdim shape, used to broadcast cotangents back.

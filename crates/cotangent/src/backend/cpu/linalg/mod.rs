@@ -264,14 +264,16 @@ pub(crate) fn for_each_matrix<T: Send, F>(
 
 /// The layout of a batch of column-major `m x n` matrices stored one after another.
 pub(crate) fn colmajor_layout(batch: &[usize], m: usize, n: usize) -> Layout {
-    let mut dims = batch.to_vec();
-    dims.extend([m, n]);
-    let shape = Shape::new(dims);
-    let mut strides = Shape::new(batch.to_vec()).contiguous_strides();
-    for s in &mut strides {
+    let mut dims = crate::shape::Dims::from_slice(batch);
+    dims.push(m);
+    dims.push(n);
+    let shape = Shape::of(dims);
+    let mut strides = Shape::of(batch).strides_contiguous();
+    for s in strides.iter_mut() {
         *s *= m * n;
     }
-    strides.extend([1, m.max(1)]);
+    strides.push(1);
+    strides.push(m.max(1));
     Layout::new(shape, strides, 0)
 }
 
