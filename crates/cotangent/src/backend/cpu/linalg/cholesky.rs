@@ -17,6 +17,7 @@ use faer::linalg::cholesky::llt::factor::{
 };
 use faer::{Par, Spec};
 
+use super::lu::{lane_offsets, load_lanes};
 use super::{colmajor_layout, colmajor_mut, Batch, LinalgElem};
 use crate::dtype::Float;
 use crate::layout::Layout;
@@ -34,6 +35,17 @@ const PAR_N: usize = 768;
 fn per_task(len: usize, work: usize) -> usize {
     let even = len.div_ceil(4 * rayon::current_num_threads());
     (TASK_WORK / work).min(even).max(1)
+}
+
+/// [`per_task`] for matrices of order `n` that the lane kernels take, in whole groups of
+/// [`LANES`]: at least a sixteenth of the batch there, as the LU lanes do
+/// ([`super::lu::lane_task_len`]). Each task makes its own lane scratch (48 KiB for the
+/// backward at n = 16); with groups of eight per task a 1024x16x16 fwd+bwd made 680
+/// allocations and zeroed them (9% of its time in `memset`).
+fn per_lane_task(len: usize, work: usize, n: usize) -> usize {
+    let per = per_task(len, work);
+    let per = if n <= LANES_MAX { per.max(len / 16) } else { per };
+    per.next_multiple_of(LANES)
 }
 
 #[inline(always)]
@@ -143,9 +155,10 @@ fn factor_one<T: LinalgElem>(
     scratch: &mut Option<MemBuffer>,
 ) -> i64 {
     let n = ba.n;
-    // column-major lower triangle (the upper triangle stays zero)
+    // column-major lower triangle, the upper one zero (`dst` may hold anything)
     let off = ba.offset(i);
     for c in 0..n {
+        dst[c * n..c * n + c].fill(T::ZERO);
         let base = off + c * ba.cs;
         for (r, d) in dst[c * n + c..(c + 1) * n].iter_mut().enumerate() {
             *d = a[base + (c + r) * ba.rs];
@@ -259,9 +272,10 @@ fn factor_lanes<T: LinalgElem>(
     impl<T: LinalgElem, const N: usize> pulp::WithSimd for Kernel<'_, T, N> {
         type Output = ();
         #[inline(always)]
-        fn with_simd<S: pulp::Simd>(self, _: S) {
+        fn with_simd<S: pulp::Simd>(self, simd: S) {
             let Kernel { ba, a, first, dst, info, buf, rows } = self;
-            factor_lanes_n(ba, a, first, dst, info, &mut buf[..N * N], N, rows);
+            let n = if N > 0 { N } else { ba.n };
+            factor_lanes_n(simd, ba, a, first, dst, info, &mut buf[..n * n], n, rows);
         }
     }
     fn fixed<T: LinalgElem, const N: usize>(
@@ -280,7 +294,8 @@ fn factor_lanes<T: LinalgElem>(
         ($($n:literal)*) => {
             match ba.n {
                 $($n => fixed::<T, $n>(ba, a, first, dst, info, buf, rows),)*
-                n => factor_lanes_n(ba, a, first, dst, info, buf, n, rows),
+                _ => pulp::Arch::new()
+                    .dispatch(Kernel::<T, 0> { ba, a, first, dst, info, buf, rows }),
             }
         };
     }
@@ -293,7 +308,8 @@ fn factor_lanes<T: LinalgElem>(
 // lanes are indexed on purpose (the loops over them vectorise); Float has no SubAssign
 #[allow(clippy::needless_range_loop, clippy::assign_op_pattern, clippy::too_many_arguments)]
 #[inline(always)]
-fn factor_lanes_n<T: LinalgElem>(
+fn factor_lanes_n<T: LinalgElem, S: pulp::Simd>(
+    simd: S,
     ba: &Batch,
     a: &[T],
     first: usize,
@@ -303,14 +319,9 @@ fn factor_lanes_n<T: LinalgElem>(
     n: usize,
     rows: bool,
 ) {
-    for w in 0..LANES {
-        let off = ba.offset(first + w);
-        for c in 0..n {
-            for r in c..n {
-                buf[c * n + r][w] = a[off + r * ba.rs + c * ba.cs];
-            }
-        }
-    }
+    // the whole matrices, column-major (the loop below reads only the lower triangles),
+    // by register transposes where the layout and [`super::lu::LaneMoves`] allow
+    load_lanes(simd, buf, a, &lane_offsets(ba, first), (ba.rs, ba.cs), n, n);
     let mut ok = [true; LANES];
     for k in 0..n {
         let mut r = [T::ZERO; LANES];
@@ -339,16 +350,21 @@ fn factor_lanes_n<T: LinalgElem>(
             }
         }
     }
-    // the other triangle of `dst` stays zero
+    // the other triangle zero, then whole blocks out of the lanes (`rows`: transposed)
+    for c in 1..n {
+        buf[c * n..c * n + c].fill([T::ZERO; LANES]);
+    }
     let size = n * n;
+    let src = |o: usize| if rows { (o % n) * n + o / n } else { o };
+    if !T::blocks_from_lanes(simd, buf, src, dst) {
+        for (w, d) in dst.chunks_exact_mut(size).enumerate() {
+            for (o, x) in d.iter_mut().enumerate() {
+                *x = buf[src(o)][w];
+            }
+        }
+    }
     for (w, d) in dst.chunks_exact_mut(size).enumerate() {
         if ok[w] {
-            for c in 0..n {
-                for r in c..n {
-                    let at = if rows { r * n + c } else { c * n + r };
-                    d[at] = buf[c * n + r][w];
-                }
-            }
             info[w] = 0;
         } else {
             info[w] = factor_one(ba, a, first + w, d, Par::Seq, &mut None);
@@ -384,7 +400,9 @@ pub(crate) fn cholesky<T: LinalgElem>(
     } else {
         colmajor_layout(&ba.dims, n, n)
     };
-    let mut out = crate::backend::cpu::pool::filled(ba.len() * size, T::ZERO);
+    // every element is written: the lane groups store whole blocks, `factor_one` zeroes
+    // the triangle it does not factorise
+    let mut out = crate::backend::cpu::pool::overwritten(ba.len() * size, T::ZERO);
     let mut info = vec![0i64; ba.len()];
     if size == 0 {
         return (out, layout, info);
@@ -392,7 +410,7 @@ pub(crate) fn cholesky<T: LinalgElem>(
     let work = (size * n / 3).max(1);
     if ba.len() > 1 && n < PAR_N && ba.len() * work >= 2 * TASK_WORK {
         // whole groups of LANES per task
-        let per_task = per_task(ba.len(), work).next_multiple_of(LANES);
+        let per_task = per_lane_task(ba.len(), work, n);
         let (po, pi) = (Parts::new(&mut out, size * per_task), Parts::new(&mut info, per_task));
         run_tasks(pi.len(), |t| {
             factor_range(&ba, a, t * per_task, po.take(t), pi.take(t), Par::Seq, rows);
@@ -500,49 +518,54 @@ fn backward_small<T: Float>(l: &[T], g: &mut [T], dst: &mut [T], n: usize) {
     arms!(1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16);
 }
 
-/// Loads the lower triangle of matrix `i` of `b` into lane `w` of `dst` (row-major, the
-/// upper triangle left as it is: zero).
-fn load_lower_lane<T: Copy>(b: &Batch, a: &[T], i: usize, dst: &mut [[T; LANES]], w: usize) {
-    let (n, off) = (b.n, b.offset(i));
-    for r in 0..n {
-        for c in 0..=r {
-            dst[r * n + c][w] = a[off + r * b.rs + c * b.cs];
-        }
-    }
+/// One lane group of [`cholesky_backward`]: the factors `f` and cotangents `g` of the
+/// [`LANES`] matrices `first..`, the lanes' scratch, and the group's `gA` blocks.
+struct LaneGroup<'a, T> {
+    f: (&'a Batch, &'a [T]),
+    g: (&'a Batch, &'a [T]),
+    first: usize,
+    lb: &'a mut [[T; LANES]],
+    gb: &'a mut [[T; LANES]],
+    db: &'a mut [[T; LANES]],
+    dst: &'a mut [T],
 }
 
-/// [`backward_one`] on [`LANES`] factors at once (row-major lanes), for `n <= LANES_MAX`.
-fn backward_lanes<T: Float>(
-    l: &[[T; LANES]],
-    g: &mut [[T; LANES]],
-    dst: &mut [[T; LANES]],
-    n: usize,
-) {
-    struct Kernel<'a, T, const N: usize> {
-        l: &'a [[T; LANES]],
-        g: &'a mut [[T; LANES]],
-        dst: &'a mut [[T; LANES]],
-    }
-    impl<T: Float, const N: usize> pulp::WithSimd for Kernel<'_, T, N> {
+/// [`backward_one`] on a [`LaneGroup`] (`n <= LANES_MAX`): the factors and cotangents
+/// loaded into row-major lanes, [`backward_lanes_n`], and `gA` moved from the lanes to
+/// the group's blocks, the moves by register transposes where
+/// [`super::lu::LaneMoves`] has them (scalar loads and stores lane by lane were a fifth
+/// of a 1024x16x16 fwd+bwd), with the order a constant (unrolled loops).
+///
+/// The whole matrices are loaded: the kernel reads only the lower triangles of `L` and
+/// `gL` (the upper one of `gL` does not enter `tril(Lᵀ gL)`).
+fn backward_lanes<T: LinalgElem>(grp: LaneGroup<'_, T>) {
+    struct Kernel<'a, T, const N: usize>(LaneGroup<'a, T>);
+    impl<T: LinalgElem, const N: usize> pulp::WithSimd for Kernel<'_, T, N> {
         type Output = ();
         #[inline(always)]
-        fn with_simd<S: pulp::Simd>(self, _: S) {
-            let Kernel { l, g, dst } = self;
-            backward_lanes_n(&l[..N * N], &mut g[..N * N], &mut dst[..N * N], N);
+        fn with_simd<S: pulp::Simd>(self, simd: S) {
+            let LaneGroup { f: (bf, f), g: (bg, g), first, lb, gb, db, dst } = self.0;
+            let n = if N > 0 { N } else { bf.n };
+            let size = n * n;
+            let (lb, gb, db) = (&mut lb[..size], &mut gb[..size], &mut db[..size]);
+            // row-major lanes: the column-major load of the transposes
+            load_lanes(simd, lb, f, &lane_offsets(bf, first), (bf.cs, bf.rs), n, n);
+            load_lanes(simd, gb, g, &lane_offsets(bg, first), (bg.cs, bg.rs), n, n);
+            backward_lanes_n(lb, gb, db, n);
+            if !T::blocks_from_lanes(simd, db, |o| o, dst) {
+                for (w, d) in dst.chunks_exact_mut(size).enumerate() {
+                    for (x, v) in d.iter_mut().zip(db.iter()) {
+                        *x = v[w];
+                    }
+                }
+            }
         }
-    }
-    fn fixed<T: Float, const N: usize>(
-        l: &[[T; LANES]],
-        g: &mut [[T; LANES]],
-        dst: &mut [[T; LANES]],
-    ) {
-        pulp::Arch::new().dispatch(Kernel::<T, N> { l, g, dst });
     }
     macro_rules! arms {
         ($($n:literal)*) => {
-            match n {
-                $($n => fixed::<T, $n>(l, g, dst),)*
-                _ => backward_lanes_n(l, g, dst, n),
+            match grp.f.0.n {
+                $($n => pulp::Arch::new().dispatch(Kernel::<T, $n>(grp)),)*
+                _ => pulp::Arch::new().dispatch(Kernel::<T, 0>(grp)),
             }
         };
     }
@@ -735,7 +758,14 @@ pub(crate) fn cholesky_backward<T: LinalgElem>(
     dims.extend([n, n]);
     // exactly symmetric: row-major and column-major are the same
     let layout = Layout::contiguous(Shape::new(dims));
-    let mut out = crate::backend::cpu::pool::filled(bf.len() * size, T::ZERO);
+    // every element is written (the lane groups and `backward_small` write whole
+    // symmetric matrices), so a cached buffer need not be zeroed first; faer's path is
+    // given a zeroed one
+    let mut out = if n <= DIRECT_MAX {
+        crate::backend::cpu::pool::overwritten(bf.len() * size, T::ZERO)
+    } else {
+        crate::backend::cpu::pool::filled(bf.len() * size, T::ZERO)
+    };
     if size == 0 {
         return (out, layout);
     }
@@ -759,16 +789,15 @@ pub(crate) fn cholesky_backward<T: LinalgElem>(
             let mut db = vec![[T::ZERO; LANES]; size];
             for (k, group) in chunk.chunks_exact_mut(size * LANES).enumerate() {
                 let first = start + k * LANES;
-                for w in 0..LANES {
-                    load_lower_lane(&bf, f, first + w, &mut lb, w);
-                    load_lower_lane(&bg, g, first + w, &mut gb, w);
-                }
-                backward_lanes(&lb, &mut gb, &mut db, n);
-                for (w, dst) in group.chunks_exact_mut(size).enumerate() {
-                    for (d, v) in dst.iter_mut().zip(&db) {
-                        *d = v[w];
-                    }
-                }
+                backward_lanes(LaneGroup {
+                    f: (&bf, f),
+                    g: (&bg, g),
+                    first,
+                    lb: &mut lb,
+                    gb: &mut gb,
+                    db: &mut db,
+                    dst: group,
+                });
                 done += LANES;
             }
         }
@@ -779,7 +808,7 @@ pub(crate) fn cholesky_backward<T: LinalgElem>(
     };
     let work = (size * n * 4 / 3).max(1);
     if bf.len() > 1 && n < PAR_N && bf.len() * work >= 2 * TASK_WORK {
-        let per_task = per_task(bf.len(), work).next_multiple_of(LANES);
+        let per_task = per_lane_task(bf.len(), work, n);
         for_each_chunk(&mut out, size * per_task, |t, chunk| {
             range(t * per_task, chunk, Par::Seq);
         });

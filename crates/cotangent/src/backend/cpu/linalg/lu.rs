@@ -113,7 +113,7 @@ const LANES_MAX: usize = 16;
 
 /// Where the [`LANES`] matrices `first..` of `b` start.
 #[inline(always)]
-fn lane_offsets(b: &Batch, first: usize) -> [usize; LANES] {
+pub(crate) fn lane_offsets(b: &Batch, first: usize) -> [usize; LANES] {
     let mut offs = [0; LANES];
     for (w, o) in offs.iter_mut().enumerate() {
         *o = b.offset(first + w);
@@ -250,7 +250,7 @@ impl LaneMoves for f64 {
 /// scalar ones); contiguous matrices (either order) by loops with no stride arithmetic,
 /// which unroll when the sizes are constants.
 #[inline(always)]
-fn load_lanes<T: LinalgElem, S: pulp::Simd>(
+pub(crate) fn load_lanes<T: LinalgElem, S: pulp::Simd>(
     simd: S,
     buf: &mut [[T; LANES]],
     a: &[T],
