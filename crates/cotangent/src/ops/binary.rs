@@ -71,7 +71,7 @@ pub(crate) fn unrecorded<K: BinaryKernel>(k: K, a: &Tensor, b: &Tensor) -> Resul
 /// row-major kernels serve) or the orders differ.
 fn dense_pair(al: &Layout, bl: &Layout) -> Option<(Layout, Layout, Layout)> {
     let scalar = |l: &Layout, n: usize| {
-        l.is_scalar_broadcast().then(|| Layout::new(Shape::from(vec![n]), vec![0], l.offset()))
+        l.is_scalar_broadcast().then(|| Layout::new(Shape::from(n), [0], l.offset()))
     };
     if al.is_contiguous() || bl.is_contiguous() {
         return None;

@@ -673,13 +673,13 @@ fn backward_lanes_n<T: Float>(
 }
 
 /// `gA` for one factor above the direct loop's size, on faer: `l` the column-major lower
-/// `L`, `g` the column-major lower triangle of `gL` (scratch), into `dst` (symmetric).
-fn backward_faer<T: LinalgElem>(l: &[T], g: &mut [T], dst: &mut [T], n: usize, par: Par) {
+/// `L`, `g` the column-major lower triangle of `gL`, into `dst` (symmetric).
+fn backward_faer<T: LinalgElem>(l: &[T], g: &[T], dst: &mut [T], n: usize, par: Par) {
     use faer::linalg::matmul::triangular::{matmul, BlockStructure as B};
     use faer::linalg::triangular_solve::solve_upper_triangular_in_place;
     use faer::{Accum, MatRef};
     let lm = MatRef::from_column_major_slice(l, n, n);
-    let gm = MatRef::from_column_major_slice(&*g, n, n);
+    let gm = MatRef::from_column_major_slice(g, n, n);
     // P = tril(Lᵀ tril(G)): a triangular product (a third of a full one)
     matmul(
         colmajor_mut(dst, n, n),
