@@ -22,6 +22,7 @@ use faer::{MatRef, Par, Spec};
 use super::{colmajor_layout, colmajor_mut, for_each_matrix, Batch, LinalgElem, TASK_WORK};
 use crate::backend::cpu::par::{run_tasks, with_par, Parts};
 use crate::layout::Layout;
+use std::sync::Mutex;
 
 /// `min(m, n)` up to which the unblocked loop is used.
 const UNBLOCKED: usize = 48;
@@ -1529,8 +1530,9 @@ pub(crate) fn lu_factor_backward<T: LinalgElem>(
 
 /// `c_i A_i⁻ᵀ = c_i P L⁻ᵀ U⁻ᵀ` for each `A = P L U` given by square packed factors
 /// `lu: (*, n, n)` and contiguous interchanges `piv: (*, n)`, with one scale per matrix
-/// (`c`, contiguous). (`A⁻¹` when the factors are those of `Aᵀ` and `c = 1`.) Row-major
-/// result for `n <=` [`SMALL_BACKWARD`] if `row_major`, else column-major.
+/// (`c`, contiguous). (`A⁻¹` when the factors are those of `Aᵀ` and `c = 1`.) For
+/// `n <=` [`SMALL_BACKWARD`] the result is row-major if `row_major`, else column-major;
+/// above, row-major ([`scaled_inverse`]).
 pub(crate) fn lu_inv_t<T: LinalgElem>(
     lu: &[T],
     lul: &Layout,
@@ -1542,7 +1544,7 @@ pub(crate) fn lu_inv_t<T: LinalgElem>(
 }
 
 /// `P L⁻ᵀ X U⁻ᵀ` for each matrix: see [`Middle`]. Row-major result for small `n` if
-/// `row_major`, else column-major.
+/// `row_major`, and for large scaled inverses; else column-major.
 fn lu_middle<T: LinalgElem>(
     lu: &[T],
     lul: &Layout,
@@ -1555,7 +1557,10 @@ fn lu_middle<T: LinalgElem>(
     debug_assert_eq!(ba.m, n);
     let size = n * n;
     let small = n <= SMALL_BACKWARD;
-    let row_major = row_major && small;
+    let scale = matches!(mid, Middle::Scale(_));
+    // large scaled inverses are computed as `c A⁻¹` column-major ([`scaled_inverse`]):
+    // the same memory as `c A⁻ᵀ` row-major
+    let row_major = (row_major && small) || (scale && !small);
     let layout = if row_major {
         let mut dims = ba.dims.clone();
         dims.extend([n, n]);
@@ -1571,16 +1576,29 @@ fn lu_middle<T: LinalgElem>(
     }
     let one = |i: usize, dst: &mut [T], tmp: &mut Vec<T>, par: Par| {
         let ipiv = &piv[i * n..(i + 1) * n];
-        tmp.clear();
-        tmp.resize(2 * size, T::ZERO);
-        let (a, gw) = tmp.split_at_mut(size);
         let off = ba.offset(i);
-        let a: &[T] = if ba.rs == 1 && ba.cs == n {
+        let packed = ba.rs == 1 && ba.cs == n;
+        // scratch: the factors (unless packed column-major already), then the cotangent
+        // (or the small kernels' workspace); a large scaled inverse needs no workspace
+        let inverse = scale && !small;
+        let need = match (inverse, packed) {
+            (true, true) => 0,
+            (true, false) => size,
+            (false, _) => 2 * size,
+        };
+        tmp.clear();
+        tmp.resize(need, T::ZERO);
+        let (a, gw) = tmp.split_at_mut(need.min(size));
+        let a: &[T] = if packed {
             &lu[off..off + size]
         } else {
             ba.load(lu, i, a);
             a
         };
+        if let (Middle::Scale(c), true) = (&mid, inverse) {
+            scaled_inverse(a, ipiv, c[i], dst, n, ba.len() == 1 && n >= PAR_INVERSE_N);
+            return;
+        }
         // X into dst (column-major)
         match &mid {
             Middle::Grad(g, bg) => {
@@ -1605,26 +1623,9 @@ fn lu_middle<T: LinalgElem>(
             outer_small(a, dst, gw, ipiv, n, diag, row_major);
         } else {
             let lu = MatRef::from_column_major_slice(a, n, n);
-            if let Middle::Scale(c) = &mid {
-                // W = c U⁻ᵀ: a triangular inverse (a third of the solve's work)
-                dst.fill(T::ZERO);
-                faer::linalg::triangular_inverse::invert_lower_triangular(
-                    colmajor_mut(dst, n, n),
-                    lu.transpose(),
-                    par,
-                );
-                if c[i] != T::ONE {
-                    for (j, col) in dst.chunks_exact_mut(n).enumerate() {
-                        for v in &mut col[j..] {
-                            *v *= c[i];
-                        }
-                    }
-                }
-            } else {
-                // W = X U⁻ᵀ ⇔ U Wᵀ = Xᵀ
-                let xt = colmajor_mut(dst, n, n).transpose_mut();
-                ts::solve_upper_triangular_in_place(lu, xt, par);
-            }
+            // W = X U⁻ᵀ ⇔ U Wᵀ = Xᵀ
+            let xt = colmajor_mut(dst, n, n).transpose_mut();
+            ts::solve_upper_triangular_in_place(lu, xt, par);
             // Z = L⁻ᵀ W
             ts::solve_unit_upper_triangular_in_place(lu.transpose(), colmajor_mut(dst, n, n), par);
             swap_rows(dst, n, n, ipiv, false);
@@ -1643,8 +1644,98 @@ fn lu_middle<T: LinalgElem>(
         for_each_lane_group(&mut out, size, work, scratch, group, one);
         return (out, layout);
     }
-    for_each_matrix(&mut out, size, work, n >= PAR_BACKWARD_N, one);
+    // a single large inverse splits its columns across threads itself
+    for_each_matrix(&mut out, size, work, !scale && n >= PAR_BACKWARD_N, one);
     (out, layout)
+}
+
+/// `n` from which one matrix's [`scaled_inverse`] splits its columns across threads.
+const PAR_INVERSE_N: usize = 128;
+
+/// `X = c A⁻¹ = c U⁻¹ L⁻¹ Pᵀ` into `x` (`n x n`, column-major) from the packed factors of
+/// `A = P L U` (`lu`, column-major) and their interchanges.
+///
+/// Column block by column block: `X[:, j] = c U⁻¹ L⁻¹ e_j` before the interchanges.
+/// Block `[j0, j1)` solves `L[j0.., j0..] Y = c [I; 0]` (the rows above `j0` are zero)
+/// and then `U X = Y`, both with faer's blocked triangular solves on column-major
+/// operands. The interchanges then swap whole (contiguous) columns. Column `j` costs
+/// about `((n − j)² + n²) / 2` multiply-adds (`2 n³ / 3` in all, as LAPACK's `getri`).
+/// The blocks are `n / 8` columns wide (32 to 128), a grid that depends on `n` only, so
+/// that the result does not depend on the number of threads.
+///
+/// If `split`, the blocks are dealt out as one contiguous range per thread of about
+/// equal cost, each solved sequentially. faer's own parallel solves scaled poorly on two
+/// cores (on an Intel AVX-512 host a two-thread triangular solve at n = 256 was 1.25x
+/// faster than one thread; MKL's, 2x), while independent column ranges need no
+/// synchronisation until the end.
+fn scaled_inverse<T: LinalgElem>(lu: &[T], ipiv: &[i64], c: T, x: &mut [T], n: usize, split: bool) {
+    let lu = MatRef::from_column_major_slice(lu, n, n);
+    let bw = (n / 8).clamp(32, 128);
+    // the columns `c0..` in `cols`, block by block on the grid of width `bw`
+    let range = |c0: usize, cols: &mut [T]| {
+        for (b, blk) in cols.chunks_mut(bw * n).enumerate() {
+            let j0 = c0 + b * bw;
+            let w = blk.len() / n;
+            blk.fill(T::ZERO);
+            for k in 0..w {
+                blk[k * n + j0 + k] = c;
+            }
+            let mut y = colmajor_mut(blk, n, w);
+            ts::solve_unit_lower_triangular_in_place(
+                lu.submatrix(j0, j0, n - j0, n - j0),
+                y.as_mut().subrows_mut(j0, n - j0),
+                Par::Seq,
+            );
+            ts::solve_upper_triangular_in_place(lu, y, Par::Seq);
+        }
+    };
+    let blocks = n.div_ceil(bw);
+    let threads = if split { rayon::current_num_threads().min(blocks) } else { 1 };
+    if threads <= 1 {
+        range(0, x);
+    } else {
+        // cut between blocks where the running cost passes each thread's share
+        let cost = |b: usize| {
+            let (j0, w) = (b * bw, bw.min(n - b * bw));
+            (((n - j0) * (n - j0) + n * n) * w) as f64
+        };
+        let total: f64 = (0..blocks).map(cost).sum();
+        let mut bounds = vec![0];
+        let mut acc = 0.0;
+        for b in 0..blocks {
+            let share = total * bounds.len() as f64 / threads as f64;
+            if b > *bounds.last().unwrap_or(&0) && acc + cost(b) / 2.0 >= share {
+                bounds.push(b);
+                if bounds.len() == threads {
+                    break;
+                }
+            }
+            acc += cost(b);
+        }
+        bounds.push(blocks);
+        let mut rest = &mut *x;
+        let mut parts = Vec::with_capacity(bounds.len() - 1);
+        for w in bounds.windows(2) {
+            let cols = (w[1] * bw).min(n) - w[0] * bw;
+            let (head, tail) = rest.split_at_mut(cols * n);
+            parts.push(Mutex::new((w[0] * bw, head)));
+            rest = tail;
+        }
+        run_tasks(parts.len(), |t| {
+            let mut part = parts[t].lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+            let (c0, ref mut cols) = *part;
+            range(c0, cols);
+        });
+    }
+    // A⁻¹ = (U⁻¹ L⁻¹) Sₙ₋₁ ⋯ S₀: column interchanges, last first
+    for j in (0..n).rev() {
+        let p = (ipiv[j] - 1) as usize;
+        if p != j {
+            let (lo, hi) = (j.min(p), j.max(p));
+            let (left, right) = x.split_at_mut(hi * n);
+            left[lo * n..(lo + 1) * n].swap_with_slice(&mut right[..n]);
+        }
+    }
 }
 
 /// Where [`middle_lanes`] takes the packed factors of its [`LANES`] matrices from.
