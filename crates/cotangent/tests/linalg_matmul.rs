@@ -50,6 +50,33 @@ fn values_match_a_naive_product_small_and_large() {
     }
 }
 
+/// Large products are cut into one range of output rows (or of columns, when wider than
+/// tall) per thread: tall and wide shapes, a batch that deals out evenly over the
+/// threads and one that does not, transposed and expanded (stride 0) operands, and the
+/// same values on 1, 2 and 3 threads.
+#[test]
+fn large_products_split_across_threads_match_the_naive_loop() {
+    let shapes = [(1, 300, 200, 130), (1, 70, 150, 400), (3, 200, 200, 200), (4, 130, 190, 200)];
+    for (i, &(bt, m, k, n)) in shapes.iter().enumerate() {
+        let a = randn(&[bt, m, k], 40 + i as u64);
+        let b = randn(&[bt, k, n], 140 + i as u64);
+        let want = naive(&a, &b);
+        let at = a.mT().unwrap().contiguous().unwrap().mT().unwrap();
+        let bt_ = b.mT().unwrap().contiguous().unwrap().mT().unwrap();
+        for threads in [1, 2, 3] {
+            let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build().unwrap();
+            pool.install(|| {
+                close(&a.matmul(&b).unwrap().to_vec_f64(), &want, 1e-12);
+                close(&at.matmul(&bt_).unwrap().to_vec_f64(), &want, 1e-12);
+            });
+        }
+        // an expanded scalar operand (the cotangent of a sum)
+        let ones = Tensor::ones(vec![], DType::F64).unwrap().broadcast_to(vec![bt, m, k]).unwrap();
+        let dense = Tensor::ones(vec![bt, m, k], DType::F64).unwrap();
+        close(&ones.matmul(&b).unwrap().to_vec_f64(), &naive(&dense, &b), 1e-12);
+    }
+}
+
 #[test]
 fn batches_of_tiny_square_products_match_the_naive_loop_exactly() {
     // n <= 4 runs an unrolled kernel over the batch, n = 8 and 16 a kernel on row
