@@ -52,11 +52,21 @@ fn values_match_a_naive_product_small_and_large() {
 
 /// Large products are cut into one range of output rows (or of columns, when wider than
 /// tall) per thread: tall and wide shapes, a batch that deals out evenly over the
-/// threads and one that does not, transposed and expanded (stride 0) operands, and the
-/// same values on 1, 2 and 3 threads.
+/// threads and one that does not, transposed operands (left ones long enough to be
+/// copied row-major first, in each path), an expanded (stride 0) operand, and the same
+/// values on 1, 2 and 3 threads.
 #[test]
 fn large_products_split_across_threads_match_the_naive_loop() {
-    let shapes = [(1, 300, 200, 130), (1, 70, 150, 400), (3, 200, 200, 200), (4, 130, 190, 200)];
+    let shapes = [
+        (1, 300, 200, 130),
+        (1, 70, 150, 400),
+        (3, 200, 200, 200),
+        (4, 130, 190, 200),
+        // k long enough that a column-major left operand is copied row-major first
+        (1, 300, 400, 130),
+        (1, 70, 400, 300),
+        (2, 64, 400, 64),
+    ];
     for (i, &(bt, m, k, n)) in shapes.iter().enumerate() {
         let a = randn(&[bt, m, k], 40 + i as u64);
         let b = randn(&[bt, k, n], 140 + i as u64);
