@@ -67,8 +67,10 @@ fn reconstruction_over_sizes_shapes_and_batches() {
 
 #[test]
 fn blocked_and_unblocked_kernels_agree() {
-    // above 48 columns faer's blocked LU runs; it must give LAPACK's interchanges
-    for (m, n) in [(64, 64), (80, 60), (60, 90)] {
+    // above 48 columns faer's blocked LU runs, and from min(m, n) = 192 one matrix's
+    // right-looking LU split by column ranges (panels of 64: a partial last panel, tall
+    // and wide); each must give LAPACK's interchanges
+    for (m, n) in [(64, 64), (80, 60), (60, 90), (200, 200), (260, 200), (200, 270)] {
         let a = randn(&[m, n], 77);
         let f = lu_factor_ex(&a).unwrap();
         let r = lu_unpack(&f.lu, &f.pivots).unwrap();
