@@ -629,19 +629,25 @@ fn lu_blocked<T: LinalgElem>(
     if (0..k).any(|i| a[i * m + i] == T::ZERO) {
         return None;
     }
-    // faer's permutation (position i holds original row perm[i]) as the sequence of
-    // interchanges "swap row j with row ipiv[j] - 1 >= j", which it determines uniquely
-    let mut pos: Vec<usize> = (0..m).collect(); // original row -> current position
-    let mut cur: Vec<usize> = (0..m).collect(); // position -> original row
-    for j in 0..k {
+    interchanges(&perm, 0, &mut ipiv[..k]);
+    Some(())
+}
+
+/// faer's row permutation `perm` (position `i` holds original row `perm[i]`) as the
+/// sequence of interchanges "swap row j with row ipiv[j] - 1 >= j", which it determines
+/// uniquely: one per entry of `ipiv`, rows counted from `first` (1-based in `ipiv`).
+fn interchanges(perm: &[usize], first: usize, ipiv: &mut [i64]) {
+    let rows = perm.len();
+    let mut pos: Vec<usize> = (0..rows).collect(); // original row -> current position
+    let mut cur: Vec<usize> = (0..rows).collect(); // position -> original row
+    for (j, out) in ipiv.iter_mut().enumerate() {
         let p = pos[perm[j]];
-        ipiv[j] = (p + 1) as i64;
+        *out = (first + p + 1) as i64;
         let (rj, rp) = (cur[j], cur[p]);
         cur.swap(j, p);
         pos[rj] = p;
         pos[rp] = j;
     }
-    Some(())
 }
 
 /// `min(m, n)` from which one matrix's LU is [`lu_split`] (on any number of threads, so
@@ -687,17 +693,7 @@ fn lu_split<T: LinalgElem>(a: &mut [T], m: usize, n: usize, ipiv: &mut [i64]) ->
                 Spec::default(),
             );
         }
-        // faer's permutation of the panel's rows as LAPACK's interchanges (as lu_blocked)
-        let mut pos: Vec<usize> = (0..rows).collect();
-        let mut cur: Vec<usize> = (0..rows).collect();
-        for j in 0..w {
-            let p = pos[perm[j]];
-            ipiv[j0 + j] = (j0 + p + 1) as i64;
-            let (rj, rp) = (cur[j], cur[p]);
-            cur.swap(j, p);
-            pos[rj] = p;
-            pos[rp] = j;
-        }
+        interchanges(&perm[..rows], j0, &mut ipiv[j0..j0 + w]);
         let (left, right) = a.split_at_mut((j0 + w) * m);
         let left: &[T] = left;
         let tc = n - j0 - w;
