@@ -250,6 +250,12 @@ fn fused_backward_matches_the_recorded_one() {
         (vec![19, 4, 4], DType::F64),
         (vec![11, 16, 16], DType::F64),
         (vec![9, 3, 3], DType::F32),
+        // faer's products and triangular solve: one thread, split across threads (from
+        // order 128), a batch, a partial last column block, f32
+        (vec![40, 33], DType::F64),
+        (vec![300, 200], DType::F64),
+        (vec![3, 150, 130], DType::F64),
+        (vec![140, 140], DType::F32),
     ] {
         let a = rg(randn(&shape, 71).to_dtype(dt).unwrap());
         let f = qr(&a, QrMode::Reduced).unwrap();
@@ -588,8 +594,12 @@ fn lane_kernels_match_one_by_one_with_odd_matrices_strides_and_dtypes() {
 #[test]
 fn batched_small_qr_and_its_fused_backward_are_deterministic_across_thread_counts() {
     use cotangent::autograd::{grad, GradOptions};
-    for (b, n) in [(1024, 16), (203, 16), (4096, 4), (77, 7)] {
-        let a = rg(batch_with_odd_matrices(b, n, 90 + n as u64));
+    for (b, n) in [(1024, 16), (203, 16), (4096, 4), (77, 7), (1, 200), (2, 150)] {
+        let a = if n > 16 {
+            rg(randn(&[b, n, n], 93))
+        } else {
+            rg(batch_with_odd_matrices(b, n, 90 + n as u64))
+        };
         let gq = randn(&[b, n, n], 91);
         let gr = randn(&[b, n, n], 92);
         let run = |threads: usize| {

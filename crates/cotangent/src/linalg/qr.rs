@@ -12,9 +12,6 @@ use crate::tensor::Tensor;
 
 const OP: &str = "linalg.qr";
 const HP: &str = "linalg.householder_product";
-/// Up to this many columns the VJP (when not recorded) runs fused per matrix; above, the
-/// tensor-op VJP's blocked kernels are faster.
-const FUSED_N: usize = 32;
 
 /// Which factors [`qr()`] returns (PyTorch's `mode=`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -121,8 +118,7 @@ impl Op for QrOp {
             return Ok(vec![None]);
         }
         let (q, r) = (cx.output(0)?, cx.output(1)?);
-        if m >= n && n <= FUSED_N && !cx.create_graph() && same_dtype(&q, gq) && same_dtype(&q, gr)
-        {
+        if m >= n && !cx.create_graph() && same_dtype(&q, gq) && same_dtype(&q, gr) {
             // fast path (not recorded): the same formula fused per matrix
             let (s, l) =
                 q.storage().cpu().qr_backward(q.layout(), cpu(&r), gq.map(cpu), gr.map(cpu))?;

@@ -209,6 +209,20 @@ impl<'a, T> Parts<'a, T> {
         Parts(s.chunks_mut(chunk.max(1)).map(Mutex::new).collect())
     }
 
+    /// `s` cut at the increasing element offsets `cuts` (`cuts.len() + 1` chunks, empty
+    /// ones included).
+    pub(crate) fn at(s: &'a mut [T], cuts: &[usize]) -> Parts<'a, T> {
+        let mut v = Vec::with_capacity(cuts.len() + 1);
+        let (mut rest, mut done) = (s, 0);
+        for &c in cuts {
+            let (head, tail) = rest.split_at_mut(c - done);
+            v.push(Mutex::new(head));
+            (rest, done) = (tail, c);
+        }
+        v.push(Mutex::new(rest));
+        Parts(v)
+    }
+
     /// The number of chunks.
     pub(crate) fn len(&self) -> usize {
         self.0.len()

@@ -13,9 +13,11 @@
 //! SIMD lane (`qr_lanes`): the same reflectors, applied four columns at a time with fused
 //! multiply-adds.
 //!
-//! [`qr_backward`] is the VJP of small tall or square factorisations, fused per matrix
-//! (used when the backward pass is not recorded); for batches of small square matrices,
-//! [`LANES`] at a time too, each product summed a few entries at a time in registers.
+//! [`qr_backward`] is the VJP of tall or square factorisations, fused per matrix (used
+//! when the backward pass is not recorded): own loops up to order [`BLOCKED_N`], faer's
+//! sequential products and triangular solve above, on column ranges split across threads
+//! ([`backward_blocked`]); for batches of small square matrices, [`LANES`] at a time, each
+//! product summed a few entries at a time in registers.
 //!
 //! The reflector of column `j` is LAPACK's `larfg`: `H = I − τ v vᵀ`, `v₀ = 1`, mapping
 //! `x` to `β e₀` with `β = −sign(x₀) ‖x‖` (and `H = I`, `β = x₀` when the rest of `x` is
@@ -24,6 +26,7 @@
 //! factorisation), which only the large-matrix path can meet.
 
 use crate::backend::cpu::par::{for_each_chunk, run_tasks, with_par, Parts};
+use crate::backend::cpu::pool;
 use faer::dyn_stack::{MemBuffer, MemStack};
 use faer::linalg::{householder, qr::no_pivoting::factor as qrf};
 use faer::{Conj, MatMut, MatRef, Par};
@@ -962,11 +965,205 @@ fn qr_backward_small<T: QrElem>(ops: [Operand<'_, T>; 4], nb: usize, n: usize) -
     out
 }
 
+/// From this order on, [`qr_backward`] runs on faer's sequential products and triangular
+/// solve ([`backward_blocked`]) instead of its own loops.
+const BLOCKED_N: usize = 32;
+/// Column blocks of [`backward_blocked`]: its products are cut on this grid (which
+/// depends on the order only, so the bits do not depend on the number of threads).
+const GRID: usize = 64;
+/// From this order on, one matrix's [`backward_blocked`] is split across threads.
+const SPLIT_N: usize = 128;
+
+/// Cuts `0..units` (a multiple of `grid` apart, the last at `units`) into at most `parts`
+/// contiguous ranges of about equal `cost` (of each grid block's first unit); returns the
+/// inner cut points, increasing, none at 0 or `units`.
+fn grid_cuts(units: usize, grid: usize, parts: usize, cost: impl Fn(usize) -> f64) -> Vec<usize> {
+    let starts: Vec<usize> = (0..units).step_by(grid).collect();
+    let costs: Vec<f64> = starts.iter().map(|&b| cost(b)).collect();
+    let total: f64 = costs.iter().sum();
+    let mut cuts = Vec::new();
+    let mut acc = 0.0;
+    for (i, &c) in costs.iter().enumerate() {
+        acc += c;
+        let want = (cuts.len() + 1) as f64 * total / parts as f64;
+        if i + 1 < costs.len() && cuts.len() + 1 < parts && acc >= want {
+            cuts.push(starts[i + 1]);
+        }
+    }
+    cuts
+}
+
+/// `src` (`r x c`, any strides) transposed into `dst`, column-major `c x r` (`src`
+/// row-major): a row-major source row by row, a column-major one eight rows at a time,
+/// column by column (a cache line of each column, and eight rows of `dst` in flight: with
+/// 32 rows, `r` a power of two put them all in one set of the L1 cache, and the 1024 x
+/// 1024 transpose took 8 ms instead of 1).
+fn transpose_into<T: Copy>(src: MatRef<'_, T>, dst: &mut [T]) {
+    const TILE: usize = 8;
+    let (r, c) = (src.nrows(), src.ncols());
+    debug_assert_eq!(dst.len(), r * c);
+    if r == 0 || c == 0 {
+        return;
+    }
+    if let Some(rows) = src.try_as_row_major() {
+        for (i, d) in dst.chunks_exact_mut(c).enumerate() {
+            d.copy_from_slice(rows.row(i).try_as_row_major().map_or(&[][..], |x| x.as_slice()));
+        }
+    } else if let Some(cols) = src.try_as_col_major() {
+        for i0 in (0..r).step_by(TILE) {
+            let i1 = (i0 + TILE).min(r);
+            for j in 0..c {
+                let col = &cols.col(j).try_as_col_major().map_or(&[][..], |x| x.as_slice())[i0..i1];
+                for (k, &x) in col.iter().enumerate() {
+                    dst[(i0 + k) * c + j] = x;
+                }
+            }
+        }
+    } else {
+        for i in 0..r {
+            for j in 0..c {
+                dst[i * c + j] = src[(i, j)];
+            }
+        }
+    }
+}
+
+/// A column-major view of `x` (`r x c`): itself when its rows are contiguous, else a
+/// copy into `tmp`.
+fn colmajor_of<'a, T: pool::Pooled>(x: MatRef<'a, T>, tmp: &'a mut Vec<T>) -> MatRef<'a, T> {
+    if x.row_stride() == 1 || x.nrows() <= 1 {
+        return x;
+    }
+    *tmp = pool::overwritten(x.nrows() * x.ncols(), x[(0, 0)]);
+    transpose_into(x.transpose(), tmp);
+    MatRef::from_column_major_slice(tmp.as_slice(), x.nrows(), x.ncols())
+}
+
+/// The VJP of one tall or square QR (`m >= n`, `n` above [`BLOCKED_N`]) by faer's
+/// sequential kernels: `gA = (gQ + Q S) R⁻ᵀ`, `S = Φ*(M)`, `M = gR Rᵀ − Qᵀ gQ` (see
+/// [`qr_backward`]), written into `xt` as `gAᵀ` column-major (`gA` row-major), on up to
+/// `parts` threads.
+///
+/// Only `M`'s upper triangle is needed: column block `[b0, b1)` of it is
+/// `−Q[:, ..b1]ᵀ gQ[:, b0..b1] + gR[..b1, b0..] R[b0..b1, b0..]ᵀ` (`R` is upper
+/// triangular, so the columns of `gR` left of `b0` meet zeros of `Rᵀ`): about a half and a
+/// third of the two full products. `S` mirrors that triangle. Then `gAᵀ = R⁻¹ (gQᵀ + S
+/// Qᵀ)`, column by column: each thread takes a range of rows of `gA` (columns of `gAᵀ`),
+/// its product and its triangular solve, all column-major.
+fn backward_blocked<T: QrElem>(
+    q: MatRef<'_, T>,
+    r: MatRef<'_, T>,
+    gq: Option<MatRef<'_, T>>,
+    gr: Option<MatRef<'_, T>>,
+    xt: &mut [T],
+    parts: usize,
+) {
+    use faer::linalg::matmul::matmul;
+    use faer::linalg::triangular_solve::solve_upper_triangular_in_place;
+    use faer::Accum;
+    let (m, n) = (q.nrows(), q.ncols());
+
+    // Qᵀ and Rᵀ column-major (Q and R row-major), the others column-major
+    let mut qt_buf = pool::overwritten(n * m, T::ZERO);
+    transpose_into(q, &mut qt_buf);
+    let qt = MatRef::from_column_major_slice(qt_buf.as_slice(), n, m);
+    let (mut t_r, mut t_gq, mut t_gr) = (Vec::new(), Vec::new(), Vec::new());
+    let r = colmajor_of(r, &mut t_r);
+    let gq = gq.map(|g| colmajor_of(g, &mut t_gq));
+    let gr = gr.map(|g| colmajor_of(g, &mut t_gr));
+    let rt_buf = gr.map(|_| {
+        let mut v = pool::overwritten(n * n, T::ZERO);
+        transpose_into(r, &mut v);
+        v
+    });
+    let rt = rt_buf.as_deref().map(|v| MatRef::from_column_major_slice(v, n, n));
+    // M's upper triangle, column block by column block (every entry is written: the
+    // upper triangle here, the lower one by the mirroring below)
+    let mut mm = pool::overwritten(n * n, T::ZERO);
+    {
+        let cost = |b0: usize| {
+            let b1 = (b0 + GRID).min(n);
+            (b1 * (if gq.is_some() { m } else { 0 } + if gr.is_some() { n - b0 } else { 0 })) as f64
+        };
+        let cuts = grid_cuts(n, GRID, parts, cost);
+        let offs: Vec<usize> = cuts.iter().map(|c| c * n).collect();
+        let chunks = Parts::at(&mut mm, &offs);
+        let starts: Vec<usize> = std::iter::once(0).chain(cuts.iter().copied()).collect();
+        run_tasks(chunks.len(), |t| {
+            let chunk = chunks.take(t);
+            let c0 = starts[t];
+            let mut dst = MatMut::from_column_major_slice_mut(chunk, n, chunk.len() / n);
+            for b0 in (c0..c0 + dst.ncols()).step_by(GRID) {
+                let w = GRID.min(n - b0);
+                let b1 = b0 + w;
+                let mut d = dst.as_mut().submatrix_mut(0, b0 - c0, b1, w);
+                let mut accum = Accum::Replace;
+                if let Some(gq) = gq {
+                    matmul(
+                        d.as_mut(),
+                        accum,
+                        qt.subrows(0, b1),
+                        gq.subcols(b0, w),
+                        -T::ONE,
+                        Par::Seq,
+                    );
+                    accum = Accum::Add;
+                }
+                if let (Some(gr), Some(rt)) = (gr, rt) {
+                    let k = n - b0;
+                    matmul(
+                        d.as_mut(),
+                        accum,
+                        gr.submatrix(0, b0, b1, k),
+                        rt.submatrix(b0, b0, k, w),
+                        T::ONE,
+                        Par::Seq,
+                    );
+                }
+            }
+        });
+    }
+    // S = Φ*(M): the strict lower triangle mirrors the upper one
+    const TILE: usize = 32;
+    for j0 in (0..n).step_by(TILE) {
+        for i0 in (j0..n).step_by(TILE) {
+            for j in j0..(j0 + TILE).min(n) {
+                for i in i0.max(j + 1)..(i0 + TILE).min(n) {
+                    mm[j * n + i] = mm[i * n + j];
+                }
+            }
+        }
+    }
+    let sm = MatRef::from_column_major_slice(mm.as_slice(), n, n);
+    // gAᵀ = R⁻¹ (gQᵀ + S Qᵀ), by ranges of its columns
+    let cuts = grid_cuts(m, GRID, parts, |b0| (GRID.min(m - b0)) as f64);
+    let offs: Vec<usize> = cuts.iter().map(|c| c * n).collect();
+    let chunks = Parts::at(xt, &offs);
+    let starts: Vec<usize> = std::iter::once(0).chain(cuts.iter().copied()).collect();
+    run_tasks(chunks.len(), |t| {
+        let chunk = chunks.take(t);
+        let (p0, len) = (starts[t], chunk.len() / n);
+        let accum = match gq {
+            Some(gq) => {
+                transpose_into(gq.subrows(p0, len), chunk);
+                Accum::Add
+            }
+            None => Accum::Replace,
+        };
+        let mut x = MatMut::from_column_major_slice_mut(chunk, n, len);
+        matmul(x.as_mut(), accum, sm, qt.subcols(p0, len), T::ONE, Par::Seq);
+        solve_upper_triangular_in_place(r, x, Par::Seq);
+    });
+    for v in [qt_buf, mm, t_r, t_gq, t_gr].into_iter().chain(rt_buf) {
+        pool::give(v);
+    }
+}
+
 /// The VJP of a tall or square QR (`m >= n`) without recording, fused per matrix:
 /// `gA = (gQ + Q Φ*(gR Rᵀ − Qᵀ gQ)) R⁻ᵀ` with `Φ*(M) = triu(M) + striu(M)ᵀ` (the
 /// derivation is at `QrOp::vjp`). `q: (*, m, n)`, `r: (*, n, n)`, cotangents of the same
-/// shapes (any strides; `None` is zero). The result is column-major `(*, m, n)`, or
-/// row-major for batches of small square matrices.
+/// shapes (any strides; `None` is zero). The result is column-major `(*, m, n)` up to
+/// order [`BLOCKED_N`], row-major above it and for batches of small square matrices.
 pub(crate) fn qr_backward<T: QrElem>(
     q: (&[T], &Layout),
     r: (&[T], &Layout),
@@ -992,6 +1189,32 @@ pub(crate) fn qr_backward<T: QrElem>(
         return (out, Layout::contiguous(crate::shape::Shape::new(dims)));
     }
     let mut out = crate::backend::cpu::pool::filled(bq.len() * size, T::ZERO);
+    if n > BLOCKED_N && m >= n {
+        // row-major results (gAᵀ column-major)
+        let mut dims = bq.dims.clone();
+        dims.extend([m, n]);
+        let layout = Layout::contiguous(crate::shape::Shape::new(dims));
+        let one = |i: usize, xt: &mut [T], parts: usize| {
+            let (mut t0, mut t1, mut t2, mut t3) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+            let qm = bq.mat(q.0, i, &mut t0);
+            let rm = br.mat(r.0, i, &mut t1);
+            let gqm = bgq.as_ref().zip(gq).map(|(b, g)| b.mat(g.0, i, &mut t2));
+            let grm = bgr.as_ref().zip(gr).map(|(b, g)| b.mat(g.0, i, &mut t3));
+            backward_blocked(qm, rm, gqm, grm, xt, parts);
+            for v in [t0, t1, t2, t3] {
+                pool::give(v);
+            }
+        };
+        let threads = rayon::current_num_threads();
+        if bq.len() >= 2 * threads || n < SPLIT_N {
+            for_each_chunk(&mut out, size, |i, xt| one(i, xt, 1));
+        } else {
+            for (i, xt) in out.chunks_exact_mut(size).enumerate() {
+                one(i, xt, threads);
+            }
+        }
+        return (out, layout);
+    }
     let layout = colmajor_layout(&bq.dims, m, n);
     if size == 0 {
         return (out, layout);
