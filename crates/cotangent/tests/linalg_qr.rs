@@ -60,7 +60,8 @@ fn factors_reconstruct_over_a_size_sweep() {
 #[test]
 fn large_matrices_use_the_blocked_kernel() {
     // above 48 x 48 entries with both dims > 16: faer's blocked QR, same sign rule
-    for (m, n) in [(100, 70), (70, 100), (130, 130)] {
+    // from min(m, n) = 128 our panels over faer's kernels (a partial last panel at 150)
+    for (m, n) in [(100, 70), (70, 100), (130, 130), (300, 150), (150, 300), (160, 160)] {
         let a = randn(&[m, n], 7);
         let f = qr(&a, QrMode::Reduced).unwrap();
         check_factors(&a, &f.q, &f.r, &format!("{m}x{n}"));
@@ -68,6 +69,28 @@ fn large_matrices_use_the_blocked_kernel() {
         check_factors(&a, &c.q, &c.r, &format!("{m}x{n} complete"));
         assert_lapack_signs(&a, &f.r);
     }
+}
+
+#[test]
+fn large_rank_deficient_matrices_still_factorise() {
+    // a column repeated (exactly rank-deficient) or zero: the panels give way to faer's
+    // whole-matrix QR, which skips the column; Q R = A and QᵀQ = I all the same
+    for (m, n, src, dst) in [(200, 200, 10, 50), (260, 180, 3, 170), (200, 200, 40, 41)] {
+        let mut v = randn(&[m, n], 8).to_vec_f64();
+        for i in 0..m {
+            v[i * n + dst] = if src == dst { 0.0 } else { v[i * n + src] };
+        }
+        let a = Tensor::from_vec(v, (m, n)).unwrap();
+        let f = qr(&a, QrMode::Reduced).unwrap();
+        check_factors(&a, &f.q, &f.r, &format!("{m}x{n} col {dst} = col {src}"));
+    }
+    let mut v = randn(&[200, 200], 9).to_vec_f64();
+    for i in 0..200 {
+        v[i * 200 + 77] = 0.0;
+    }
+    let a = Tensor::from_vec(v, (200, 200)).unwrap();
+    let f = qr(&a, QrMode::Complete).unwrap();
+    check_factors(&a, &f.q, &f.r, "200x200, column 77 zero");
 }
 
 /// A plain Householder QR (LAPACK's `geqr2` sign rule: `R_jj = −sign(pivot) ‖x‖`, no
@@ -594,7 +617,7 @@ fn lane_kernels_match_one_by_one_with_odd_matrices_strides_and_dtypes() {
 #[test]
 fn batched_small_qr_and_its_fused_backward_are_deterministic_across_thread_counts() {
     use cotangent::autograd::{grad, GradOptions};
-    for (b, n) in [(1024, 16), (203, 16), (4096, 4), (77, 7), (1, 200), (2, 150)] {
+    for (b, n) in [(1024, 16), (203, 16), (4096, 4), (77, 7), (1, 200), (2, 150), (1, 130)] {
         let a = if n > 16 {
             rg(randn(&[b, n, n], 93))
         } else {
@@ -615,7 +638,7 @@ fn batched_small_qr_and_its_fused_backward_are_deterministic_across_thread_count
             })
         };
         let one = run(1);
-        for threads in [2, 3, 4] {
+        for threads in [2, 3, 4, 7] {
             assert!(run(threads) == one, "{b}x{n}x{n}: {threads} threads");
         }
     }

@@ -154,7 +154,8 @@ impl Op for QrOp {
 /// Math: `Q` has orthonormal columns (`QᵀQ = I`) and `R` is upper triangular (upper
 /// trapezoidal when `m < n`). Computed by Householder reflections, LAPACK's algorithm
 /// (`geqrf`, then `orgqr` for `Q`): own unblocked loops for small matrices, faer's blocked
-/// QR above.
+/// QR above, and from `min(m, n)` = 128 panels of faer's QR whose updates of the trailing
+/// columns are split across threads by column ranges.
 ///
 /// Shapes, for `a: (*, m, n)` and `k = min(m, n)`:
 /// - [`QrMode::Reduced`]: `q: (*, m, k)`, `r: (*, k, n)`;

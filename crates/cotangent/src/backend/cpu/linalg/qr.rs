@@ -7,7 +7,11 @@
 //!   inner loop runs along a row (contiguous, no reduction: it vectorises); allocation-free
 //!   per matrix (scratch reused across a rayon task's matrices);
 //! - larger ones: faer's blocked Householder QR on a column-major block, and its block
-//!   reflector application to form `Q`.
+//!   reflector application to form `Q`;
+//! - from `min(m, n)` = [`SPLIT_K`]: panels of faer's sequential QR, each panel's block
+//!   reflector applied to the trailing columns in one column range per thread
+//!   ([`qr_split`]), and `Q` formed from the last block reflector to the first on the
+//!   columns it changes, also by column ranges ([`form_q_split`]).
 //!
 //! Batches of square matrices up to 16 x 16 run [`LANES`] matrices at a time, one per
 //! SIMD lane (`qr_lanes`): the same reflectors, applied four columns at a time with fused
@@ -265,6 +269,147 @@ impl<T> Scratch<T> {
     }
 }
 
+/// From this `min(m, n)` on, a matrix is factorised by [`qr_split`] and its `Q` formed by
+/// [`form_q_split`] (on any number of threads, so the factors keep their bits).
+const SPLIT_K: usize = 128;
+/// Columns per panel of [`qr_split`] for `k = min(m, n)`: narrow panels leave the other
+/// threads idle for less time, wide ones make larger products (fwd+bwd, 2 threads: n =
+/// 256 with 16 columns 2.51-2.53 ms, 32 2.67-2.69 ms, 64 slower still; n = 1024 forward
+/// with 64 columns 46 ms, 32 and 16 50 ms).
+fn split_panel(k: usize) -> usize {
+    if k >= 512 {
+        64
+    } else {
+        16
+    }
+}
+/// Fewest columns per thread in [`qr_split`] and [`form_q_split`].
+const SPLIT_COLS: usize = 32;
+
+/// How many column ranges `cols` columns are cut into on `parts` threads: at least
+/// [`SPLIT_COLS`] columns each, and at least one range.
+fn col_parts(cols: usize, parts: usize) -> usize {
+    parts.min(cols / SPLIT_COLS).max(1)
+}
+
+/// The widest column range when `cols` columns are cut into [`col_parts`] ranges.
+fn widest(cols: usize, parts: usize) -> usize {
+    cols.div_ceil(col_parts(cols, parts))
+}
+
+/// One scratch buffer per thread for faer's block reflector of `nb` columns applied to
+/// up to `cols` columns.
+fn reflector_scratch<T: QrElem>(
+    nb: usize,
+    cols: usize,
+    parts: usize,
+) -> Vec<std::sync::Mutex<MemBuffer>> {
+    // the same for the reflector and its transpose
+    let req = householder::apply_block_householder_on_the_left_in_place_scratch::<T>(0, nb, cols)
+        .or(householder::apply_block_householder_transpose_on_the_left_in_place_scratch::<T>(
+            0, nb, cols,
+        ));
+    (0..parts).map(|_| std::sync::Mutex::new(MemBuffer::new(req))).collect()
+}
+
+/// Blocked Householder QR of the column-major `m x n` block `w` in place, faer's layout
+/// (reflectors below the diagonal, `R` on and above it; `hf` the `split_panel(k) x k`
+/// triangular factors of the block reflectors): each panel of [`split_panel`] columns is
+/// faer's sequential QR, and the trailing columns are updated by the panel's block
+/// reflector `(I − V T Vᵀ)ᵀ` in `parts` column ranges, one per thread, each faer's
+/// sequential kernel. Why not faer's parallel QR: its two-thread products scale 1.4x over
+/// one thread on a two-core Intel AVX-512 host, against about 1.8x for independent column
+/// ranges. Returns false, with `w` half done, if a panel is numerically rank-deficient
+/// (faer then skips a column, which the panels cannot follow): the caller starts over
+/// with faer's QR.
+fn qr_split<T: QrElem>(w: &mut [T], m: usize, n: usize, hf: &mut [T], parts: usize) -> bool {
+    let k = m.min(n);
+    let nb = split_panel(k);
+    let mut mem =
+        MemBuffer::new(qrf::qr_in_place_scratch::<T>(m, nb, nb, Par::Seq, faer::Spec::default()));
+    let most = (0..k).step_by(nb).map(|j0| widest(n - j0 - nb.min(k - j0), parts)).max();
+    let mems = reflector_scratch::<T>(nb, most.unwrap_or(0), parts);
+    let mut hf = MatMut::from_column_major_slice_mut(hf, nb, k);
+    let mut j0 = 0;
+    while j0 < k {
+        let wd = nb.min(k - j0);
+        let rows = m - j0;
+        let (left, right) = w.split_at_mut((j0 + wd) * m);
+        let mut h = hf.as_mut().submatrix_mut(0, j0, wd, wd);
+        let panel =
+            MatMut::from_column_major_slice_mut(&mut left[j0 * m..], m, wd).subrows_mut(j0, rows);
+        let info = qrf::qr_in_place(
+            panel,
+            h.as_mut(),
+            Par::Seq,
+            MemStack::new(&mut mem),
+            faer::Spec::default(),
+        );
+        if info.rank < wd {
+            return false;
+        }
+        let tc = n - j0 - wd;
+        if tc > 0 {
+            let v = MatRef::from_column_major_slice(&left[j0 * m..], m, wd).subrows(j0, rows);
+            let h = h.as_ref();
+            let ranges = Parts::new(right, widest(tc, parts) * m);
+            run_tasks(ranges.len(), |t| {
+                let cols = ranges.take(t);
+                let c = cols.len() / m;
+                let mut mem = mems[t].lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+                householder::apply_block_householder_transpose_on_the_left_in_place_with_conj(
+                    v,
+                    h,
+                    Conj::No,
+                    MatMut::from_column_major_slice_mut(cols, m, c).subrows_mut(j0, rows),
+                    Par::Seq,
+                    MemStack::new(&mut mem),
+                );
+            });
+        }
+        j0 += wd;
+    }
+    true
+}
+
+/// `Q = H₀ H₁ ⋯ [I; 0]` (`m x kq`, column-major, into `q`) from [`qr_split`]'s reflectors
+/// (`w`, `m x k` at least, and `hf`), LAPACK's `orgqr`: the block reflectors from the last
+/// to the first, each on the columns from its first one (to their left, `Q` is still the
+/// identity's columns, zero in the reflector's rows), in `parts` column ranges.
+fn form_q_split<T: QrElem>(w: &[T], m: usize, k: usize, hf: &[T], q: &mut [T], parts: usize) {
+    let kq = q.len() / m;
+    let nb = split_panel(k);
+    q.fill(T::ZERO);
+    for c in 0..kq.min(m) {
+        q[c * m + c] = T::ONE;
+    }
+    let most = (0..k).step_by(nb).map(|j0| widest(kq - j0, parts)).max();
+    let mems = reflector_scratch::<T>(nb, most.unwrap_or(0), parts);
+    let hf = MatRef::from_column_major_slice(hf, nb, k);
+    let wv = MatRef::from_column_major_slice(&w[..m * k], m, k);
+    for j0 in (0..k).step_by(nb).rev() {
+        let wd = nb.min(k - j0);
+        let rows = m - j0;
+        let v = wv.submatrix(j0, j0, rows, wd);
+        let h = hf.submatrix(0, j0, wd, wd);
+        let tc = kq - j0;
+        let ranges = Parts::new(&mut q[j0 * m..], widest(tc, parts) * m);
+        run_tasks(ranges.len(), |t| {
+            let cols = ranges.take(t);
+            let c = cols.len() / m;
+            let mut mem = mems[t].lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+            householder::apply_block_householder_on_the_left_in_place_with_conj(
+                v,
+                h,
+                Conj::No,
+                MatMut::from_column_major_slice_mut(cols, m, c).subrows_mut(j0, rows),
+                Par::Seq,
+                MemStack::new(&mut mem),
+            );
+        });
+    }
+}
+
 /// Factorises matrix `i` of `ba` into `q` (column-major `m x kq`, or empty) and `r`
 /// (column-major `kr x n`, zeros below the diagonal).
 fn one<T: QrElem>(
@@ -276,6 +421,7 @@ fn one<T: QrElem>(
     kr: usize,
     s: &mut Scratch<T>,
     par: Par,
+    parts: usize,
 ) {
     let (m, n) = (ba.m, ba.n);
     let k = m.min(n);
@@ -301,6 +447,15 @@ fn one<T: QrElem>(
                     *x = s.tmp[row * kq + c];
                 }
             }
+        }
+    } else if k >= SPLIT_K && {
+        ba.load(a, i, &mut s.w);
+        s.tmp.clear();
+        s.tmp.resize(split_panel(k) * k, T::ZERO);
+        qr_split(&mut s.w, m, n, &mut s.tmp, parts)
+    } {
+        if !q.is_empty() {
+            form_q_split(&s.w, m, k, &s.tmp, q, parts);
         }
     } else {
         ba.load(a, i, &mut s.w);
@@ -597,7 +752,7 @@ fn one_rows<T: QrElem>(
     qc.resize(q.len(), T::ZERO);
     rc.clear();
     rc.resize(n * n, T::ZERO);
-    one(a, ba, i, qc, rc, n, s, Par::Seq);
+    one(a, ba, i, qc, rc, n, s, Par::Seq, 1);
     for c in 0..n {
         for row in 0..n {
             r[row * n + c] = rc[c * n + row];
@@ -705,7 +860,7 @@ pub(crate) fn qr<T: QrElem>(a: &[T], al: &Layout, spec: QrSpec) -> (Option<Facto
                     Some(qc) => &mut qc[j * qsize..(j + 1) * qsize],
                     None => &mut [],
                 };
-                one(a, &ba, t * per + j, q, r, kr, &mut s, Par::Seq);
+                one(a, &ba, t * per + j, q, r, kr, &mut s, Par::Seq, 1);
             }
         };
         if spec.want_q {
@@ -714,12 +869,20 @@ pub(crate) fn qr<T: QrElem>(a: &[T], al: &Layout, spec: QrSpec) -> (Option<Facto
         } else {
             for_each_chunk(&mut rv, rsize * per, |t, rc| run(t, None, rc));
         }
+    } else if k >= SPLIT_K {
+        // each matrix on every thread, by column ranges (run_tasks, from the caller)
+        let parts = rayon::current_num_threads();
+        let mut s = Scratch::new();
+        for i in 0..nb {
+            let q = if spec.want_q { &mut qv[i * qsize..(i + 1) * qsize] } else { &mut [] };
+            one(a, &ba, i, q, &mut rv[i * rsize..(i + 1) * rsize], kr, &mut s, Par::Seq, parts);
+        }
     } else {
         with_par(work >= PAR_WORK, |par| {
             let mut s = Scratch::new();
             for i in 0..nb {
                 let q = if spec.want_q { &mut qv[i * qsize..(i + 1) * qsize] } else { &mut [] };
-                one(a, &ba, i, q, &mut rv[i * rsize..(i + 1) * rsize], kr, &mut s, par);
+                one(a, &ba, i, q, &mut rv[i * rsize..(i + 1) * rsize], kr, &mut s, par, 1);
             }
         });
     }
