@@ -32,8 +32,19 @@ fn solutions_reconstruct_the_right_hand_side() {
         (vec![2, 1, 5, 5], vec![3, 5, 2], vec![3, 2, 5]),
         (vec![1, 1], vec![1, 1], vec![1, 1]),
         (vec![17, 17], vec![17, 5], vec![5, 17]),
+        // from 128³ multiply-adds the right-hand sides are split across threads (a
+        // partial last range; a batch whose B broadcasts)
+        (vec![130, 130], vec![130, 150], vec![150, 130]),
+        (vec![2, 130, 130], vec![130, 70], vec![70, 130]),
     ] {
-        let a = well_conditioned(&ashape, 1);
+        let n = ashape[ashape.len() - 1];
+        let a = if n > 100 {
+            // off-diagonal entries small enough for unit triangles to be well conditioned
+            let eye = Tensor::eye(n, DType::F64).unwrap();
+            randn(&ashape, 1).div_scalar(n as f64).unwrap().add(&eye).unwrap()
+        } else {
+            well_conditioned(&ashape, 1)
+        };
         for a in [a.clone(), a.mT().unwrap()] {
             for uplo in [Uplo::Lower, Uplo::Upper] {
                 for diag in [Diag::NonUnit, Diag::Unit] {
@@ -49,6 +60,27 @@ fn solutions_reconstruct_the_right_hand_side() {
                 }
             }
         }
+    }
+}
+
+#[test]
+fn split_solves_give_the_same_bits_on_any_number_of_threads() {
+    // one matrix's right-hand sides are solved in column ranges, one per thread
+    let a = well_conditioned(&[160, 160], 4);
+    let b = randn(&[160, 200], 5);
+    let run = |threads: usize| {
+        let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build().unwrap();
+        pool.install(|| {
+            let l = solve_triangular(&a, &b, Uplo::Lower, Side::Left, Diag::NonUnit).unwrap();
+            let r = solve_triangular(&a, &b.mT().unwrap(), Uplo::Upper, Side::Right, Diag::Unit)
+                .unwrap();
+            let bits = |t: &Tensor| t.to_vec_f64().iter().map(|x| x.to_bits()).collect();
+            (bits(&l), bits(&r)) as (Vec<u64>, Vec<u64>)
+        })
+    };
+    let one = run(1);
+    for threads in [2, 3, 5] {
+        assert!(run(threads) == one, "{threads} threads");
     }
 }
 
