@@ -1158,9 +1158,7 @@ fn grid_cuts(units: usize, grid: usize, parts: usize, cost: impl Fn(usize) -> f6
 
 /// `src` (`r x c`, any strides) transposed into `dst`, column-major `c x r` (`src`
 /// row-major): a row-major source row by row, a column-major one eight rows at a time,
-/// column by column (a cache line of each column, and eight rows of `dst` in flight: with
-/// 32 rows, `r` a power of two put them all in one set of the L1 cache, and the 1024 x
-/// 1024 transpose took 8 ms instead of 1).
+/// column by column (one cache line of each column, eight rows of `dst` in flight).
 fn transpose_into<T: Copy>(src: MatRef<'_, T>, dst: &mut [T]) {
     const TILE: usize = 8;
     let (r, c) = (src.nrows(), src.ncols());
