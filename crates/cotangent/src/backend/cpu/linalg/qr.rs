@@ -312,6 +312,49 @@ fn reflector_scratch<T: QrElem>(
     (0..parts).map(|_| std::sync::Mutex::new(MemBuffer::new(req))).collect()
 }
 
+/// The block reflector `I − V T Vᵀ` (its transpose if `transpose`) applied to the last
+/// `v.nrows()` rows of the columns `cols` (column-major, `m` rows each), in one column
+/// range per thread ([`widest`]), each faer's sequential kernel with its own scratch
+/// from `mems` ([`reflector_scratch`]).
+fn reflect_columns<T: QrElem>(
+    v: MatRef<'_, T>,
+    h: MatRef<'_, T>,
+    transpose: bool,
+    cols: &mut [T],
+    m: usize,
+    parts: usize,
+    mems: &[std::sync::Mutex<MemBuffer>],
+) {
+    let j0 = m - v.nrows();
+    let ranges = Parts::new(cols, widest(cols.len() / m, parts) * m);
+    run_tasks(ranges.len(), |t| {
+        let cols = ranges.take(t);
+        let c = cols.len() / m;
+        let dst = MatMut::from_column_major_slice_mut(cols, m, c).subrows_mut(j0, m - j0);
+        let mut mem = mems[t].lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let stack = MemStack::new(&mut mem);
+        if transpose {
+            householder::apply_block_householder_transpose_on_the_left_in_place_with_conj(
+                v,
+                h,
+                Conj::No,
+                dst,
+                Par::Seq,
+                stack,
+            );
+        } else {
+            householder::apply_block_householder_on_the_left_in_place_with_conj(
+                v,
+                h,
+                Conj::No,
+                dst,
+                Par::Seq,
+                stack,
+            );
+        }
+    });
+}
+
 /// Blocked Householder QR of the column-major `m x n` block `w` in place, faer's layout
 /// (reflectors below the diagonal, `R` on and above it; `hf` the `split_panel(k) x k`
 /// triangular factors of the block reflectors): each panel of [`split_panel`] columns is
@@ -351,21 +394,7 @@ fn qr_split<T: QrElem>(w: &mut [T], m: usize, n: usize, hf: &mut [T], parts: usi
         let tc = n - j0 - wd;
         if tc > 0 {
             let v = MatRef::from_column_major_slice(&left[j0 * m..], m, wd).subrows(j0, rows);
-            let h = h.as_ref();
-            let ranges = Parts::new(right, widest(tc, parts) * m);
-            run_tasks(ranges.len(), |t| {
-                let cols = ranges.take(t);
-                let c = cols.len() / m;
-                let mut mem = mems[t].lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-                householder::apply_block_householder_transpose_on_the_left_in_place_with_conj(
-                    v,
-                    h,
-                    Conj::No,
-                    MatMut::from_column_major_slice_mut(cols, m, c).subrows_mut(j0, rows),
-                    Par::Seq,
-                    MemStack::new(&mut mem),
-                );
-            });
+            reflect_columns(v, h.as_ref(), true, right, m, parts, &mems);
         }
         j0 += wd;
     }
@@ -392,21 +421,7 @@ fn form_q_split<T: QrElem>(w: &[T], m: usize, k: usize, hf: &[T], q: &mut [T], p
         let rows = m - j0;
         let v = wv.submatrix(j0, j0, rows, wd);
         let h = hf.submatrix(0, j0, wd, wd);
-        let tc = kq - j0;
-        let ranges = Parts::new(&mut q[j0 * m..], widest(tc, parts) * m);
-        run_tasks(ranges.len(), |t| {
-            let cols = ranges.take(t);
-            let c = cols.len() / m;
-            let mut mem = mems[t].lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-            householder::apply_block_householder_on_the_left_in_place_with_conj(
-                v,
-                h,
-                Conj::No,
-                MatMut::from_column_major_slice_mut(cols, m, c).subrows_mut(j0, rows),
-                Par::Seq,
-                MemStack::new(&mut mem),
-            );
-        });
+        reflect_columns(v, h, false, &mut q[j0 * m..], m, parts, &mems);
     }
 }
 
