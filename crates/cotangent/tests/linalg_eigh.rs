@@ -75,6 +75,44 @@ fn decomposition_over_a_size_sweep() {
 }
 
 #[test]
+fn blocked_tridiagonalisation_sizes() {
+    // from order 256 the tridiagonal form is made by panels of 32 columns with the
+    // products in column ranges: sizes at and across the panel boundaries, both triangles
+    // (the other filled with garbage), f64 and f32, a repeated eigenvalue
+    for n in [256, 257, 290] {
+        let a = sym(&[n, n], n as u64);
+        let lower = a
+            .tril(0)
+            .unwrap()
+            .add(&Tensor::ones((n, n), DType::F64).unwrap().triu(1).unwrap())
+            .unwrap();
+        let e = eigh(&lower, Uplo::Lower).unwrap();
+        check_decomposition(&a, &e.eigenvalues, &e.eigenvectors, 1e-12, &format!("{n}"));
+        let upper = a
+            .triu(0)
+            .unwrap()
+            .sub(&Tensor::ones((n, n), DType::F64).unwrap().tril(-1).unwrap())
+            .unwrap();
+        assert_close(&eigvalsh(&upper, Uplo::Upper).unwrap(), &e.eigenvalues, 1e-12);
+        let e32 = eigh(&a.to_dtype(DType::F32).unwrap(), Uplo::Lower).unwrap();
+        check_decomposition(
+            &a,
+            &e32.eigenvalues.to_dtype(DType::F64).unwrap(),
+            &e32.eigenvectors.to_dtype(DType::F64).unwrap(),
+            1e-3,
+            &format!("f32 {n}"),
+        );
+    }
+    let mut d: Vec<f64> = (0..260u32).map(|i| (f64::from(i) * 0.37).sin()).collect();
+    d[7] = d[100];
+    let a = with_spectrum(&d, 5);
+    let e = eigh(&a, Uplo::Lower).unwrap();
+    check_decomposition(&a, &e.eigenvalues, &e.eigenvectors, 1e-12, "repeated");
+    d.sort_by(f64::total_cmp);
+    assert_close(&e.eigenvalues, &Tensor::from_vec(d, 260).unwrap(), 1e-12);
+}
+
+#[test]
 fn known_spectra_and_repeated_eigenvalues() {
     // diag(3, 1, 2) sorts to (1, 2, 3) with unit vectors; the identity and zero are
     // already diagonal; Q diag(1, 1, 3) Qᵀ has a repeated eigenvalue

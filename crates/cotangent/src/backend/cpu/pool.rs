@@ -114,6 +114,16 @@ pub(crate) fn filled<T: Pooled>(n: usize, value: T) -> Vec<T> {
     v
 }
 
+/// Makes room for `n` elements in the scratch vector `v` (its contents are kept only if
+/// it already had the room): a too small `v` goes back to the cache and a cached buffer
+/// (or a new one) takes its place, empty. For workspaces that live across calls in a
+/// struct, whose `Drop` returns them with [`give`].
+pub(crate) fn reserve<T: Pooled>(v: &mut Vec<T>, n: usize) {
+    if v.capacity() < n {
+        give(std::mem::replace(v, take(n)));
+    }
+}
+
 /// Returns a buffer to the cache (or to the allocator, if small or the cache is full;
 /// the oldest buffers are evicted first).
 pub(crate) fn give<T: Pooled>(v: Vec<T>) {

@@ -20,6 +20,7 @@ pub(crate) mod svd;
 pub(crate) mod triangular;
 pub(crate) mod tridiag_dc;
 pub(crate) mod tridiag_qr;
+pub(crate) mod tridiag_split;
 
 use faer::{MatMut, MatRef, Par};
 
@@ -31,7 +32,7 @@ use super::strided::walk;
 
 /// Elements faer factorises: `f32`, `f64`.
 pub(crate) trait LinalgElem:
-    Float + faer::traits::RealField + super::pool::Pooled + lu::LaneMoves
+    Float + faer::traits::RealField + super::pool::Pooled + lu::LaneMoves + tridiag_split::SymvSimd
 {
 }
 impl LinalgElem for f32 {}

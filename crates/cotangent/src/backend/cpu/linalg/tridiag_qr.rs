@@ -32,8 +32,10 @@ use faer::{Conj, MatMut, MatRef, Par, Spec};
 
 use super::eigh::{hypot, pow2_near};
 use super::tridiag_dc::{tridiag_dc, Work};
+use super::tridiag_split::{tridiag_split, SPLIT_N};
 use super::LinalgElem;
 use crate::backend::cpu::par::with_par;
+use crate::backend::cpu::pool;
 
 /// The most QR sweeps per eigenvalue on average (two or three are typical; LAPACK's
 /// `dsteqr` allows 30); a bound so that no input can loop forever.
@@ -47,7 +49,7 @@ const DC_N: usize = 128;
 
 /// Scratch reused across the matrices of one task.
 #[derive(Default)]
-pub(crate) struct Scratch<T> {
+pub(crate) struct Scratch<T: pool::Pooled> {
     /// The tridiagonalised matrix (Householder vectors below the subdiagonal).
     trid: Vec<T>,
     /// The Householder block factors.
@@ -64,6 +66,14 @@ pub(crate) struct Scratch<T> {
     dc: Work<T>,
     /// faer's workspace, with the order and parallelism it was sized for.
     mem: Option<((usize, bool), MemBuffer)>,
+    /// The blocked tridiagonalisation's buffers.
+    split: super::tridiag_split::Scratch<T>,
+}
+
+impl<T: pool::Pooled> Drop for Scratch<T> {
+    fn drop(&mut self) {
+        pool::give(std::mem::take(&mut self.trid));
+    }
 }
 
 /// The plane rotation `P = [[c, s], [-s, c]]` with `P [x, z]ᵀ = [r, 0]ᵀ`: `(c, s, r)`.
@@ -410,6 +420,7 @@ pub(crate) fn eigh_tridiag_qr<T: LinalgElem>(
     let scale = pow2_near(amax);
     let inv = T::ONE / scale;
     sc.trid.clear();
+    pool::reserve(&mut sc.trid, n * n);
     sc.trid.extend(a.iter().map(|&x| x * inv));
     let bs = recommended_block_size::<T>(n, n);
     sc.hh.resize(bs * (n - 1), T::ZERO);
@@ -426,7 +437,9 @@ pub(crate) fn eigh_tridiag_qr<T: LinalgElem>(
             &mut slot.insert(((n, parallel), MemBuffer::new(req))).1
         }
     };
-    {
+    if n >= SPLIT_N {
+        tridiag_split(&mut sc.trid, n, &mut sc.hh, bs, &mut sc.split);
+    } else {
         let trid = MatMut::from_column_major_slice_mut(&mut sc.trid, n, n);
         let hh = MatMut::from_column_major_slice_mut(&mut sc.hh, bs, n - 1);
         let stack = MemStack::new(mem);
