@@ -76,10 +76,11 @@ fn decomposition_over_a_size_sweep() {
 
 #[test]
 fn blocked_tridiagonalisation_sizes() {
-    // from order 256 the tridiagonal form is made by panels of 32 columns with the
-    // products in column ranges: sizes at and across the panel boundaries, both triangles
+    // from order 160 the tridiagonal form is made by panels of 32 columns (from 384 with
+    // the products in column ranges over the threads): sizes at and across the
+    // boundaries, both triangles
     // (the other filled with garbage), f64 and f32, a repeated eigenvalue
-    for n in [256, 257, 290] {
+    for n in [160, 257, 400] {
         let a = sym(&[n, n], n as u64);
         let lower = a
             .tril(0)
@@ -506,9 +507,9 @@ fn lane_batches_are_deterministic_across_thread_counts() {
 
 #[test]
 fn large_matrices_are_deterministic_across_thread_counts() {
-    // one matrix large enough for the threaded path (faer's kernels, the divide and
-    // conquer's joins): the same bits with one thread and with several
-    let a = sym(&[300, 300], 7);
+    // one matrix large enough for the threaded paths (the tridiagonalisation's column
+    // ranges, the divide and conquer's joins): the same bits with one thread and several
+    let a = sym(&[400, 400], 7);
     let e = eigh(&a, Uplo::Lower).unwrap();
     for threads in [1, 3] {
         let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build().unwrap();

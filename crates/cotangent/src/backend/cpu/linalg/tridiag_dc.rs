@@ -26,6 +26,7 @@ use faer::{Accum, MatMut, MatRef, Par};
 use super::eigh::hypot;
 use super::tridiag_qr::{identity, sort_ascending, tridiag_qr};
 use super::LinalgElem;
+use crate::backend::cpu::pool::{self, Pooled};
 
 /// Blocks of at most this order are solved by the implicit QR iteration.
 pub(super) const LEAF: usize = 32;
@@ -49,7 +50,7 @@ enum Rows {
 /// once they have grown. (Fresh buffers of 100-500 KiB per merge cost page faults on
 /// every call: a fifth of the time at n = 256.)
 #[derive(Default)]
-pub(crate) struct Work<T> {
+pub(crate) struct Work<T: Pooled> {
     q: Vec<T>,
     z: Vec<T>,
     rows: Vec<Rows>,
@@ -71,6 +72,17 @@ pub(crate) struct Work<T> {
     all: Vec<(T, usize)>,
     /// The workspace of the second half when the halves are solved in parallel.
     other: Option<Box<Work<T>>>,
+}
+
+impl<T: Pooled> Drop for Work<T> {
+    fn drop(&mut self) {
+        // the order-n buffers back to the cache: a workspace lives for one call, and the
+        // top merge's fresh buffers (27 MB at n = 1024) faulted in on every call (the
+        // merge's vectors took 4.7 ms instead of about 1)
+        for v in [&mut self.q, &mut self.sv, &mut self.out, &mut self.qt, &mut self.qb] {
+            pool::give(std::mem::take(v));
+        }
+    }
 }
 
 /// The eigenvalues (ascending, into `d`) and eigenvectors (columns of the column-major
@@ -146,6 +158,12 @@ fn reset<X: Copy>(v: &mut Vec<X>, n: usize, x: X) {
     v.resize(n, x);
 }
 
+/// [`reset`] for the large buffers: room made from the buffer cache.
+fn reset_big<T: Pooled>(v: &mut Vec<T>, n: usize, x: T) {
+    pool::reserve(v, n);
+    reset(v, n, x);
+}
+
 /// The merge: `d[..n1]`, `d[n1..]` hold the (ascending) eigenvalues of the torn halves
 /// and `u[..n1²]`, `u[n1²..n1² + n2²]` their eigenvectors (column-major); `beta` the
 /// coupling entry. Writes the eigenvalues of the whole (ascending) into `d` and its
@@ -189,7 +207,7 @@ fn merge<T: LinalgElem>(
     } = w;
     {
         let (u0, u1) = u.split_at(n1 * n1);
-        reset(q, m * m, T::ZERO);
+        reset_big(q, m * m, T::ZERO);
         reset(z, m, T::ZERO);
         reset(rows, m, Rows::Top);
         for j in 0..n1 {
@@ -324,7 +342,7 @@ fn merge<T: LinalgElem>(
     dpos.extend(pos.iter().map(|&i| dk[i]));
     zpos.clear();
     zpos.extend(pos.iter().map(|&i| zh[i]));
-    reset(sv, k * k, T::ZERO);
+    reset_big(sv, k * k, T::ZERO);
     if k > 0 {
         let (dpos, zpos) = (&dpos[..], &zpos[..]);
         let vectors = |first: usize, cols: &mut [T]| {
@@ -339,12 +357,12 @@ fn merge<T: LinalgElem>(
     }
     // Q's kept columns times them: rows 0..n1 from the top and mixed columns, rows
     // n1..m from the mixed and bottom ones
-    reset(out, m * k, T::ZERO);
+    reset_big(out, m * k, T::ZERO);
     if k > 0 {
         let nt = k - n_bottom;
         let nb = k - n_top;
-        reset(qt, n1 * nt, T::ZERO);
-        reset(qb, n2 * nb, T::ZERO);
+        reset_big(qt, n1 * nt, T::ZERO);
+        reset_big(qb, n2 * nb, T::ZERO);
         for (r, &i) in pos.iter().enumerate() {
             let col = &q[kept[i] * m..(kept[i] + 1) * m];
             if r < nt {
