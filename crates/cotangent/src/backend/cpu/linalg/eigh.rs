@@ -13,7 +13,8 @@
 //!   rotated diagonal accumulates a rounding per rotation);
 //! - single small ones (`n <= SMALL_N`): Householder tridiagonalisation and the implicit
 //!   QL iteration (EISPACK's `tred2` + `tql2`), allocation-free;
-//! - larger ones: faer's Householder tridiagonalisation, then on the tridiagonal
+//! - larger ones: Householder tridiagonalisation (faer's, or from order 160 our blocked
+//!   one, [`super::tridiag_split`]), then on the tridiagonal
 //!   ([`super::tridiag_qr`]) the root-free QL iteration for the eigenvalues alone; with
 //!   eigenvectors our implicit QR iteration below n = 128, our divide and conquer
 //!   ([`super::tridiag_dc`]) from it; then faer's blocked back-transformation; on every
