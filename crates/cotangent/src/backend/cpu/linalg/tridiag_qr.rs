@@ -1,8 +1,8 @@
 //! The symmetric eigendecomposition of one mid-size matrix: Householder
 //! tridiagonalisation `A = Q T Qᵀ` (faer's, or from order [`SPLIT_N`] the blocked one of
-//! [`super::tridiag_split`], which leaves the same storage), then our own implicit QR iteration with Wilkinson
-//! shifts on the tridiagonal `T` (Golub & Van Loan, algorithm 8.3.3), then `V = Q Z`
-//! by faer's blocked Householder application.
+//! [`super::tridiag_split`], which leaves the same storage), then our own implicit QR
+//! iteration with Wilkinson shifts on the tridiagonal `T` (Golub & Van Loan, algorithm
+//! 8.3.3), then `V = Q Z` by faer's blocked Householder application.
 //!
 //! Eigenvalues alone take the root-free variant of the QL iteration instead (Pal, Walker
 //! and Kahan; LAPACK's `dsterf`): no square root per step. With eigenvectors from
