@@ -95,21 +95,10 @@ fn inner_first_order(w: &Tensor, x: &Tensor, gw: Option<&Tensor>) -> Result<Tens
     // every entry is written below (the pairs i < j both ways, the diagonal)
     let mut out = crate::backend::cpu::pool::overwritten(xv.len(), 0.0f64);
     let nn = (n * n).max(1);
-    // pairs (i, j), i < j, in tiles of TILE x TILE: the transposed entry x_ji is read
-    // down a column, and element by element over whole rows an order-1024 backward spent
-    // 10-18 ms here in cache misses
-    fn pairs(n: usize, mut f: impl FnMut(usize, usize)) {
-        const TILE: usize = 32;
-        for i0 in (0..n).step_by(TILE) {
-            for j0 in (i0..n).step_by(TILE) {
-                for i in i0..(i0 + TILE).min(n) {
-                    for j in j0.max(i + 1)..(j0 + TILE).min(n) {
-                        f(i, j);
-                    }
-                }
-            }
-        }
-    }
+    // the pairs (i, j), i < j, tile by tile: the transposed entry x_ji is read down a
+    // column, and element by element over whole rows an order-1024 backward spent 10-18
+    // ms here in cache misses
+    use crate::backend::cpu::linalg::lower_tiles as pairs;
     for (b, (wb, (xb, ob))) in
         wv.chunks_exact(n.max(1)).zip(xv.chunks_exact(nn).zip(out.chunks_exact_mut(nn))).enumerate()
     {

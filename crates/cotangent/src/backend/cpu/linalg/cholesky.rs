@@ -18,7 +18,7 @@ use faer::linalg::cholesky::llt::factor::{
 use faer::{Par, Spec};
 
 use super::lu::{lane_offsets, load_lanes};
-use super::{colmajor_layout, colmajor_mut, Batch, LinalgElem};
+use super::{colmajor_layout, colmajor_mut, lower_tiles, Batch, LinalgElem};
 use crate::dtype::Float;
 use crate::layout::Layout;
 use crate::shape::Shape;
@@ -712,23 +712,6 @@ fn backward_faer<T: LinalgElem>(l: &[T], g: &[T], dst: &mut [T], n: usize, par: 
         dst[c * n + r] = v;
         dst[r * n + c] = v;
     });
-}
-
-/// Calls `f(c, r)` for every `r > c` (the strictly lower triangle of an `n x n` matrix)
-/// tile by tile, so that the mirrored accesses `r * n + c` stay within a few pages: row by
-/// row, each was a stride of `n` elements, and at n = 1024 the three mirrorings of
-/// [`backward_faer`] were a quarter of a fwd+bwd.
-fn lower_tiles(n: usize, mut f: impl FnMut(usize, usize)) {
-    const TILE: usize = 32;
-    for cb in (0..n).step_by(TILE) {
-        for rb in (cb..n).step_by(TILE) {
-            for c in cb..(cb + TILE).min(n) {
-                for r in rb.max(c + 1)..(rb + TILE).min(n) {
-                    f(c, r);
-                }
-            }
-        }
-    }
 }
 
 /// Loads the lower triangle of matrix `i` of `b` into `dst` (column-major, zero above).

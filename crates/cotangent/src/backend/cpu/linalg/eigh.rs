@@ -56,27 +56,21 @@ fn load_symmetric<T: LinalgElem>(
     let n = b.n;
     let off = b.offset(i);
     let mut finite = true;
+    // (k, j) with k >= j in the lower triangle; (j, k) in the upper
+    let mut put = |j: usize, k: usize| {
+        let x =
+            if upper { data[off + j * b.rs + k * b.cs] } else { data[off + k * b.rs + j * b.cs] };
+        finite &= x.is_finite();
+        a[j * n + k] = x;
+        a[k * n + j] = x;
+    };
+    for j in 0..n {
+        put(j, j);
+    }
     // in tiles: one of the reads and one of the writes is strided (a column of a
     // row-major block); element by element down whole columns, an order-1024 load took
     // 7 ms, most of it cache misses
-    const TILE: usize = 32;
-    for j0 in (0..n).step_by(TILE) {
-        for k0 in (j0..n).step_by(TILE) {
-            for j in j0..(j0 + TILE).min(n) {
-                for k in k0.max(j)..(k0 + TILE).min(n) {
-                    // (k, j) with k >= j in the lower triangle; (j, k) in the upper
-                    let x = if upper {
-                        data[off + j * b.rs + k * b.cs]
-                    } else {
-                        data[off + k * b.rs + j * b.cs]
-                    };
-                    finite &= x.is_finite();
-                    a[j * n + k] = x;
-                    a[k * n + j] = x;
-                }
-            }
-        }
-    }
+    super::lower_tiles(n, put);
     finite
 }
 
