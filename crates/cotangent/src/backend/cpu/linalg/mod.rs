@@ -11,12 +11,15 @@
 //! - per-matrix status (`info`) is returned as LAPACK numbers it: 0 for success, `k > 0`
 //!   for the 1-based index of the failing pivot or leading minor.
 
+pub(crate) mod bidiag_dc;
+pub(crate) mod bidiag_split;
 pub(crate) mod cholesky;
 pub(crate) mod eigh;
 pub(crate) mod lu;
 pub(crate) mod matrix_exp;
 pub(crate) mod qr;
 pub(crate) mod svd;
+pub(crate) mod svd_split;
 pub(crate) mod triangular;
 pub(crate) mod tridiag_dc;
 pub(crate) mod tridiag_qr;

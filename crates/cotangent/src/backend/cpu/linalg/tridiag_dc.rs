@@ -153,13 +153,13 @@ fn leaf<T: LinalgElem>(d: &mut [T], e: &mut [T], u: &mut [T]) -> bool {
 }
 
 /// `v` cleared and resized to `n` copies of `x`.
-fn reset<X: Copy>(v: &mut Vec<X>, n: usize, x: X) {
+pub(super) fn reset<X: Copy>(v: &mut Vec<X>, n: usize, x: X) {
     v.clear();
     v.resize(n, x);
 }
 
 /// [`reset`] for the large buffers: room made from the buffer cache.
-fn reset_big<T: Pooled>(v: &mut Vec<T>, n: usize, x: T) {
+pub(super) fn reset_big<T: Pooled>(v: &mut Vec<T>, n: usize, x: T) {
     pool::reserve(v, n);
     reset(v, n, x);
 }

@@ -139,9 +139,9 @@ pub(crate) fn tridiag_split<T: LinalgElem>(
 /// part into `tail`, `τ` returned, infinite for the identity), with the tail's norm from
 /// one vector dot product where its squares cannot under- or overflow (faer's scaled
 /// `norm_l2`, kept for the other cases, took 5.5 ms of an order-1024 tridiagonalisation).
-struct Reflector<'a, T> {
-    head: &'a mut T,
-    tail: &'a mut [T],
+pub(super) struct Reflector<'a, T> {
+    pub(super) head: &'a mut T,
+    pub(super) tail: &'a mut [T],
 }
 
 impl<T: LinalgElem> pulp::WithSimd for Reflector<'_, T> {
@@ -222,6 +222,9 @@ fn w_column<T: LinalgElem>(a: &[T], n: usize, j0: usize, i: usize, tau: T, sc: &
     {
         let parts = Parts::new(&mut sc.z[..PARTS * m], m);
         let task = |t: usize| {
+            if cuts[t] == cuts[t + 1] {
+                return; // (an empty range writes nothing; Finish skips it)
+            }
             let z = parts.take(t);
             pulp::Arch::new().dispatch(Symv { a, n, c1, v, q0: cuts[t], q1: cuts[t + 1], z });
         };
@@ -315,6 +318,12 @@ pub(crate) trait SymvSimd: Sized + Copy {
 
     /// `xᵀ y` (`y` as long as `x` or longer).
     fn dot<S: pulp::Simd>(simd: S, x: &[Self], y: &[Self]) -> Self;
+
+    /// `(x₀ᵀ y, x₁ᵀ y)` (`x₀`, `x₁` as long as `y` or longer): `y` loaded once for both.
+    fn dot2<S: pulp::Simd>(simd: S, x0: &[Self], x1: &[Self], y: &[Self]) -> (Self, Self);
+
+    /// `z += x₀ v₀ + x₁ v₁` (`x₀`, `x₁` as long as `z` or longer).
+    fn axpy2<S: pulp::Simd>(simd: S, z: &mut [Self], x0: &[Self], x1: &[Self], v0: Self, v1: Self);
 }
 
 macro_rules! symv_simd {
@@ -391,6 +400,61 @@ macro_rules! symv_simd {
                     r += a * b;
                 }
                 r
+            }
+
+            #[inline(always)]
+            fn dot2<S: pulp::Simd>(simd: S, x0: &[$t], x1: &[$t], y: &[$t]) -> ($t, $t) {
+                let len = y.len();
+                let (yh, yt) = S::$as(y);
+                let (ah, at) = S::$as(&x0[..len]);
+                let (bh, bt) = S::$as(&x1[..len]);
+                let h = yh.len();
+                let (ah, bh) = (&ah[..h], &bh[..h]);
+                let zero = simd.$splat(0.0);
+                let (mut d0, mut d1, mut e0, mut e1) = (zero, zero, zero, zero);
+                let mut k = 0;
+                while k + 1 < h {
+                    d0 = simd.$fma(ah[k], yh[k], d0);
+                    d1 = simd.$fma(bh[k], yh[k], d1);
+                    e0 = simd.$fma(ah[k + 1], yh[k + 1], e0);
+                    e1 = simd.$fma(bh[k + 1], yh[k + 1], e1);
+                    k += 2;
+                }
+                if k < h {
+                    d0 = simd.$fma(ah[k], yh[k], d0);
+                    d1 = simd.$fma(bh[k], yh[k], d1);
+                }
+                let mut r0 = simd.$red(simd.$add(d0, e0));
+                let mut r1 = simd.$red(simd.$add(d1, e1));
+                for ((&w, &a), &b) in yt.iter().zip(at).zip(bt) {
+                    r0 += a * w;
+                    r1 += b * w;
+                }
+                (r0, r1)
+            }
+
+            #[inline(always)]
+            fn axpy2<S: pulp::Simd>(
+                simd: S,
+                z: &mut [$t],
+                x0: &[$t],
+                x1: &[$t],
+                v0: $t,
+                v1: $t,
+            ) {
+                let len = z.len();
+                let (zh, zt) = S::$asm(z);
+                let (ah, at) = S::$as(&x0[..len]);
+                let (bh, bt) = S::$as(&x1[..len]);
+                let h = zh.len();
+                let (ah, bh) = (&ah[..h], &bh[..h]);
+                let (s0, s1) = (simd.$splat(v0), simd.$splat(v1));
+                for ((z, &a), &b) in zh.iter_mut().zip(ah).zip(bh) {
+                    *z = simd.$fma(b, s1, simd.$fma(a, s0, *z));
+                }
+                for ((z, &a), &b) in zt.iter_mut().zip(at).zip(bt) {
+                    *z += a * v0 + b * v1;
+                }
             }
         }
     };
@@ -492,6 +556,9 @@ fn trailing_update<T: LinalgElem>(a: &mut [T], n: usize, j0: usize, j1: usize, w
     let offsets: Vec<usize> = cuts[1..PARTS].iter().map(|&q| q * n).collect();
     let parts = Parts::at(right, &offsets);
     let task = |t: usize| {
+        if cuts[t] == cuts[t + 1] {
+            return; // (an empty chunk: nothing to take)
+        }
         let cols = parts.take(t);
         let (qa, qb) = (cuts[t], cuts[t + 1]);
         let mut q0 = qa;

@@ -1,0 +1,336 @@
+//! The SVD of one matrix of order [`SPLIT_K`] or more from our own stages: the blocked
+//! bidiagonalisation [`bidiag_split`], the bidiagonal divide and conquer [`bidiag_dc`],
+//! and faer's blocked application of the reflectors to the bidiagonal's singular vectors
+//! (the stages of LAPACK's `dgesdd`). faer's `svd` does the same with its unblocked
+//! bidiagonalisation (`bidiag_in_place`: 232 ms of its 321 ms thin SVD at n = 1024 on two
+//! threads, 220 ms on one) and its bidiagonal solver, which is not public: both are ours.
+
+use faer::dyn_stack::{MemBuffer, MemStack, StackReq};
+use faer::linalg::householder::{
+    apply_block_householder_sequence_on_the_left_in_place_scratch,
+    apply_block_householder_sequence_on_the_left_in_place_with_conj,
+};
+use faer::linalg::qr::no_pivoting::factor::recommended_block_size;
+use faer::{Conj, MatMut, MatRef, Par};
+
+use super::bidiag_dc::{bidiag_dc, Work};
+use super::bidiag_split::{bidiag_split, Scratch as SplitScratch};
+use super::eigh::pow2_near;
+use super::LinalgElem;
+use crate::backend::cpu::pool::{self, Pooled};
+
+/// `min(m, n)` from which [`svd_split`] is used (below, faer's `svd`).
+pub(crate) const SPLIT_K: usize = 64;
+/// Largest `max(m, n) / min(m, n)` for [`svd_split`] (faer's `svd` first factorises a
+/// taller matrix by QR, as LAPACK does; its threshold, `11 / 6`).
+pub(crate) const SPLIT_RATIO: f64 = 11.0 / 6.0;
+
+/// Order from which the bidiagonal divide and conquer may run its halves in parallel.
+const DC_PAR: usize = 256;
+/// Work `m k²` from which faer applies the reflectors on every thread.
+const BACK_PAR: usize = 512 * 512 * 512;
+
+/// Workspace of [`svd_split`], reused across the matrices of one task.
+#[derive(Default)]
+pub(crate) struct Scratch<T: Pooled> {
+    /// The (transposed, scaled) matrix, reduced in place.
+    a: Vec<T>,
+    hl: Vec<T>,
+    hr: Vec<T>,
+    e: Vec<T>,
+    /// The bidiagonal's singular vectors, `k x k` each.
+    ub: Vec<T>,
+    vb: Vec<T>,
+    /// The signs that make the bidiagonal's entries non-negative.
+    rs: Vec<T>,
+    cs: Vec<T>,
+    split: SplitScratch<T>,
+    dc: Work<T>,
+    /// faer's workspace, with the requirement it was sized for.
+    mem: Option<(StackReq, MemBuffer)>,
+}
+
+impl<T: Pooled> Drop for Scratch<T> {
+    fn drop(&mut self) {
+        pool::give(std::mem::take(&mut self.a));
+        pool::give(std::mem::take(&mut self.ub));
+        pool::give(std::mem::take(&mut self.vb));
+    }
+}
+
+/// The SVD of the `m x n` column-major `a` (finite entries; `min(m, n) >= 2`):
+/// the singular values into `s` (`k = min(m, n)`, descending), and with `uv = Some((u,
+/// ku, v, kv))` the singular vectors, `U` `m x ku` and `V` `n x kv` column-major (`ku`
+/// is `k` or `m`, `kv` is `k` or `n`: thin or full; completion columns of `U`, `V` are an
+/// orthonormal basis of the rest). `threads`: the stages of a large enough matrix may use
+/// every thread of the pool (the result does not depend on it). False if the bidiagonal
+/// divide and conquer failed.
+pub(crate) fn svd_split<T: LinalgElem>(
+    a: &[T],
+    m: usize,
+    n: usize,
+    s: &mut [T],
+    uv: Option<(&mut [T], usize, &mut [T], usize)>,
+    threads: bool,
+    sc: &mut Scratch<T>,
+) -> bool {
+    let k = m.min(n);
+    debug_assert!(k >= 2 && a.len() == m * n && s.len() == k);
+    // the reduction of the taller of A and Aᵀ (`mm x k`): A = Q B Pᵀ, or Aᵀ = Q B Pᵀ
+    let tall = m >= n;
+    let mm = m.max(n);
+    let amax = a.iter().fold(T::ZERO, |x, &y| if y.abs() > x { y.abs() } else { x });
+    let scale = if amax == T::ZERO { T::ONE } else { pow2_near(amax) };
+    let inv = T::ONE / scale;
+    sc.a.clear();
+    pool::reserve(&mut sc.a, mm * k);
+    if tall {
+        sc.a.extend(a.iter().map(|&x| x * inv));
+    } else {
+        sc.a.resize(mm * k, T::ZERO);
+        for j in 0..n {
+            for i in 0..m {
+                sc.a[i * n + j] = a[j * m + i] * inv;
+            }
+        }
+    }
+    let bs = recommended_block_size::<T>(mm, k);
+    sc.hl.resize(bs * k, T::ZERO);
+    sc.hr.resize(bs * (k - 1), T::ZERO);
+    bidiag_split(&mut sc.a, mm, k, &mut sc.hl, &mut sc.hr, bs, threads, &mut sc.split);
+    // B = R |B| C with R, C diagonal signs: |B| = U' Σ V'ᵀ gives U_B = R U', V_B = C V'
+    sc.e.clear();
+    sc.e.resize(k, T::ZERO);
+    sc.rs.resize(k, T::ONE);
+    sc.cs.resize(k, T::ONE);
+    // r₀ = 1, c₀ = sign(d₀); c_j = sign(r_{j−1} e_{j−1}), r_j = sign(c_j d_j)
+    let sign = |x: T| if x < T::ZERO { -T::ONE } else { T::ONE };
+    for (j, sj) in s.iter_mut().enumerate() {
+        let dj = sc.a[j * mm + j];
+        let (r, c) = if j == 0 {
+            (T::ONE, sign(dj))
+        } else {
+            let ej = sc.a[j * mm + j - 1];
+            sc.e[j - 1] = ej.abs();
+            let c = sign(sc.rs[j - 1] * ej);
+            (sign(c * dj), c)
+        };
+        sc.rs[j] = r;
+        sc.cs[j] = c;
+        *sj = dj.abs();
+    }
+    let Some((u, ku, v, kv)) = uv else {
+        if !bidiag_dc(s, &mut sc.e, None, threads && k >= DC_PAR, &mut sc.dc) {
+            return false;
+        }
+        for x in s.iter_mut() {
+            *x *= scale;
+        }
+        return true;
+    };
+    for buf in [&mut sc.ub, &mut sc.vb] {
+        buf.clear();
+        pool::reserve(buf, k * k);
+        buf.resize(k * k, T::ZERO);
+    }
+    let parallel = threads && k >= DC_PAR;
+    if !bidiag_dc(s, &mut sc.e, Some((&mut sc.ub, &mut sc.vb)), parallel, &mut sc.dc) {
+        return false;
+    }
+    for x in s.iter_mut() {
+        *x *= scale;
+    }
+    // the left and right vectors of the taller matrix (`mm x kq`, `k x kp`)
+    let (q, kq, p, kp) = if tall { (u, ku, v, kv) } else { (v, kv, u, ku) };
+    fill_factor(q, mm, kq, &sc.ub, &sc.rs, k);
+    fill_factor(p, k, kp, &sc.vb, &sc.cs, k);
+    let par = if threads && mm * k * k >= BACK_PAR { Par::rayon(0) } else { Par::Seq };
+    let req = StackReq::any_of(&[
+        apply_block_householder_sequence_on_the_left_in_place_scratch::<T>(mm, bs, kq),
+        apply_block_householder_sequence_on_the_left_in_place_scratch::<T>(k - 1, bs, kp),
+    ]);
+    let mem = match &mut sc.mem {
+        Some((r, mem)) if *r == req => mem,
+        slot => &mut slot.insert((req, MemBuffer::new(req))).1,
+    };
+    let am = MatRef::from_column_major_slice(&sc.a, mm, k);
+    let hl = MatRef::from_column_major_slice(&sc.hl, bs, k);
+    apply_block_householder_sequence_on_the_left_in_place_with_conj(
+        am,
+        hl,
+        Conj::No,
+        MatMut::from_column_major_slice_mut(q, mm, kq),
+        par,
+        MemStack::new(mem),
+    );
+    // the right reflectors (rows of the reduced matrix right of the superdiagonal) as
+    // columns, below the diagonal, where the left ones were
+    for j in 1..k {
+        for i in 0..j {
+            sc.a[i * mm + j] = sc.a[j * mm + i];
+        }
+    }
+    let am = MatRef::from_column_major_slice(&sc.a, mm, k);
+    let hr = MatRef::from_column_major_slice(&sc.hr, bs, k - 1);
+    apply_block_householder_sequence_on_the_left_in_place_with_conj(
+        am.submatrix(1, 0, k - 1, k - 1),
+        hr,
+        Conj::No,
+        MatMut::from_column_major_slice_mut(p, k, kp).subrows_mut(1, k - 1),
+        par,
+        MemStack::new(mem),
+    );
+    true
+}
+
+/// `dst` (`rows x cols`, column-major) = `[diag(signs) w, 0; 0, I]` with `w` the `k x k`
+/// column-major bidiagonal vectors: the factor before its reflectors are applied.
+fn fill_factor<T: LinalgElem>(
+    dst: &mut [T],
+    rows: usize,
+    cols: usize,
+    w: &[T],
+    signs: &[T],
+    k: usize,
+) {
+    dst.fill(T::ZERO);
+    for j in 0..k {
+        for ((d, &x), &sg) in
+            dst[j * rows..j * rows + k].iter_mut().zip(&w[j * k..(j + 1) * k]).zip(signs)
+        {
+            *d = x * sg;
+        }
+    }
+    for j in k..cols {
+        dst[j * rows + j] = T::ONE;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::backend::cpu::linalg::tridiag_qr::tests::rnd;
+    use faer::linalg::svd::{self as fsvd, ComputeSvdVectors};
+
+    /// `max |Xᵀ X − I|` of the `rows x cols` column-major `x`.
+    fn orthogonality(x: &[f64], rows: usize, cols: usize) -> f64 {
+        let mut worst = 0.0f64;
+        for i in 0..cols {
+            for j in 0..cols {
+                let dot: f64 = (0..rows).map(|r| x[i * rows + r] * x[j * rows + r]).sum();
+                let want = if i == j { 1.0 } else { 0.0 };
+                worst = worst.max((dot - want).abs());
+            }
+        }
+        worst
+    }
+
+    /// Square, tall and wide matrices (the wide ones through their transpose), thin and
+    /// full, full rank and of rank `k / 2`, scaled by 1e-200 and 1e200: `U diag(S) Vᵀ`
+    /// reconstructs the matrix, `U` and `V` are orthonormal, and `S` is faer's (an
+    /// independent SVD) to rounding; the values-only run gives the same `S`.
+    #[test]
+    fn factors_of_square_tall_and_wide_matrices() {
+        let mut state = 11;
+        let mut sc = Scratch::default();
+        let shapes = [(64, 64), (70, 64), (64, 70), (97, 97), (150, 100), (100, 150), (200, 200)];
+        for (m, n) in shapes {
+            let base: Vec<f64> = (0..m * n).map(|_| rnd(&mut state)).collect();
+            for (rank_def, scale) in [(false, 1.0), (true, 1.0), (false, 1e-200), (false, 1e200)] {
+                let k = m.min(n);
+                let mut a = base.clone();
+                if rank_def {
+                    // the product of m x k/2 and k/2 x n factors
+                    let r = k / 2;
+                    let l: Vec<f64> = (0..m * r).map(|_| rnd(&mut state)).collect();
+                    let rt: Vec<f64> = (0..r * n).map(|_| rnd(&mut state)).collect();
+                    for j in 0..n {
+                        for i in 0..m {
+                            a[j * m + i] = (0..r).map(|p| l[p * m + i] * rt[j * r + p]).sum();
+                        }
+                    }
+                }
+                for x in &mut a {
+                    *x *= scale;
+                }
+                let mut want = vec![0.0; k];
+                let req = fsvd::svd_scratch::<f64>(
+                    m,
+                    n,
+                    ComputeSvdVectors::No,
+                    ComputeSvdVectors::No,
+                    Par::Seq,
+                    faer::Spec::default(),
+                );
+                let mut mem = MemBuffer::new(req);
+                // (faer's own SVD of the scaled matrix is wrong at 1e-200: its singular
+                // values are taken from the unscaled one)
+                let unscaled: Vec<f64> = a.iter().map(|x| x / scale).collect();
+                fsvd::svd(
+                    MatRef::from_column_major_slice(&unscaled, m, n),
+                    faer::diag::DiagMut::from_slice_mut(&mut want),
+                    None,
+                    None,
+                    Par::Seq,
+                    MemStack::new(&mut mem),
+                    faer::Spec::default(),
+                )
+                .unwrap();
+                for w in &mut want {
+                    *w *= scale;
+                }
+                let anorm = want[0];
+                let mut vals = vec![0.0; k];
+                assert!(svd_split(&a, m, n, &mut vals, None, false, &mut sc));
+                for full in [false, true] {
+                    let (ku, kv) = if full { (m, n) } else { (k, k) };
+                    let (mut u, mut v, mut s) =
+                        (vec![0.0; m * ku], vec![0.0; n * kv], vec![0.0; k]);
+                    let uv = Some((&mut u[..], ku, &mut v[..], kv));
+                    assert!(svd_split(&a, m, n, &mut s, uv, false, &mut sc));
+                    let tol = 1e-14 * (m + n) as f64;
+                    let what = format!("{m}x{n} rank_def {rank_def} scale {scale:e} full {full}");
+                    for (j, (&x, &y)) in s.iter().zip(&want).enumerate() {
+                        assert!((x - y).abs() <= tol * anorm, "{what}: s[{j}] {x} vs {y}");
+                        assert!(x >= 0.0 && (j == 0 || x <= s[j - 1]), "{what}: order");
+                        let vj = vals[j];
+                        assert!((x - vj).abs() <= tol * anorm, "{what}: values only {vj}");
+                    }
+                    assert!(orthogonality(&u, m, ku) <= tol, "{what}: U");
+                    assert!(orthogonality(&v, n, kv) <= tol, "{what}: V");
+                    for j in 0..n {
+                        for i in 0..m {
+                            let r: f64 = (0..k).map(|p| u[p * m + i] * s[p] * v[p * n + j]).sum();
+                            let x = a[j * m + i];
+                            assert!((r - x).abs() <= tol * anorm, "{what}: A[{i}, {j}]");
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    /// The same bits on one thread and in pools of two and three (the bidiagonalisation's
+    /// threaded products from 320 x 320, the divide and conquer's parallel merges from
+    /// order 256).
+    #[test]
+    fn the_same_bits_on_any_number_of_threads() {
+        let mut state = 3;
+        let (m, n) = (340, 330);
+        let a: Vec<f64> = (0..m * n).map(|_| rnd(&mut state)).collect();
+        let run = |threads: usize, parallel: bool| {
+            let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build().unwrap();
+            pool.install(|| {
+                let mut sc = Scratch::default();
+                let (mut u, mut v, mut s) = (vec![0.0; m * n], vec![0.0; n * n], vec![0.0; n]);
+                let uv = Some((&mut u[..], n, &mut v[..], n));
+                assert!(svd_split(&a, m, n, &mut s, uv, parallel, &mut sc));
+                let all = s.iter().chain(&u).chain(&v);
+                all.map(|x| x.to_bits()).collect::<Vec<u64>>()
+            })
+        };
+        let one = run(1, false);
+        assert!(one == run(2, true), "2 threads");
+        assert!(one == run(3, true), "3 threads");
+    }
+}
