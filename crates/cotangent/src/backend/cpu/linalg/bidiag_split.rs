@@ -207,20 +207,10 @@ fn y_column<T: LinalgElem>(
     let q = cuts(c + 1, n);
     {
         let ycol = &mut sc.y[i * n + c + 1..(i + 1) * n];
-        let offsets: Vec<usize> = q[1..PARTS].iter().map(|&x| x - (c + 1)).collect();
-        let parts = Parts::at(ycol, &offsets);
-        let task = |t: usize| {
-            if q[t] == q[t + 1] {
-                return; // (an empty chunk: nothing to take)
-            }
-            let dst = parts.take(t);
+        let at = q.map(|x| x - (c + 1));
+        for_ranges(ycol, at, par && n - c > PAR_W, |t, dst| {
             pulp::Arch::new().dispatch(Dots { a, m, c, u, q0: q[t], dst });
-        };
-        if par && n - c > PAR_W {
-            run_tasks(PARTS, task);
-        } else {
-            (0..PARTS).for_each(task);
-        }
+        });
     }
     pulp::Arch::new().dispatch(YFinish { a, m, n, j0, i, tau, sc });
 }
@@ -370,16 +360,10 @@ fn x_column<T: LinalgElem>(
     let q = cuts(c1, n);
     let v = &sc.row[c1..n];
     {
-        let parts = Parts::new(&mut sc.zx[..PARTS * rows], rows);
-        let task = |t: usize| {
-            let z = parts.take(t);
+        let at: [usize; PARTS + 1] = core::array::from_fn(|t| t * rows);
+        for_ranges(&mut sc.zx[..PARTS * rows], at, par && n - c1 >= PAR_W, |t, z| {
             pulp::Arch::new().dispatch(Axpys { a, m, c1, v, q0: q[t] - c1, q1: q[t + 1] - c1, z });
-        };
-        if par && n - c1 >= PAR_W {
-            run_tasks(PARTS, task);
-        } else {
-            (0..PARTS).for_each(task);
-        }
+        });
     }
     let (xl, xr) = sc.x.split_at_mut(i * m);
     let xcol = &mut xr[c1..m];
@@ -514,13 +498,8 @@ fn trailing_update<T: LinalgElem>(
     // V as `n x wd` column-major (its rows are `vr`'s contiguous rows), transposed in use
     let vm = MatRef::from_column_major_slice_with_stride(&sc.vr[..], n, wd, n);
     let q = cuts(j1, n);
-    let offsets: Vec<usize> = q[1..PARTS].iter().map(|&x| (x - j1) * m).collect();
-    let parts = Parts::at(right, &offsets);
-    let task = |t: usize| {
-        if q[t] == q[t + 1] {
-            return;
-        }
-        let cols = parts.take(t);
+    let at = q.map(|x| (x - j1) * m);
+    for_ranges(right, at, par && n - j1 >= PAR_W, |t, cols| {
         let (qa, qb) = (q[t], q[t + 1]);
         let mut q0 = qa;
         while q0 < qb {
@@ -533,11 +512,35 @@ fn trailing_update<T: LinalgElem>(
             matmul(cm.as_mut(), Accum::Add, xm, vb.transpose(), -T::ONE, Par::Seq);
             q0 = q1;
         }
-    };
-    if par && n - j1 >= PAR_W {
-        run_tasks(PARTS, task);
-    } else {
-        (0..PARTS).for_each(task);
+    });
+}
+
+/// `f(t, s[at[t]..at[t + 1]])` for the [`PARTS`] ranges of `s` at the increasing offsets
+/// `at` (the last range runs to the end of `s`), the non-empty ones, as tasks over the
+/// threads if `threaded` (else in order on this thread, with no allocation).
+fn for_ranges<T: Send>(
+    s: &mut [T],
+    at: [usize; PARTS + 1],
+    threaded: bool,
+    f: impl Fn(usize, &mut [T]) + Sync,
+) {
+    if threaded {
+        let parts = Parts::at(s, &at[1..PARTS]);
+        run_tasks(PARTS, |t| {
+            if at[t] < at[t + 1] {
+                f(t, parts.take(t));
+            }
+        });
+        return;
+    }
+    let mut rest = s;
+    for t in 0..PARTS {
+        let len = if t + 1 < PARTS { at[t + 1] - at[t] } else { rest.len() };
+        let (head, tail) = rest.split_at_mut(len);
+        if at[t] < at[t + 1] {
+            f(t, head);
+        }
+        rest = tail;
     }
 }
 

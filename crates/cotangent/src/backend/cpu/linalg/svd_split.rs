@@ -17,6 +17,7 @@ use super::bidiag_dc::{bidiag_dc, Work};
 use super::bidiag_split::{bidiag_split, Scratch as SplitScratch};
 use super::eigh::pow2_near;
 use super::LinalgElem;
+use crate::backend::cpu::par::with_par;
 use crate::backend::cpu::pool::{self, Pooled};
 
 /// `min(m, n)` from which [`svd_split`] is used (below, faer's `svd`).
@@ -25,10 +26,12 @@ pub(crate) const SPLIT_K: usize = 64;
 /// taller matrix by QR, as LAPACK does; its threshold, `11 / 6`).
 pub(crate) const SPLIT_RATIO: f64 = 11.0 / 6.0;
 
-/// Order from which the bidiagonal divide and conquer may run its halves in parallel.
-const DC_PAR: usize = 256;
-/// Work `m k²` from which faer applies the reflectors on every thread.
-const BACK_PAR: usize = 512 * 512 * 512;
+/// Order from which the bidiagonal divide and conquer may run its halves in parallel, and
+/// work `m k²` from which faer applies the reflectors on every thread. svdvals fwd+bwd at
+/// 256 (two threads, minimums of three alternating runs): 7.8-8.4 ms with neither,
+/// 7.5-7.8 with the first, 7.0-7.2 with both.
+const DC_PAR: usize = 128;
+const BACK_PAR: usize = 200 * 200 * 200;
 
 /// Workspace of [`svd_split`], reused across the matrices of one task.
 #[derive(Default)]
@@ -46,8 +49,12 @@ pub(crate) struct Scratch<T: Pooled> {
     cs: Vec<T>,
     split: SplitScratch<T>,
     dc: Work<T>,
-    /// faer's workspace, with the requirement it was sized for.
+    /// The right reflectors as columns, `k x k`.
+    r: Vec<T>,
+    /// faer's workspaces (applying `Q`, applying `P`), with the requirement each was sized
+    /// for.
     mem: Option<(StackReq, MemBuffer)>,
+    mem2: Option<(StackReq, MemBuffer)>,
 }
 
 impl<T: Pooled> Drop for Scratch<T> {
@@ -55,6 +62,7 @@ impl<T: Pooled> Drop for Scratch<T> {
         pool::give(std::mem::take(&mut self.a));
         pool::give(std::mem::take(&mut self.ub));
         pool::give(std::mem::take(&mut self.vb));
+        pool::give(std::mem::take(&mut self.r));
     }
 }
 
@@ -120,7 +128,9 @@ pub(crate) fn svd_split<T: LinalgElem>(
         *sj = dj.abs();
     }
     let Some((u, ku, v, kv)) = uv else {
-        if !bidiag_dc(s, &mut sc.e, None, threads && k >= DC_PAR, &mut sc.dc) {
+        let parallel = threads && k >= DC_PAR;
+        let (d, e, dc) = (&mut *s, &mut sc.e, &mut sc.dc);
+        if !with_par(parallel, move |_| bidiag_dc(d, e, None, parallel, dc)) {
             return false;
         }
         for x in s.iter_mut() {
@@ -134,7 +144,11 @@ pub(crate) fn svd_split<T: LinalgElem>(
         buf.resize(k * k, T::ZERO);
     }
     let parallel = threads && k >= DC_PAR;
-    if !bidiag_dc(s, &mut sc.e, Some((&mut sc.ub, &mut sc.vb)), parallel, &mut sc.dc) {
+    // on a worker of the pool when parallel, for the merges' joins (from outside the pool
+    // each join waited for a wake-up: 2.1-6.0 ms at n = 256 against 2.1)
+    let (d, e, ub, vb, dc) = (&mut *s, &mut sc.e, &mut sc.ub, &mut sc.vb, &mut sc.dc);
+    let ok = with_par(parallel, move |_| bidiag_dc(d, e, Some((ub, vb)), parallel, dc));
+    if !ok {
         return false;
     }
     for x in s.iter_mut() {
@@ -144,42 +158,55 @@ pub(crate) fn svd_split<T: LinalgElem>(
     let (q, kq, p, kp) = if tall { (u, ku, v, kv) } else { (v, kv, u, ku) };
     fill_factor(q, mm, kq, &sc.ub, &sc.rs, k);
     fill_factor(p, k, kp, &sc.vb, &sc.cs, k);
-    let par = if threads && mm * k * k >= BACK_PAR { Par::rayon(0) } else { Par::Seq };
-    let req = StackReq::any_of(&[
-        apply_block_householder_sequence_on_the_left_in_place_scratch::<T>(mm, bs, kq),
-        apply_block_householder_sequence_on_the_left_in_place_scratch::<T>(k - 1, bs, kp),
-    ]);
+    // the right reflectors (rows of the reduced matrix right of the superdiagonal) as the
+    // columns of their own matrix, below its diagonal; then Q and P applied at once, one
+    // per thread when there are threads (each in sequence: 1024, 2 threads, 48 ms as two
+    // parallel applications one after the other)
+    sc.r.clear();
+    pool::reserve(&mut sc.r, k * k);
+    sc.r.resize(k * k, T::ZERO);
+    for j in 1..k {
+        for (i, &x) in sc.a[j * mm..j * mm + j].iter().enumerate() {
+            sc.r[i * k + j] = x;
+        }
+    }
+    let req = apply_block_householder_sequence_on_the_left_in_place_scratch::<T>(mm, bs, kq);
     let mem = match &mut sc.mem {
         Some((r, mem)) if *r == req => mem,
         slot => &mut slot.insert((req, MemBuffer::new(req))).1,
     };
-    let am = MatRef::from_column_major_slice(&sc.a, mm, k);
-    let hl = MatRef::from_column_major_slice(&sc.hl, bs, k);
-    apply_block_householder_sequence_on_the_left_in_place_with_conj(
-        am,
-        hl,
-        Conj::No,
-        MatMut::from_column_major_slice_mut(q, mm, kq),
-        par,
-        MemStack::new(mem),
-    );
-    // the right reflectors (rows of the reduced matrix right of the superdiagonal) as
-    // columns, below the diagonal, where the left ones were
-    for j in 1..k {
-        for i in 0..j {
-            sc.a[i * mm + j] = sc.a[j * mm + i];
-        }
+    let req2 = apply_block_householder_sequence_on_the_left_in_place_scratch::<T>(k - 1, bs, kp);
+    let mem2 = match &mut sc.mem2 {
+        Some((r, mem)) if *r == req2 => mem,
+        slot => &mut slot.insert((req2, MemBuffer::new(req2))).1,
+    };
+    let (a, hl, r, hr) = (&sc.a, &sc.hl, &sc.r, &sc.hr);
+    let mut left = move || {
+        apply_block_householder_sequence_on_the_left_in_place_with_conj(
+            MatRef::from_column_major_slice(a, mm, k),
+            MatRef::from_column_major_slice(hl, bs, k),
+            Conj::No,
+            MatMut::from_column_major_slice_mut(q, mm, kq),
+            Par::Seq,
+            MemStack::new(mem),
+        );
+    };
+    let mut right = move || {
+        apply_block_householder_sequence_on_the_left_in_place_with_conj(
+            MatRef::from_column_major_slice(r, k, k).submatrix(1, 0, k - 1, k - 1),
+            MatRef::from_column_major_slice(hr, bs, k - 1),
+            Conj::No,
+            MatMut::from_column_major_slice_mut(p, k, kp).subrows_mut(1, k - 1),
+            Par::Seq,
+            MemStack::new(mem2),
+        );
+    };
+    if threads && mm * k * k >= BACK_PAR {
+        with_par(true, move |_| rayon::join(left, right));
+    } else {
+        left();
+        right();
     }
-    let am = MatRef::from_column_major_slice(&sc.a, mm, k);
-    let hr = MatRef::from_column_major_slice(&sc.hr, bs, k - 1);
-    apply_block_householder_sequence_on_the_left_in_place_with_conj(
-        am.submatrix(1, 0, k - 1, k - 1),
-        hr,
-        Conj::No,
-        MatMut::from_column_major_slice_mut(p, k, kp).subrows_mut(1, k - 1),
-        par,
-        MemStack::new(mem),
-    );
     true
 }
 
