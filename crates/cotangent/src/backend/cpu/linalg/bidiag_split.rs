@@ -55,6 +55,8 @@ pub(crate) struct Scratch<T> {
     zx: Vec<T>,
     /// The current row, contiguous.
     row: Vec<T>,
+    /// The panel's rows as they were at its start, `NB x n` row-major.
+    rp: Vec<T>,
     /// Small products with the panel's reflectors.
     t: Vec<T>,
 }
@@ -85,7 +87,9 @@ pub(crate) fn bidiag_split<T: LinalgElem>(
 ) {
     debug_assert!(m >= n && n >= 1 && a.len() == m * n);
     debug_assert!(hl.len() == bs * n && hr.len() == bs * (n - 1));
-    for (v, len) in [(&mut sc.x, m * NB), (&mut sc.y, n * NB), (&mut sc.vr, n * NB)] {
+    for (v, len) in
+        [(&mut sc.x, m * NB), (&mut sc.y, n * NB), (&mut sc.vr, n * NB), (&mut sc.rp, n * NB)]
+    {
         v.clear();
         v.resize(len, T::ZERO);
     }
@@ -96,6 +100,13 @@ pub(crate) fn bidiag_split<T: LinalgElem>(
     let mut j0 = 0;
     while j0 < n {
         let wd = NB.min(n - j0);
+        // the panel's rows right of the diagonal, row-major (each row then read whole;
+        // in place it is one cache line per entry)
+        for q in j0 + 1..n {
+            for (r, &x) in a[q * m + j0..q * m + j0 + wd].iter().enumerate() {
+                sc.rp[r * n + q] = x;
+            }
+        }
         for i in 0..wd {
             let c = j0 + i;
             let Some(tq) = left_step(a, m, n, j0, i, hl, bs, sc) else {
@@ -107,6 +118,13 @@ pub(crate) fn bidiag_split<T: LinalgElem>(
             x_column(a, m, n, j0, i, tp, par, sc);
             // the head of the left reflector (1 meanwhile) back to B's diagonal entry
             a[c * m + c] = sc.t[3 * NB];
+        }
+        // the right reflectors' essential parts into the panel's rows
+        for q in j0 + 2..n {
+            let rows = wd.min(q - j0 - 1);
+            for (r, x) in a[q * m + j0..q * m + j0 + rows].iter_mut().enumerate() {
+                *x = sc.vr[r * n + q];
+            }
         }
         let j1 = j0 + wd;
         trailing_update(a, m, n, j0, j1, par, sc);
@@ -292,10 +310,10 @@ impl<T: LinalgElem> pulp::WithSimd for YFinish<'_, T> {
     }
 }
 
-/// Row `c = j0 + i` (columns `c + 1..`) brought up to date into `sc.row`, its right
-/// reflector made (`B`'s superdiagonal entry and the reflector's essential part written
-/// to `a`, the reflector with its unit head into `sc.vr`'s row `i`), its `τ` stored in
-/// `hr`; LAPACK's `τ` returned.
+/// Row `c = j0 + i` (columns `c + 1..`, from the panel's copy `sc.rp`) brought up to date
+/// into `sc.row`, its right reflector made (`B`'s superdiagonal entry written to `a`, the
+/// reflector with its unit head into `sc.vr`'s row `i`), its `τ` stored in `hr`; LAPACK's
+/// `τ` returned.
 #[allow(clippy::too_many_arguments)]
 fn right_step<T: LinalgElem>(
     a: &mut [T],
@@ -309,9 +327,7 @@ fn right_step<T: LinalgElem>(
 ) -> T {
     let c = j0 + i;
     let row = &mut sc.row[c + 1..n];
-    for (k, r) in row.iter_mut().enumerate() {
-        *r = a[(c + 1 + k) * m + c];
-    }
+    row.copy_from_slice(&sc.rp[i * n + c + 1..(i + 1) * n]);
     // row −= Y[c+1.., ..=i] U[c, ..=i]ᵀ + V[..i, c+1..]ᵀ X[c, ..i]ᵀ (U[c, i] = 1)
     for p in 0..i {
         let (ucp, xcp) = (a[(j0 + p) * m + c], sc.x[p * m + c]);
@@ -329,11 +345,9 @@ fn right_step<T: LinalgElem>(
     };
     let tau_f = pulp::Arch::new().dispatch(Reflector { head, tail });
     hr[c * bs] = tau_f;
+    // (the essential part goes to `a` from `vr` at the end of the panel)
     a[(c + 1) * m + c] = *head;
     *head = T::ONE;
-    for (k, &r) in row.iter().enumerate().skip(1) {
-        a[(c + 1 + k) * m + c] = r;
-    }
     let vrow = &mut sc.vr[i * n..(i + 1) * n];
     vrow[..c + 1].fill(T::ZERO);
     vrow[c + 1..].copy_from_slice(row);
