@@ -2,9 +2,10 @@
 //! gauge: one-sided Jacobi for small matrices (one at a time, or [`LANES`] at a time in
 //! SIMD lanes for batches; round-robin pair order and cached squared column norms, as
 //! LAPACK's `dgesvj`, so one inner product per pair; f64 lanes beyond [`JACOBI_MAX`]
-//! columns start in f32, [`mixed_start`]), faer's bidiagonal divide-and-conquer SVD
-//! otherwise (with leaves of [`BIDIAG_LEAF`]); and the fused per-matrix VJP
-//! [`svd_backward`] (used when the backward pass is not recorded).
+//! columns start in f32, [`mixed_start`]), our own stages for square-ish matrices from
+//! order [`SPLIT_K`] ([`svd_split`](super::svd_split)), faer's bidiagonal
+//! divide-and-conquer SVD otherwise (with leaves of [`BIDIAG_LEAF`]); and the fused
+//! per-matrix VJP [`svd_backward`] (used when the backward pass is not recorded).
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 
