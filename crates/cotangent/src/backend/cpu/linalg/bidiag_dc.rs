@@ -55,7 +55,7 @@ use faer::linalg::svd::{self as fsvd, ComputeSvdVectors};
 use faer::{Accum, MatMut, MatRef, Par};
 
 use super::eigh::hypot;
-use super::tridiag_dc::{reset, reset_big};
+use super::tridiag_dc::{middle_way, reset, reset_big, sums};
 use super::tridiag_qr::identity;
 use super::LinalgElem;
 use crate::backend::cpu::pool::{self, Pooled};
@@ -751,32 +751,6 @@ impl<T: LinalgElem> pulp::WithSimd for Roots<'_, T> {
     }
 }
 
-/// `Σ_{j in range} z_j² / (δ_j - τ)` and its derivative in `τ`, where
-/// `δ_j = d_j² - d_o² = (d_j - d_o)(d_j + d_o)`: four independent sums (the divisions
-/// pipelined).
-#[inline(always)]
-fn sums<T: LinalgElem>(d: &[T], z: &[T], dor: T, t: T) -> (T, T) {
-    let mut f = [T::ZERO; 4];
-    let mut g = [T::ZERO; 4];
-    let mut dc = d.chunks_exact(4);
-    let mut zc = z.chunks_exact(4);
-    for (dd, zz) in (&mut dc).zip(&mut zc) {
-        for l in 0..4 {
-            let inv = T::ONE / ((dd[l] - dor) * (dd[l] + dor) - t);
-            let a = zz[l] * inv;
-            f[l] += zz[l] * a;
-            g[l] += a * a;
-        }
-    }
-    for (&dd, &zz) in dc.remainder().iter().zip(zc.remainder()) {
-        let inv = T::ONE / ((dd - dor) * (dd + dor) - t);
-        let a = zz * inv;
-        f[0] += zz * a;
-        g[0] += a * a;
-    }
-    ((f[0] + f[1]) + (f[2] + f[3]), (g[0] + g[1]) + (g[2] + g[3]))
-}
-
 /// Root `i` of the secular equation (see [`Roots`]): `(origin, tau)`.
 #[inline(always)]
 fn secular_root<T: LinalgElem>(d: &[T], z: &[T], i: usize) -> (usize, T) {
@@ -798,8 +772,8 @@ fn secular_root<T: LinalgElem>(d: &[T], z: &[T], i: usize) -> (usize, T) {
     } else {
         // the midpoint of the gap decides the nearer pole; its sums start the iteration
         let mid = gap(i + 1, i) / two;
-        let (psi, dpsi) = sums(&d[..=p1], &z[..=p1], d[i], mid);
-        let (phi, dphi) = sums(&d[p2..], &z[p2..], d[i], mid);
+        let (psi, dpsi) = sums(&d[..=p1], &z[..=p1], |x| (x - d[i]) * (x + d[i]), mid);
+        let (phi, dphi) = sums(&d[p2..], &z[p2..], |x| (x - d[i]) * (x + d[i]), mid);
         let at = Some((psi, dpsi, phi, dphi));
         if T::ONE + psi + phi >= T::ZERO {
             (i, T::ZERO, mid, mid, at)
@@ -817,8 +791,8 @@ fn secular_root<T: LinalgElem>(d: &[T], z: &[T], i: usize) -> (usize, T) {
         let (psi, dpsi, phi, dphi) = if let Some(s) = at.take() {
             s
         } else {
-            let (psi, dpsi) = sums(&d[..=p1], &z[..=p1], dor, t);
-            let (phi, dphi) = sums(&d[p2..], &z[p2..], dor, t);
+            let (psi, dpsi) = sums(&d[..=p1], &z[..=p1], |x| (x - dor) * (x + dor), t);
+            let (phi, dphi) = sums(&d[p2..], &z[p2..], |x| (x - dor) * (x + dor), t);
             (psi, dpsi, phi, dphi)
         };
         let w = T::ONE + psi + phi;
@@ -837,29 +811,11 @@ fn secular_root<T: LinalgElem>(d: &[T], z: &[T], i: usize) -> (usize, T) {
         if hi - lo <= two * eps * if lo.abs() > hi.abs() { lo.abs() } else { hi.abs() } {
             break;
         }
-        // the model c + s1 / (δ1 - x) + s2 / (δ2 - x) matching ψ and φ to first order
-        let mut next = (lo + hi) / two;
-        if step < BISECT_AFTER {
-            let (a1, a2) = (del1 - t, del2 - t);
-            let s1 = dpsi * a1 * a1;
-            let s2 = dphi * a2 * a2;
-            let c = w - s1 / a1 - s2 / a2;
-            // c x² - b x + cc = 0
-            let b = c * (del1 + del2) + s1 + s2;
-            let cc = c * del1 * del2 + s1 * del2 + s2 * del1;
-            let disc = b * b - T::of(4.0) * c * cc;
-            if disc >= T::ZERO {
-                let sq = disc.sqrt();
-                let big = if b >= T::ZERO { b + sq } else { b - sq };
-                let r1 = if big == T::ZERO { T::NAN } else { two * cc / big };
-                let r2 = if c == T::ZERO { T::NAN } else { big / (two * c) };
-                if r1 > lo && r1 < hi {
-                    next = r1;
-                } else if r2 > lo && r2 < hi {
-                    next = r2;
-                }
-            }
-        }
+        let next = if step < BISECT_AFTER {
+            middle_way(w, (dpsi, dphi), (del1, del2), t, (lo, hi))
+        } else {
+            (lo + hi) / two
+        };
         if next == t {
             break;
         }

@@ -428,24 +428,26 @@ impl<T: LinalgElem> pulp::WithSimd for Roots<'_, T> {
     }
 }
 
-/// `Σ_{j in range} z_j² / (δ_j - τ)` and its derivative in `τ`, `δ_j = d_j - d_o`: four
-/// independent sums (the divisions pipelined).
+/// `Σ_{j in range} z_j² / (δ_j - τ)` and its derivative in `τ`, with `δ_j = delta(d_j)`
+/// the pole's offset from the root's origin (`d_j - d_o` here, `d_j² - d_o²` formed as
+/// `(d_j - d_o)(d_j + d_o)` in the bidiagonal SVD): four independent sums (the divisions
+/// pipelined).
 #[inline(always)]
-fn sums<T: LinalgElem>(d: &[T], z: &[T], dor: T, t: T) -> (T, T) {
+pub(super) fn sums<T: LinalgElem>(d: &[T], z: &[T], delta: impl Fn(T) -> T, t: T) -> (T, T) {
     let mut f = [T::ZERO; 4];
     let mut g = [T::ZERO; 4];
     let mut dc = d.chunks_exact(4);
     let mut zc = z.chunks_exact(4);
     for (dd, zz) in (&mut dc).zip(&mut zc) {
         for l in 0..4 {
-            let inv = T::ONE / ((dd[l] - dor) - t);
+            let inv = T::ONE / (delta(dd[l]) - t);
             let a = zz[l] * inv;
             f[l] += zz[l] * a;
             g[l] += a * a;
         }
     }
     for (&dd, &zz) in dc.remainder().iter().zip(zc.remainder()) {
-        let inv = T::ONE / ((dd - dor) - t);
+        let inv = T::ONE / (delta(dd) - t);
         let a = zz * inv;
         f[0] += zz * a;
         g[0] += a * a;
@@ -474,8 +476,8 @@ fn secular_root<T: LinalgElem>(d: &[T], z: &[T], rho: T, i: usize) -> (usize, T)
     } else {
         // the midpoint of the gap decides the nearer pole; its sums start the iteration
         let mid = (d[i + 1] - d[i]) / two;
-        let (psi, dpsi) = sums(&d[..=p1], &z[..=p1], d[i], mid);
-        let (phi, dphi) = sums(&d[p2..], &z[p2..], d[i], mid);
+        let (psi, dpsi) = sums(&d[..=p1], &z[..=p1], |x| x - d[i], mid);
+        let (phi, dphi) = sums(&d[p2..], &z[p2..], |x| x - d[i], mid);
         let at = Some((psi, dpsi, phi, dphi));
         if rinv + psi + phi >= T::ZERO {
             (i, T::ZERO, mid, mid, at)
@@ -493,8 +495,8 @@ fn secular_root<T: LinalgElem>(d: &[T], z: &[T], rho: T, i: usize) -> (usize, T)
         let (psi, dpsi, phi, dphi) = if let Some(s) = at.take() {
             s
         } else {
-            let (psi, dpsi) = sums(&d[..=p1], &z[..=p1], dor, t);
-            let (phi, dphi) = sums(&d[p2..], &z[p2..], dor, t);
+            let (psi, dpsi) = sums(&d[..=p1], &z[..=p1], |x| x - dor, t);
+            let (phi, dphi) = sums(&d[p2..], &z[p2..], |x| x - dor, t);
             (psi, dpsi, phi, dphi)
         };
         let w = rinv + psi + phi;
@@ -515,35 +517,53 @@ fn secular_root<T: LinalgElem>(d: &[T], z: &[T], rho: T, i: usize) -> (usize, T)
         if hi - lo <= two * eps * if lo.abs() > hi.abs() { lo.abs() } else { hi.abs() } {
             break;
         }
-        // the model c + s1 / (δ1 - x) + s2 / (δ2 - x) matching ψ and φ to first order
-        let mut next = (lo + hi) / two;
-        if step < BISECT_AFTER {
-            let (a1, a2) = (del1 - t, del2 - t);
-            let s1 = dpsi * a1 * a1;
-            let s2 = dphi * a2 * a2;
-            let c = w - s1 / a1 - s2 / a2;
-            // c x² - b x + cc = 0
-            let b = c * (del1 + del2) + s1 + s2;
-            let cc = c * del1 * del2 + s1 * del2 + s2 * del1;
-            let disc = b * b - T::of(4.0) * c * cc;
-            if disc >= T::ZERO {
-                let sq = disc.sqrt();
-                let big = if b >= T::ZERO { b + sq } else { b - sq };
-                let r1 = if big == T::ZERO { T::NAN } else { two * cc / big };
-                let r2 = if c == T::ZERO { T::NAN } else { big / (two * c) };
-                if r1 > lo && r1 < hi {
-                    next = r1;
-                } else if r2 > lo && r2 < hi {
-                    next = r2;
-                }
-            }
-        }
+        let next = if step < BISECT_AFTER {
+            middle_way(w, (dpsi, dphi), (del1, del2), t, (lo, hi))
+        } else {
+            (lo + hi) / two
+        };
         if next == t {
             break;
         }
         t = next;
     }
     (o, t)
+}
+
+/// The next iterate of a secular root in the bracket `(lo, hi)` from `t`: the root in the
+/// bracket of the model `c + s₁/(δ₁ − x) + s₂/(δ₂ − x)` (its two nearest poles `δ₁`,
+/// `δ₂`) that matches the secular function's value `w` and the derivatives `ψ'`, `φ'` of
+/// its two parts at `t` (Li's "middle way"), or the bracket's midpoint when the model has
+/// no root there.
+pub(super) fn middle_way<T: LinalgElem>(
+    w: T,
+    (dpsi, dphi): (T, T),
+    (del1, del2): (T, T),
+    t: T,
+    (lo, hi): (T, T),
+) -> T {
+    let two = T::of(2.0);
+    let (a1, a2) = (del1 - t, del2 - t);
+    let s1 = dpsi * a1 * a1;
+    let s2 = dphi * a2 * a2;
+    let c = w - s1 / a1 - s2 / a2;
+    // c x² - b x + cc = 0
+    let b = c * (del1 + del2) + s1 + s2;
+    let cc = c * del1 * del2 + s1 * del2 + s2 * del1;
+    let disc = b * b - T::of(4.0) * c * cc;
+    if disc >= T::ZERO {
+        let sq = disc.sqrt();
+        let big = if b >= T::ZERO { b + sq } else { b - sq };
+        let r1 = if big == T::ZERO { T::NAN } else { two * cc / big };
+        let r2 = if c == T::ZERO { T::NAN } else { big / (two * c) };
+        if r1 > lo && r1 < hi {
+            return r1;
+        }
+        if r2 > lo && r2 < hi {
+            return r2;
+        }
+    }
+    (lo + hi) / two
 }
 
 /// `ẑ_j` for `j` in `first..first + zh.len()` (Gu & Eisenstat): the rank-one term for
