@@ -360,4 +360,47 @@ mod tests {
         assert!(one == run(2, true), "2 threads");
         assert!(one == run(3, true), "3 threads");
     }
+
+    /// f32 (the bidiagonalisation's f32 kernels, threaded from 320 x 320): the factors
+    /// reconstruct the matrix and are orthonormal to f32 rounding, and `S` is the f64
+    /// decomposition's of the same matrix to f32 rounding.
+    #[test]
+    fn f32_factors() {
+        let mut state = 7;
+        let mut sc32 = Scratch::<f32>::default();
+        let mut sc64 = Scratch::<f64>::default();
+        for (m, n) in [(100, 80), (80, 100), (330, 330)] {
+            let k = m.min(n);
+            let a: Vec<f64> = (0..m * n).map(|_| rnd(&mut state)).collect();
+            let a32: Vec<f32> = a.iter().map(|&x| x as f32).collect();
+            let a_of32: Vec<f64> = a32.iter().map(|&x| f64::from(x)).collect();
+            let mut want = vec![0.0f64; k];
+            assert!(svd_split(&a_of32, m, n, &mut want, None, true, &mut sc64));
+            let (mut u, mut v, mut s) = (vec![0.0f32; m * k], vec![0.0f32; n * k], vec![0.0f32; k]);
+            assert!(svd_split(
+                &a32,
+                m,
+                n,
+                &mut s,
+                Some((&mut u[..], k, &mut v[..], k)),
+                true,
+                &mut sc32
+            ));
+            let tol = 4.0 * f64::from(f32::EPSILON) * (m + n) as f64;
+            let (u, v): (Vec<f64>, Vec<f64>) =
+                (u.iter().map(|&x| x.into()).collect(), v.iter().map(|&x| x.into()).collect());
+            assert!(orthogonality(&u, m, k) <= tol, "{m}x{n}: U");
+            assert!(orthogonality(&v, n, k) <= tol, "{m}x{n}: V");
+            for (j, (&x, &y)) in s.iter().zip(&want).enumerate() {
+                assert!((f64::from(x) - y).abs() <= tol * want[0], "{m}x{n}: s[{j}] {x} vs {y}");
+            }
+            for j in 0..n {
+                for i in 0..m {
+                    let r: f64 =
+                        (0..k).map(|p| u[p * m + i] * f64::from(s[p]) * v[p * n + j]).sum();
+                    assert!((r - a_of32[j * m + i]).abs() <= tol * want[0], "{m}x{n}: A[{i}, {j}]");
+                }
+            }
+        }
+    }
 }
