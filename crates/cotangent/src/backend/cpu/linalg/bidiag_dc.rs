@@ -55,7 +55,7 @@ use faer::linalg::svd::{self as fsvd, ComputeSvdVectors};
 use faer::{Accum, MatMut, MatRef, Par};
 
 use super::eigh::hypot;
-use super::tridiag_dc::{middle_way, reset, reset_big, sums};
+use super::tridiag_dc::{middle_way, reset, reset_big, sums, ZHat};
 use super::tridiag_qr::identity;
 use super::LinalgElem;
 use crate::backend::cpu::pool::{self, Pooled};
@@ -571,7 +571,18 @@ fn merge<T: LinalgElem>(
     reset(zh, kk, T::ZERO);
     {
         let zhat = |first: usize, zh: &mut [T]| {
-            pulp::Arch::new().dispatch(ZHat { d: dk, z: zk, origin, tau, first, zh });
+            // the arrowhead for which the computed roots are exact (squared poles); its
+            // scale matters here, unlike the symmetric case: the left vectors' first entry
+            // is -1
+            pulp::Arch::new().dispatch(ZHat {
+                d: dk,
+                z: zk,
+                origin,
+                tau,
+                first,
+                zh,
+                gap: |a: T, b: T| (a - b) * (a + b),
+            });
         };
         if parallel {
             let (z0, z1) = zh.split_at_mut(kk / 2);
@@ -822,51 +833,6 @@ fn secular_root<T: LinalgElem>(d: &[T], z: &[T], i: usize) -> (usize, T) {
         t = next;
     }
     (o, t)
-}
-
-/// `ẑ_j` for `j` in `first..first + zh.len()` (Gu & Eisenstat): the arrowhead for which
-/// the computed roots are exact, `ẑ_j² = Π_i (σ_i² - d_j²) / Π_{i≠j} (d_i² - d_j²)`, a
-/// product of ratios of order one (the roots interlace the poles); the sign of `z_j`.
-/// (Unlike the symmetric case its scale matters: the left vectors' first entry is `-1`.)
-struct ZHat<'a, T> {
-    d: &'a [T],
-    z: &'a [T],
-    origin: &'a [usize],
-    tau: &'a [T],
-    first: usize,
-    zh: &'a mut [T],
-}
-
-impl<T: LinalgElem> pulp::WithSimd for ZHat<'_, T> {
-    type Output = ();
-    #[inline(always)]
-    fn with_simd<S: pulp::Simd>(self, _simd: S) {
-        let ZHat { d, z, origin, tau, first, zh } = self;
-        let k = d.len();
-        let dj = &d[first..first + zh.len()];
-        for (r, p) in zh.iter_mut().enumerate() {
-            let j = first + r;
-            let o = d[origin[j]];
-            *p = (o - d[j]) * (o + d[j]) + tau[j];
-        }
-        // for each root i, the factor of every j != i (contiguous: vectorised)
-        for i in 0..k {
-            let (di, oi, ti) = (d[i], d[origin[i]], tau[i]);
-            let factor =
-                |(p, &x): (&mut T, &T)| *p *= ((oi - x) * (oi + x) + ti) / ((di - x) * (di + x));
-            if i < first || i >= first + zh.len() {
-                zh.iter_mut().zip(dj).for_each(factor);
-            } else {
-                let r = i - first;
-                zh[..r].iter_mut().zip(&dj[..r]).for_each(factor);
-                zh[r + 1..].iter_mut().zip(&dj[r + 1..]).for_each(factor);
-            }
-        }
-        for (r, p) in zh.iter_mut().enumerate() {
-            let x = p.abs().sqrt();
-            *p = if z[first + r] < T::ZERO { -x } else { x };
-        }
-    }
 }
 
 /// Columns `first..` of the arrowhead's right singular vectors into `cv` and left ones

@@ -329,7 +329,15 @@ fn merge<T: LinalgElem>(
     reset(zh, k, T::ZERO);
     if k > 0 {
         let zhat = |first: usize, zh: &mut [T]| {
-            pulp::Arch::new().dispatch(ZHat { d: dk, z: zk, origin, tau, first, zh });
+            pulp::Arch::new().dispatch(ZHat {
+                d: dk,
+                z: zk,
+                origin,
+                tau,
+                first,
+                zh,
+                gap: |a: T, b: T| a - b,
+            });
         };
         if parallel {
             let (z0, z1) = zh.split_at_mut(k / 2);
@@ -567,33 +575,38 @@ pub(super) fn middle_way<T: LinalgElem>(
 }
 
 /// `ẑ_j` for `j` in `first..first + zh.len()` (Gu & Eisenstat): the rank-one term for
-/// which the computed roots are exact, `ẑ_j² = Π_i (λ_i - d_j) / Π_{i≠j} (d_i - d_j)`
+/// which the computed roots are exact, `ẑ_j² = Π_i gap(λ_i, d_j) / Π_{i≠j} gap(d_i, d_j)`
 /// (up to the common factor `1/ρ`, which the normalisation of the vectors removes), a
 /// product of ratios of order one (the roots interlace the poles); the sign of `z_j`.
-struct ZHat<'a, T> {
-    d: &'a [T],
-    z: &'a [T],
-    origin: &'a [usize],
-    tau: &'a [T],
-    first: usize,
-    zh: &'a mut [T],
+/// Each root is held as its pole `d[origin[i]]` and offset `tau[i]`, so
+/// `gap(λ_i, x) = gap(d[origin[i]], x) + tau[i]`. `gap(a, b)` is `a - b` for the
+/// symmetric eigenproblem and `(a - b)(a + b)` for the bidiagonal SVD (squared poles,
+/// [`super::bidiag_dc`]).
+pub(super) struct ZHat<'a, T, G> {
+    pub(super) d: &'a [T],
+    pub(super) z: &'a [T],
+    pub(super) origin: &'a [usize],
+    pub(super) tau: &'a [T],
+    pub(super) first: usize,
+    pub(super) zh: &'a mut [T],
+    pub(super) gap: G,
 }
 
-impl<T: LinalgElem> pulp::WithSimd for ZHat<'_, T> {
+impl<T: LinalgElem, G: Fn(T, T) -> T> pulp::WithSimd for ZHat<'_, T, G> {
     type Output = ();
     #[inline(always)]
     fn with_simd<S: pulp::Simd>(self, _simd: S) {
-        let ZHat { d, z, origin, tau, first, zh } = self;
+        let ZHat { d, z, origin, tau, first, zh, gap } = self;
         let k = d.len();
         let dj = &d[first..first + zh.len()];
         for (r, p) in zh.iter_mut().enumerate() {
             let j = first + r;
-            *p = (d[origin[j]] - d[j]) + tau[j];
+            *p = gap(d[origin[j]], d[j]) + tau[j];
         }
         // for each root i, the factor of every j != i (contiguous: vectorised)
         for i in 0..k {
             let (di, oi, ti) = (d[i], d[origin[i]], tau[i]);
-            let factor = |(p, &x): (&mut T, &T)| *p *= ((oi - x) + ti) / (di - x);
+            let factor = |(p, &x): (&mut T, &T)| *p *= (gap(oi, x) + ti) / gap(di, x);
             if i < first || i >= first + zh.len() {
                 zh.iter_mut().zip(dj).for_each(factor);
             } else {
