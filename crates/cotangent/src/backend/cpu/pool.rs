@@ -11,46 +11,75 @@
 //! left to the allocator, which serves them well. (Glibc's default mmap threshold is 128
 //! KiB, and even below its dynamic one, freeing a buffer at the top of the heap trims
 //! it: a batch of 4,096 4 x 4 matrices, 512 KiB, faulted its pages in on every use.)
+//!
+//! Middle-sized buffers ([`SMALL_BYTES`] to [`MIN_BYTES`]: a 64 x 64 f64 matrix is 32
+//! KiB) have a cache of their own, of at most [`MAX_SMALL_BUFFERS`]: alone each is served
+//! well by the allocator, but an op's temporaries together (a 64 x 64 SVD's forward and
+//! backward: a dozen) grow the top of the heap past glibc's trim threshold (128 KiB), and
+//! freeing them at the end of each call trimmed it, to be grown and faulted in again by the
+//! next: `svd` forward and backward at 64 x 64 took 700 us in such a process and 370 us
+//! with the trim threshold raised (`GLIBC_TUNABLES=glibc.malloc.trim_threshold=...`),
+//! which is what this cache gives. Whether a process trimmed depended on its history
+//! (a larger buffer freed earlier raises glibc's dynamic thresholds), so the same
+//! benchmark ran at either speed from one run to the next. Kept apart from the large
+//! buffers so that they never evict one.
 
 use std::sync::Mutex;
 
 use half::{bf16, f16};
 use num_complex::Complex;
 
-/// Buffers smaller than this are not cached.
+/// Buffers from this size are cached among the large ones.
 const MIN_BYTES: usize = 1 << 17;
+/// Buffers from this size up to [`MIN_BYTES`] are cached among the middle-sized ones;
+/// smaller ones are not cached.
+const SMALL_BYTES: usize = 1 << 14;
+/// At most this many middle-sized buffers are cached per dtype (at most 4 MiB).
+const MAX_SMALL_BUFFERS: usize = 32;
 /// At most this many bytes are cached per dtype.
 const MAX_BYTES: usize = 1 << 30;
 /// At most this many buffers are cached per dtype.
 const MAX_BUFFERS: usize = 64;
 
+/// A cache: the large buffers and the middle-sized ones.
+pub(crate) struct Caches<T> {
+    large: Mutex<Vec<Vec<T>>>,
+    small: Mutex<Vec<Vec<T>>>,
+}
+
+impl<T> Caches<T> {
+    const fn new() -> Self {
+        Caches { large: Mutex::new(Vec::new()), small: Mutex::new(Vec::new()) }
+    }
+}
+
 /// Element types of CPU buffers; f32, f64 and i64 have a cache (i64 for the pivots of
 /// batched LU factorisations: 4,096 4 x 4 matrices have 128 KiB of them, which were
 /// zero-filled anew on every call, 4% of a batched solve).
 pub(crate) trait Pooled: Copy + Default + Send + Sync + 'static {
-    /// The cache of this type, if it has one.
-    fn pool() -> Option<&'static Mutex<Vec<Vec<Self>>>> {
+    /// The caches of this type, if it has them.
+    fn pool() -> Option<&'static Caches<Self>> {
         None
     }
 }
 
 impl Pooled for f64 {
-    fn pool() -> Option<&'static Mutex<Vec<Vec<f64>>>> {
-        static POOL: Mutex<Vec<Vec<f64>>> = Mutex::new(Vec::new());
+    fn pool() -> Option<&'static Caches<f64>> {
+        static POOL: Caches<f64> = Caches::new();
         Some(&POOL)
     }
 }
 
 impl Pooled for f32 {
-    fn pool() -> Option<&'static Mutex<Vec<Vec<f32>>>> {
-        static POOL: Mutex<Vec<Vec<f32>>> = Mutex::new(Vec::new());
+    fn pool() -> Option<&'static Caches<f32>> {
+        static POOL: Caches<f32> = Caches::new();
         Some(&POOL)
     }
 }
 
 impl Pooled for i64 {
-    fn pool() -> Option<&'static Mutex<Vec<Vec<i64>>>> {
-        static POOL: Mutex<Vec<Vec<i64>>> = Mutex::new(Vec::new());
+    fn pool() -> Option<&'static Caches<i64>> {
+        static POOL: Caches<i64> = Caches::new();
         Some(&POOL)
     }
 }
@@ -63,6 +92,19 @@ impl Pooled for Complex<f64> {}
 
 fn bytes<T>(n: usize) -> usize {
     n.saturating_mul(std::mem::size_of::<T>())
+}
+
+/// The cache for buffers of `size` bytes, and how many buffers it may hold; `None` if
+/// such buffers are not cached.
+fn cache_of<T: Pooled>(size: usize) -> Option<(&'static Mutex<Vec<Vec<T>>>, usize)> {
+    let pool = T::pool()?;
+    if (MIN_BYTES..=MAX_BYTES).contains(&size) {
+        Some((&pool.large, MAX_BUFFERS))
+    } else if (SMALL_BYTES..MIN_BYTES).contains(&size) {
+        Some((&pool.small, MAX_SMALL_BUFFERS))
+    } else {
+        None
+    }
 }
 
 /// An empty vector with room for `n` elements: a cached buffer of capacity `n..=2n` if
@@ -89,18 +131,16 @@ pub(crate) fn overwritten<T: Pooled>(n: usize, value: T) -> Vec<T> {
 
 /// A cached buffer of capacity `n..=2n` with its old contents, or an empty new one.
 fn reuse<T: Pooled>(n: usize) -> Vec<T> {
-    if bytes::<T>(n) >= MIN_BYTES {
-        if let Some(pool) = T::pool() {
-            if let Ok(mut p) = pool.lock() {
-                let best = p
-                    .iter()
-                    .enumerate()
-                    .filter(|(_, v)| v.capacity() >= n && v.capacity() <= 2 * n)
-                    .min_by_key(|(_, v)| v.capacity())
-                    .map(|(i, _)| i);
-                if let Some(i) = best {
-                    return p.swap_remove(i);
-                }
+    if let Some((pool, _)) = cache_of::<T>(bytes::<T>(n)) {
+        if let Ok(mut p) = pool.lock() {
+            let best = p
+                .iter()
+                .enumerate()
+                .filter(|(_, v)| v.capacity() >= n && v.capacity() <= 2 * n)
+                .min_by_key(|(_, v)| v.capacity())
+                .map(|(i, _)| i);
+            if let Some(i) = best {
+                return p.swap_remove(i);
             }
         }
     }
@@ -128,13 +168,10 @@ pub(crate) fn reserve<T: Pooled>(v: &mut Vec<T>, n: usize) {
 /// the oldest buffers are evicted first).
 pub(crate) fn give<T: Pooled>(v: Vec<T>) {
     let size = bytes::<T>(v.capacity());
-    if !(MIN_BYTES..=MAX_BYTES).contains(&size) {
-        return;
-    }
-    let Some(pool) = T::pool() else { return };
+    let Some((pool, max_buffers)) = cache_of::<T>(size) else { return };
     let Ok(mut p) = pool.lock() else { return };
     let mut total: usize = p.iter().map(|b| bytes::<T>(b.capacity())).sum();
-    while !p.is_empty() && (total + size > MAX_BYTES || p.len() >= MAX_BUFFERS) {
+    while !p.is_empty() && (total + size > MAX_BYTES || p.len() >= max_buffers) {
         let old = p.remove(0);
         total -= bytes::<T>(old.capacity());
     }
@@ -143,7 +180,10 @@ pub(crate) fn give<T: Pooled>(v: Vec<T>) {
 
 #[cfg(test)]
 mod tests {
-    use super::{give, take, MIN_BYTES};
+    use super::{
+        cache_of, give, take, Pooled, MAX_BUFFERS, MAX_SMALL_BUFFERS, MIN_BYTES, SMALL_BYTES,
+    };
+    use std::sync::Mutex;
 
     #[test]
     fn large_buffers_are_reused_small_ones_are_not() {
@@ -172,5 +212,37 @@ mod tests {
         assert_ne!(small.as_ptr(), ptr);
         let tiny: Vec<f64> = take(10);
         assert!(tiny.capacity() >= 10);
+    }
+
+    #[test]
+    fn middle_sized_buffers_are_reused_apart_from_large_ones() {
+        // a 64 x 64 f64 matrix (32 KiB): the middle-sized cache (shared with the tests
+        // running alongside: a few tries)
+        let n = 64 * 64;
+        assert!(n * 8 >= SMALL_BYTES && n * 8 < MIN_BYTES);
+        let mut found = None;
+        for _ in 0..100 {
+            let v: Vec<f64> = take(n);
+            let ptr = v.as_ptr();
+            give(v);
+            let w: Vec<f64> = take(n - 1);
+            if w.as_ptr() == ptr {
+                assert!(w.is_empty() && w.capacity() >= n - 1);
+                found = Some((w, ptr));
+                break;
+            }
+        }
+        let Some((w, _)) = found else {
+            panic!("a middle-sized buffer given back was never reused");
+        };
+        give(w);
+        // each size has its cache: a large request never looks among the middle-sized
+        // buffers, and below SMALL_BYTES nothing is cached
+        let caches = f64::pool().unwrap();
+        let is = |bytes: usize, cache: &Mutex<Vec<Vec<f64>>>, most: usize| matches!(cache_of::<f64>(bytes), Some((c, m)) if std::ptr::eq(c, cache) && m == most);
+        assert!(is(MIN_BYTES, &caches.large, MAX_BUFFERS));
+        assert!(is(MIN_BYTES - 8, &caches.small, MAX_SMALL_BUFFERS));
+        assert!(is(SMALL_BYTES, &caches.small, MAX_SMALL_BUFFERS));
+        assert!(cache_of::<f64>(SMALL_BYTES - 8).is_none());
     }
 }
