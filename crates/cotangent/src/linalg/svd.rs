@@ -317,11 +317,12 @@ fn svdvals_grad(u: &Tensor, gs: &Tensor, vh: &Tensor) -> Result<Tensor> {
 /// orthogonal to working precision), and so up to 16 x 16 in batches of 8 matrices or more
 /// (8 matrices at a time, one per SIMD lane; up to 8 x 8 each gets the bits it would get
 /// alone from the Jacobi loop); above, by the stages of LAPACK's `gesdd`: from
-/// `min(m, n) = 64` (when `max(m, n) <= 11/6 min(m, n)`) our own blocked Householder
-/// bidiagonalisation, our divide and conquer SVD of the bidiagonal (Gu and Eisenstat's
-/// scheme, LAPACK's `dbdsdc`), then the reflectors applied to its vectors; below that, or
-/// for a taller or wider matrix, faer's SVD (which first reduces a tall matrix by QR), which
-/// also serves small matrices with a zero singular value or a `full_matrices` completion. In
+/// `min(m, n) = 64` our own blocked Householder bidiagonalisation, our divide and conquer
+/// SVD of the bidiagonal (Gu and Eisenstat's scheme, LAPACK's `dbdsdc`), then the
+/// reflectors applied to its vectors (a matrix with `max(m, n) > 11/6 min(m, n)` is first
+/// reduced by faer's QR of the taller of `A` and `Aᵀ`, and these stages decompose its
+/// `R`); below that, faer's SVD, which also serves small matrices with a zero singular
+/// value or a `full_matrices` completion. In
 /// f64 batches whose `min(m, n)` is 9 to 16, the Jacobi lanes start with five sweeps in
 /// f32 and go on in f64 from the rotation they found (made orthonormal in f64), about a
 /// third less work than all in f64 (3 f64 sweeps instead of 8 on random matrices). The results are as accurate as faer's and LAPACK's

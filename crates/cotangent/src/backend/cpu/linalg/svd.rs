@@ -2,8 +2,8 @@
 //! gauge: one-sided Jacobi for small matrices (one at a time, or [`LANES`] at a time in
 //! SIMD lanes for batches; round-robin pair order and cached squared column norms, as
 //! LAPACK's `dgesvj`, so one inner product per pair; f64 lanes beyond [`JACOBI_MAX`]
-//! columns start in f32, [`mixed_start`]), our own stages for square-ish matrices from
-//! order [`SPLIT_K`] ([`svd_split`](super::svd_split)), faer's bidiagonal
+//! columns start in f32, [`mixed_start`]), our own stages from order [`SPLIT_K`] (by QR
+//! first beyond a ratio of 11/6: [`svd_split`](super::svd_split)), faer's bidiagonal
 //! divide-and-conquer SVD otherwise (with leaves of [`BIDIAG_LEAF`]); and the fused
 //! per-matrix VJP [`svd_backward`] (used when the backward pass is not recorded).
 
@@ -15,7 +15,7 @@ use faer::linalg::svd::{self as fsvd, ComputeSvdVectors};
 use faer::{MatMut, Par};
 
 use super::lu::{lane_split, LANES};
-use super::svd_split::{self, SPLIT_K, SPLIT_RATIO};
+use super::svd_split::{self, SPLIT_K};
 use super::{colmajor_layout, for_each_matrix, Batch, LinalgElem, TASK_WORK};
 use crate::backend::cpu::par::{run_tasks, Parts};
 use crate::backend::cpu::pool;
@@ -1513,8 +1513,8 @@ pub(crate) fn svd<T: JacobiElem>(
     // (every matrix of such a batch in lanes; alone, the ones the lanes leave)
     let lanes = len >= LANES && m.max(n) <= JACOBI_ROOM && k > 0;
     let jacobi = (m.max(n) <= JACOBI_MAX || lanes) && (!want_uv || ku == k && kv == k);
-    // our own stages (svd_split) for a square-ish matrix of order SPLIT_K or more
-    let split = !jacobi && k >= SPLIT_K && m.max(n) as f64 <= SPLIT_RATIO * k as f64;
+    // our own stages (svd_split) from order SPLIT_K (beyond SPLIT_RATIO, by QR first)
+    let split = !jacobi && k >= SPLIT_K;
     let one = |i: usize, dst: &mut [T], tmp: &mut Vec<T>, par: Par| {
         let (u, rest) = dst.split_at_mut(usz);
         let (s, v) = rest.split_at_mut(k);
