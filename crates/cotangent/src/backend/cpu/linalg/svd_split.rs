@@ -107,21 +107,7 @@ pub(crate) fn svd_split<T: LinalgElem>(
     if mm as f64 > SPLIT_RATIO * k as f64 {
         return svd_tall(a, m, n, s, uv, threads, sc);
     }
-    let amax = a.iter().fold(T::ZERO, |x, &y| if y.abs() > x { y.abs() } else { x });
-    let scale = if amax == T::ZERO { T::ONE } else { pow2_near(amax) };
-    let inv = T::ONE / scale;
-    sc.a.clear();
-    pool::reserve(&mut sc.a, mm * k);
-    if tall {
-        sc.a.extend(a.iter().map(|&x| x * inv));
-    } else {
-        sc.a.resize(mm * k, T::ZERO);
-        for j in 0..n {
-            for i in 0..m {
-                sc.a[i * n + j] = a[j * m + i] * inv;
-            }
-        }
-    }
+    let scale = load_taller(a, m, n, &mut sc.a);
     let bs = recommended_block_size::<T>(mm, k);
     sc.hl.resize(bs * k, T::ZERO);
     sc.hr.resize(bs * (k - 1), T::ZERO);
@@ -250,24 +236,9 @@ fn svd_tall<T: LinalgElem>(
     let k = m.min(n);
     let tall = m >= n;
     let mm = m.max(n);
-    // the taller matrix, scaled by a power of two (exact) so that the QR's norms neither
-    // overflow nor lose digits to underflow
-    let amax = a.iter().fold(T::ZERO, |x, &y| if y.abs() > x { y.abs() } else { x });
-    let scale = if amax == T::ZERO { T::ONE } else { pow2_near(amax) };
-    let inv = T::ONE / scale;
+    // (scaled, so that the QR's norms neither overflow nor lose digits to underflow)
     let mut qa = std::mem::take(&mut sc.qa);
-    qa.clear();
-    pool::reserve(&mut qa, mm * k);
-    if tall {
-        qa.extend(a.iter().map(|&x| x * inv));
-    } else {
-        qa.resize(mm * k, T::ZERO);
-        for j in 0..n {
-            for i in 0..m {
-                qa[i * n + j] = a[j * m + i] * inv;
-            }
-        }
-    }
+    let scale = load_taller(a, m, n, &mut qa);
     let bs = recommended_block_size::<T>(mm, k);
     let mut qh = std::mem::take(&mut sc.qh);
     qh.clear();
@@ -340,6 +311,29 @@ fn svd_tall<T: LinalgElem>(
         }
     }
     ok
+}
+
+/// The taller of the `m x n` column-major `a` and its transpose (`max(m, n) x min(m, n)`,
+/// column-major) into `dst`, divided by a power of two near its largest magnitude (exact,
+/// undone by multiplying the singular values by it: the scaled matrix's squares neither
+/// overflow nor underflow); returns that power (1 for a zero matrix).
+fn load_taller<T: LinalgElem>(a: &[T], m: usize, n: usize, dst: &mut Vec<T>) -> T {
+    let amax = a.iter().fold(T::ZERO, |x, &y| if y.abs() > x { y.abs() } else { x });
+    let scale = if amax == T::ZERO { T::ONE } else { pow2_near(amax) };
+    let inv = T::ONE / scale;
+    dst.clear();
+    pool::reserve(dst, m * n);
+    if m >= n {
+        dst.extend(a.iter().map(|&x| x * inv));
+    } else {
+        dst.resize(m * n, T::ZERO);
+        for j in 0..n {
+            for i in 0..m {
+                dst[i * n + j] = a[j * m + i] * inv;
+            }
+        }
+    }
+    scale
 }
 
 /// `dst` (`rows x cols`, column-major) = `[diag(signs) w, 0; 0, I]` with `w` the `k x k`
