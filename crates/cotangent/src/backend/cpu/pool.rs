@@ -1,5 +1,5 @@
-//! A cache of large f32/f64 (and i64: LU pivots) buffers, reused instead of returned to
-//! the system.
+//! A cache of large and middle-sized f32/f64 (and i64: LU pivots) buffers, reused
+//! instead of returned to the system.
 //!
 //! Why: a tensor program over big matrices (a Gaussian process on 2,000 points allocates
 //! dozens of 40 MB temporaries per evaluation) otherwise pays for every temporary twice
@@ -7,7 +7,7 @@
 //! fresh `mmap`s, whose pages fault in one by one and are zeroed, and returns them with
 //! `munmap` on free. Profiles showed a third of such a program's time in page faults. The
 //! buffers of dropped storages are kept here (up to [`MAX_BYTES`] per dtype) and handed
-//! to the next kernel that needs one of a similar size; buffers below [`MIN_BYTES`] are
+//! to the next kernel that needs one of a similar size; buffers below [`SMALL_BYTES`] are
 //! left to the allocator, which serves them well. (Glibc's default mmap threshold is 128
 //! KiB, and even below its dynamic one, freeing a buffer at the top of the heap trims
 //! it: a batch of 4,096 4 x 4 matrices, 512 KiB, faulted its pages in on every use.)
