@@ -501,15 +501,15 @@ mod tests {
         assert!(one == run(3, true), "3 threads");
     }
 
-    /// f32 (the bidiagonalisation's f32 kernels, threaded from 320 x 320): the factors
-    /// reconstruct the matrix and are orthonormal to f32 rounding, and `S` is the f64
-    /// decomposition's of the same matrix to f32 rounding.
+    /// f32 (the bidiagonalisation's f32 kernels, threaded from 320 x 320; 200 x 64 and
+    /// 64 x 200 by QR first): the factors reconstruct the matrix and are orthonormal to f32
+    /// rounding, and `S` is the f64 decomposition's of the same matrix to f32 rounding.
     #[test]
     fn f32_factors() {
         let mut state = 7;
         let mut sc32 = Scratch::<f32>::default();
         let mut sc64 = Scratch::<f64>::default();
-        for (m, n) in [(100, 80), (80, 100), (330, 330)] {
+        for (m, n) in [(100, 80), (80, 100), (330, 330), (200, 64), (64, 200)] {
             let k = m.min(n);
             let a: Vec<f64> = (0..m * n).map(|_| rnd(&mut state)).collect();
             let a32: Vec<f32> = a.iter().map(|&x| x as f32).collect();
