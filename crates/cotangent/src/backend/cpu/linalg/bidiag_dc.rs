@@ -55,7 +55,7 @@ use faer::linalg::svd::{self as fsvd, ComputeSvdVectors};
 use faer::{Accum, MatMut, MatRef, Par};
 
 use super::eigh::hypot;
-use super::tridiag_dc::{middle_way, reset, reset_big, sums, ZHat};
+use super::tridiag_dc::{middle_way, reset, reset_big, sums, z_hat};
 use super::tridiag_qr::identity;
 use super::LinalgElem;
 use crate::backend::cpu::pool::{self, Pooled};
@@ -569,28 +569,9 @@ fn merge<T: LinalgElem>(
     kpos.extend(pos.iter().map(|&i| kept[i]));
     // ẑ, then the arrowhead's singular vectors, their rows in the order of `pos`
     reset(zh, kk, T::ZERO);
-    {
-        let zhat = |first: usize, zh: &mut [T]| {
-            // the arrowhead for which the computed roots are exact (squared poles); its
-            // scale matters here, unlike the symmetric case: the left vectors' first entry
-            // is -1
-            pulp::Arch::new().dispatch(ZHat {
-                d: dk,
-                z: zk,
-                origin,
-                tau,
-                first,
-                zh,
-                gap: |a: T, b: T| (a - b) * (a + b),
-            });
-        };
-        if parallel {
-            let (z0, z1) = zh.split_at_mut(kk / 2);
-            rayon::join(|| zhat(0, z0), || zhat(kk / 2, z1));
-        } else {
-            zhat(0, zh);
-        }
-    }
+    // the arrowhead for which the computed roots are exact (squared poles); its scale
+    // matters here, unlike the symmetric case: the left vectors' first entry is -1
+    z_hat(dk, zk, origin, tau, zh, |a: T, b: T| (a - b) * (a + b), parallel);
     if vecs {
         dpos.clear();
         dpos.extend(pos.iter().map(|&i| dk[i]));

@@ -328,23 +328,7 @@ fn merge<T: LinalgElem>(
     // the eigenvectors of D + ρ z zᵀ, their rows in the order of `pos`
     reset(zh, k, T::ZERO);
     if k > 0 {
-        let zhat = |first: usize, zh: &mut [T]| {
-            pulp::Arch::new().dispatch(ZHat {
-                d: dk,
-                z: zk,
-                origin,
-                tau,
-                first,
-                zh,
-                gap: |a: T, b: T| a - b,
-            });
-        };
-        if parallel {
-            let (z0, z1) = zh.split_at_mut(k / 2);
-            rayon::join(|| zhat(0, z0), || zhat(k / 2, z1));
-        } else {
-            zhat(0, zh);
-        }
+        z_hat(dk, zk, origin, tau, zh, |a: T, b: T| a - b, parallel);
     }
     dpos.clear();
     dpos.extend(pos.iter().map(|&i| dk[i]));
@@ -574,6 +558,29 @@ pub(super) fn middle_way<T: LinalgElem>(
     (lo + hi) / two
 }
 
+/// [`ZHat`] over all of `zh` (`d.len()` entries), in two halves on two threads if
+/// `parallel`.
+pub(super) fn z_hat<T: LinalgElem>(
+    d: &[T],
+    z: &[T],
+    origin: &[usize],
+    tau: &[T],
+    zh: &mut [T],
+    gap: impl Fn(T, T) -> T + Copy + Sync,
+    parallel: bool,
+) {
+    let run = |first: usize, zh: &mut [T]| {
+        pulp::Arch::new().dispatch(ZHat { d, z, origin, tau, first, zh, gap });
+    };
+    if parallel {
+        let h = zh.len() / 2;
+        let (z0, z1) = zh.split_at_mut(h);
+        rayon::join(|| run(0, z0), || run(h, z1));
+    } else {
+        run(0, zh);
+    }
+}
+
 /// `ẑ_j` for `j` in `first..first + zh.len()` (Gu & Eisenstat): the rank-one term for
 /// which the computed roots are exact, `ẑ_j² = Π_i gap(λ_i, d_j) / Π_{i≠j} gap(d_i, d_j)`
 /// (up to the common factor `1/ρ`, which the normalisation of the vectors removes), a
@@ -582,14 +589,14 @@ pub(super) fn middle_way<T: LinalgElem>(
 /// `gap(λ_i, x) = gap(d[origin[i]], x) + tau[i]`. `gap(a, b)` is `a - b` for the
 /// symmetric eigenproblem and `(a - b)(a + b)` for the bidiagonal SVD (squared poles,
 /// [`super::bidiag_dc`]).
-pub(super) struct ZHat<'a, T, G> {
-    pub(super) d: &'a [T],
-    pub(super) z: &'a [T],
-    pub(super) origin: &'a [usize],
-    pub(super) tau: &'a [T],
-    pub(super) first: usize,
-    pub(super) zh: &'a mut [T],
-    pub(super) gap: G,
+struct ZHat<'a, T, G> {
+    d: &'a [T],
+    z: &'a [T],
+    origin: &'a [usize],
+    tau: &'a [T],
+    first: usize,
+    zh: &'a mut [T],
+    gap: G,
 }
 
 impl<T: LinalgElem, G: Fn(T, T) -> T> pulp::WithSimd for ZHat<'_, T, G> {
