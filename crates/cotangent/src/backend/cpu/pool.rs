@@ -185,27 +185,33 @@ mod tests {
     };
     use std::sync::Mutex;
 
-    #[test]
-    fn large_buffers_are_reused_small_ones_are_not() {
-        let n = MIN_BYTES / 8 + 10;
-        // a request of a similar size gets the same buffer back, emptied (the pool is
-        // shared with the tests running alongside, which may take the buffer first: a
-        // few tries)
-        let mut found = None;
+    /// A buffer of `n` given back and a request for `n - less` that got it back, emptied,
+    /// with its address. The cache is shared with the tests running alongside, which may
+    /// take the buffer first: a few tries.
+    fn reused(n: usize, less: usize) -> (Vec<f64>, *const f64) {
         for _ in 0..100 {
             let v: Vec<f64> = take(n);
             let ptr = v.as_ptr();
             give(v);
-            let w: Vec<f64> = take(n - 5);
+            let w: Vec<f64> = take(n - less);
             if w.as_ptr() == ptr {
-                assert!(w.is_empty() && w.capacity() >= n - 5);
-                found = Some((w, ptr));
-                break;
+                assert!(w.is_empty() && w.capacity() >= n - less);
+                return (w, ptr);
             }
         }
-        let Some((w, ptr)) = found else {
-            panic!("a buffer given back was never reused");
-        };
+        panic!("a buffer of {n} given back was never reused");
+    }
+
+    /// Whether buffers of `bytes` go to `cache`, which holds at most `most`.
+    fn cached_in(bytes: usize, cache: &Mutex<Vec<Vec<f64>>>, most: usize) -> bool {
+        matches!(cache_of::<f64>(bytes), Some((c, m)) if std::ptr::eq(c, cache) && m == most)
+    }
+
+    #[test]
+    fn large_buffers_are_reused_small_ones_are_not() {
+        // a request of a similar size gets the same buffer back
+        let n = MIN_BYTES / 8 + 10;
+        let (w, ptr) = reused(n, 5);
         // one less than half the size does not (it would waste the buffer)
         give(w);
         let small: Vec<f64> = take(n / 2 - 1);
@@ -216,33 +222,16 @@ mod tests {
 
     #[test]
     fn middle_sized_buffers_are_reused_apart_from_large_ones() {
-        // a 64 x 64 f64 matrix (32 KiB): the middle-sized cache (shared with the tests
-        // running alongside: a few tries)
+        // a 64 x 64 f64 matrix (32 KiB): the middle-sized cache
         let n = 64 * 64;
         assert!(n * 8 >= SMALL_BYTES && n * 8 < MIN_BYTES);
-        let mut found = None;
-        for _ in 0..100 {
-            let v: Vec<f64> = take(n);
-            let ptr = v.as_ptr();
-            give(v);
-            let w: Vec<f64> = take(n - 1);
-            if w.as_ptr() == ptr {
-                assert!(w.is_empty() && w.capacity() >= n - 1);
-                found = Some((w, ptr));
-                break;
-            }
-        }
-        let Some((w, _)) = found else {
-            panic!("a middle-sized buffer given back was never reused");
-        };
-        give(w);
+        give(reused(n, 1).0);
         // each size has its cache: a large request never looks among the middle-sized
         // buffers, and below SMALL_BYTES nothing is cached
         let caches = f64::pool().unwrap();
-        let is = |bytes: usize, cache: &Mutex<Vec<Vec<f64>>>, most: usize| matches!(cache_of::<f64>(bytes), Some((c, m)) if std::ptr::eq(c, cache) && m == most);
-        assert!(is(MIN_BYTES, &caches.large, MAX_BUFFERS));
-        assert!(is(MIN_BYTES - 8, &caches.small, MAX_SMALL_BUFFERS));
-        assert!(is(SMALL_BYTES, &caches.small, MAX_SMALL_BUFFERS));
+        assert!(cached_in(MIN_BYTES, &caches.large, MAX_BUFFERS));
+        assert!(cached_in(MIN_BYTES - 8, &caches.small, MAX_SMALL_BUFFERS));
+        assert!(cached_in(SMALL_BYTES, &caches.small, MAX_SMALL_BUFFERS));
         assert!(cache_of::<f64>(SMALL_BYTES - 8).is_none());
     }
 }

@@ -31,7 +31,7 @@ pub(crate) const SPLIT_K: usize = 64;
 /// Largest `max(m, n) / min(m, n)` that [`svd_split`] bidiagonalises directly; a taller
 /// (wider) matrix is first factorised by QR (LQ), and its `R` decomposed ([`svd_tall`]),
 /// as LAPACK's `dgesdd` does from about this ratio (faer's `svd` uses the same, `11 / 6`).
-pub(crate) const SPLIT_RATIO: f64 = 11.0 / 6.0;
+const SPLIT_RATIO: f64 = 11.0 / 6.0;
 
 /// Order from which the bidiagonal divide and conquer may run its halves in parallel, and
 /// work `m k²` from which faer applies the reflectors on every thread. svdvals fwd+bwd at
