@@ -74,10 +74,80 @@ fn load_symmetric<T: LinalgElem>(
     finite
 }
 
-/// Cyclic Jacobi on the symmetric column-major `n x n` block `a` (overwritten); the
-/// eigenvalues go to `w` (unsorted), the rotations are accumulated into `v` (column-major,
-/// set to the identity first) when given. The entries must be finite. Returns the power
-/// of two the matrix was scaled by (`a` is left scaled).
+/// The pairs `(p, q)`, `p < q`, of one Jacobi sweep of order `n <= ROTATE_N`. For
+/// `n = 4`, in three rounds of two disjoint pairs (`(0, 1), (2, 3)`, then `(0, 2), (1, 3)`,
+/// then `(0, 3), (1, 2)`): the two angles of a round are computed from entries the other
+/// rotation does not touch, so their chains of square roots and divisions (most of a
+/// rotation's time) overlap; row by row, each rotation waits for the one before.
+/// Otherwise row by row (every pair shares an index for `n <= 3`).
+fn sweep_pairs(n: usize) -> &'static [(usize, usize)] {
+    const _: () = assert!(ROTATE_N == 4);
+    match n {
+        4 => &[(0, 1), (2, 3), (0, 2), (1, 3), (0, 3), (1, 2)],
+        3 => &[(0, 1), (0, 2), (1, 2)],
+        2 => &[(0, 1)],
+        _ => &[],
+    }
+}
+
+/// The tangent `t` of the Jacobi rotation that zeroes `apq` in the symmetric block
+/// `[[app, apq], [apq, aqq]]`: the root of smaller magnitude of `t² + 2θt − 1 = 0`,
+/// `θ = (aqq − app) / (2 apq)`, as `sgn(θ) / (|θ| + √(θ² + 1))` multiplied through by
+/// `|2 apq|`: `t = sgn(d) 2 apq / (|d| + √(d² + 4 apq²))` with `d = aqq − app`, one square
+/// root and one division (θ's form takes a division more, on the path to the next
+/// rotation). The entries are of the scaled matrix (by a power of two near its largest
+/// entry): nothing overflows; where both `d` and `2 apq` are below `√(min positive)` the squares lose
+/// digits, and [`needs_theta`] sends the pair to [`tangent_theta`].
+#[inline(always)]
+fn tangent<T: LinalgElem>(app: T, aqq: T, apq: T) -> T {
+    let d = aqq - app;
+    let two = apq + apq;
+    let t = two / (d.abs() + (d * d + two * two).sqrt());
+    if d < T::ZERO {
+        -t
+    } else {
+        t
+    }
+}
+
+/// Whether [`tangent`]'s squares would lose digits (both `|aqq − app|` and `|2 apq|` below
+/// `√(min positive)`).
+#[inline(always)]
+fn needs_theta<T: LinalgElem>(app: T, aqq: T, apq: T) -> bool {
+    let tiny = T::sqrt_min_positive_impl();
+    (aqq - app).abs() < tiny && (apq + apq).abs() < tiny
+}
+
+/// [`tangent`] through `θ` (for tiny entries, where the squares underflow; `apq != 0`).
+#[inline(always)]
+fn tangent_theta<T: LinalgElem>(app: T, aqq: T, apq: T) -> T {
+    let theta = (aqq - app) / (apq + apq);
+    if theta.abs() > T::of(1e30) {
+        return T::ONE / (theta + theta);
+    }
+    let t = T::ONE / (theta.abs() + (theta * theta + T::ONE).sqrt());
+    if theta < T::ZERO {
+        -t
+    } else {
+        t
+    }
+}
+
+/// The sine `s` and `τ = s / (1 + c)` (Rutishauser's form of the update) of the rotation
+/// of tangent `t`: with `h = √(1 + t²)`, `c = 1 / h`, `s = t c` and `τ = t / (1 + h)`, the
+/// two divisions independent of each other.
+#[inline(always)]
+fn sine_tau<T: LinalgElem>(t: T) -> (T, T) {
+    let h = (t * t + T::ONE).sqrt();
+    let c = T::ONE / h;
+    (t * c, t / (T::ONE + h))
+}
+
+/// Cyclic Jacobi (in the order of [`sweep_pairs`]) on the symmetric column-major `n x n`
+/// block `a`, `n <= ROTATE_N` (overwritten); the eigenvalues go to `w` (unsorted), the
+/// rotations are accumulated into `v` (column-major, set to the identity first) when
+/// given. The entries must be finite. Returns the power of two the matrix was scaled by
+/// (`a` is left scaled).
 fn jacobi<T: LinalgElem>(a: &mut [T], n: usize, w: &mut [T], v: Option<&mut [T]>) -> T {
     // one instance per order: the loops get constant bounds (unrolled, no bounds checks)
     macro_rules! by_order {
@@ -129,54 +199,44 @@ fn jacobi_n<T: LinalgElem, const N: usize>(a: &mut [T], w: &mut [T], v: Option<&
         });
         let floor = eps * dmax;
         let mut rotated = false;
-        for p in 0..n {
-            for q in p + 1..n {
-                let apq = a[q * n + p];
-                let (app, aqq) = (a[p * n + p], a[q * n + q]);
-                if apq.abs() <= floor || apq.abs() <= eps * (app.abs() * aqq.abs()).sqrt() {
+        for &(p, q) in sweep_pairs(n) {
+            let apq = a[q * n + p];
+            let (app, aqq) = (a[p * n + p], a[q * n + q]);
+            if apq.abs() <= floor || apq.abs() <= eps * (app.abs() * aqq.abs()).sqrt() {
+                continue;
+            }
+            rotated = true;
+            let t = if needs_theta(app, aqq, apq) {
+                tangent_theta(app, aqq, apq)
+            } else {
+                tangent(app, aqq, apq)
+            };
+            let (s, tau) = sine_tau(t);
+            a[p * n + p] = app - t * apq;
+            a[q * n + q] = aqq + t * apq;
+            a[q * n + p] = T::ZERO;
+            a[p * n + q] = T::ZERO;
+            for k in 0..n {
+                if k == p || k == q {
                     continue;
                 }
-                rotated = true;
-                let theta = (aqq - app) / (apq + apq);
-                let t = if theta.abs() > T::of(1e30) {
-                    T::ONE / (theta + theta)
-                } else {
-                    let t = T::ONE / (theta.abs() + (theta * theta + T::ONE).sqrt());
-                    if theta < T::ZERO {
-                        -t
-                    } else {
-                        t
-                    }
-                };
-                let c = T::ONE / (t * t + T::ONE).sqrt();
-                let s = t * c;
-                let tau = s / (T::ONE + c);
-                a[p * n + p] = app - t * apq;
-                a[q * n + q] = aqq + t * apq;
-                a[q * n + p] = T::ZERO;
-                a[p * n + q] = T::ZERO;
-                for k in 0..n {
-                    if k == p || k == q {
-                        continue;
-                    }
-                    let g = a[p * n + k];
-                    let h = a[q * n + k];
-                    let gp = g - s * (h + g * tau);
-                    let hq = h + s * (g - h * tau);
-                    a[p * n + k] = gp;
-                    a[k * n + p] = gp;
-                    a[q * n + k] = hq;
-                    a[k * n + q] = hq;
-                }
-                if let Some(v) = v.as_deref_mut() {
-                    // p < q: column p lies before column q
-                    let (lo, hi) = v.split_at_mut(q * n);
-                    let (vp, vq) = (&mut lo[p * n..p * n + n], &mut hi[..n]);
-                    for (x, y) in vp.iter_mut().zip(vq.iter_mut()) {
-                        let (g, h) = (*x, *y);
-                        *x = g - s * (h + g * tau);
-                        *y = h + s * (g - h * tau);
-                    }
+                let g = a[p * n + k];
+                let h = a[q * n + k];
+                let gp = g - s * (h + g * tau);
+                let hq = h + s * (g - h * tau);
+                a[p * n + k] = gp;
+                a[k * n + p] = gp;
+                a[q * n + k] = hq;
+                a[k * n + q] = hq;
+            }
+            if let Some(v) = v.as_deref_mut() {
+                // p < q: column p lies before column q
+                let (lo, hi) = v.split_at_mut(q * n);
+                let (vp, vq) = (&mut lo[p * n..p * n + n], &mut hi[..n]);
+                for (x, y) in vp.iter_mut().zip(vq.iter_mut()) {
+                    let (g, h) = (*x, *y);
+                    *x = g - s * (h + g * tau);
+                    *y = h + s * (g - h * tau);
                 }
             }
         }
@@ -798,7 +858,6 @@ fn jacobi_lanes_n<T: LinalgElem>(
         }
     }
     let eps = T::EPSILON;
-    let huge = T::of(1e30);
     for _ in 0..MAX_SWEEPS {
         let mut floor = [T::ZERO; LANES];
         for i in 0..n {
@@ -813,73 +872,74 @@ fn jacobi_lanes_n<T: LinalgElem>(
             *f = eps * *f;
         }
         let mut rotated = false;
-        for p in 0..n {
-            for q in p + 1..n {
-                let (apq, app, aqq) = (a[q * n + p], a[p * n + p], a[q * n + q]);
-                let mut rot = [false; LANES];
-                let mut t = [T::ZERO; LANES];
+        for &(p, q) in sweep_pairs(n) {
+            let (apq, app, aqq) = (a[q * n + p], a[p * n + p], a[q * n + q]);
+            let mut rot = [false; LANES];
+            let mut t = [T::ZERO; LANES];
+            let mut tiny = false;
+            for l in 0..LANES {
+                let x = apq[l].abs();
+                let skip = (x <= floor[l]) | (x <= eps * (app[l].abs() * aqq[l].abs()).sqrt());
+                rot[l] = !skip;
+                // (a skipped lane may make a NaN here: it is not selected)
+                let tl = tangent(app[l], aqq[l], apq[l]);
+                t[l] = if skip { T::ZERO } else { tl };
+                tiny |= !skip & needs_theta(app[l], aqq[l], apq[l]);
+            }
+            if tiny {
                 for l in 0..LANES {
-                    let x = apq[l].abs();
-                    let skip = (x <= floor[l]) | (x <= eps * (app[l].abs() * aqq[l].abs()).sqrt());
-                    rot[l] = !skip;
-                    let den = if skip { T::ONE } else { apq[l] + apq[l] };
-                    let theta = (aqq[l] - app[l]) / den;
-                    let t_far = T::ONE / (theta + theta);
-                    let t_near = T::ONE / (theta.abs() + (theta * theta + T::ONE).sqrt());
-                    let t_near = if theta < T::ZERO { -t_near } else { t_near };
-                    let tl = if theta.abs() > huge { t_far } else { t_near };
-                    t[l] = if skip { T::ZERO } else { tl };
+                    if rot[l] && needs_theta(app[l], aqq[l], apq[l]) {
+                        t[l] = tangent_theta(app[l], aqq[l], apq[l]);
+                    }
                 }
-                if !rot.iter().any(|&r| r) {
+            }
+            if !rot.iter().any(|&r| r) {
+                continue;
+            }
+            rotated = true;
+            let mut s = [T::ZERO; LANES];
+            let mut tau = [T::ZERO; LANES];
+            let (mut npp, mut nqq, mut npq) = (app, aqq, apq);
+            for l in 0..LANES {
+                (s[l], tau[l]) = sine_tau(t[l]);
+                if rot[l] {
+                    npp[l] = app[l] - t[l] * apq[l];
+                    nqq[l] = aqq[l] + t[l] * apq[l];
+                    npq[l] = T::ZERO;
+                }
+            }
+            a[p * n + p] = npp;
+            a[q * n + q] = nqq;
+            a[q * n + p] = npq;
+            a[p * n + q] = npq;
+            for k in 0..n {
+                if k == p || k == q {
                     continue;
                 }
-                rotated = true;
-                let mut s = [T::ZERO; LANES];
-                let mut tau = [T::ZERO; LANES];
-                let (mut npp, mut nqq, mut npq) = (app, aqq, apq);
+                let g = a[p * n + k];
+                let h = a[q * n + k];
+                let mut gp = [T::ZERO; LANES];
+                let mut hq = [T::ZERO; LANES];
                 for l in 0..LANES {
-                    let c = T::ONE / (t[l] * t[l] + T::ONE).sqrt();
-                    s[l] = t[l] * c;
-                    tau[l] = s[l] / (T::ONE + c);
-                    if rot[l] {
-                        npp[l] = app[l] - t[l] * apq[l];
-                        nqq[l] = aqq[l] + t[l] * apq[l];
-                        npq[l] = T::ZERO;
-                    }
+                    gp[l] = g[l] - s[l] * (h[l] + g[l] * tau[l]);
+                    hq[l] = h[l] + s[l] * (g[l] - h[l] * tau[l]);
                 }
-                a[p * n + p] = npp;
-                a[q * n + q] = nqq;
-                a[q * n + p] = npq;
-                a[p * n + q] = npq;
+                a[p * n + k] = gp;
+                a[k * n + p] = gp;
+                a[q * n + k] = hq;
+                a[k * n + q] = hq;
+            }
+            if vectors {
                 for k in 0..n {
-                    if k == p || k == q {
-                        continue;
-                    }
-                    let g = a[p * n + k];
-                    let h = a[q * n + k];
-                    let mut gp = [T::ZERO; LANES];
-                    let mut hq = [T::ZERO; LANES];
+                    let g = v[p * n + k];
+                    let h = v[q * n + k];
+                    let (x, y) = (&mut [T::ZERO; LANES], &mut [T::ZERO; LANES]);
                     for l in 0..LANES {
-                        gp[l] = g[l] - s[l] * (h[l] + g[l] * tau[l]);
-                        hq[l] = h[l] + s[l] * (g[l] - h[l] * tau[l]);
+                        x[l] = g[l] - s[l] * (h[l] + g[l] * tau[l]);
+                        y[l] = h[l] + s[l] * (g[l] - h[l] * tau[l]);
                     }
-                    a[p * n + k] = gp;
-                    a[k * n + p] = gp;
-                    a[q * n + k] = hq;
-                    a[k * n + q] = hq;
-                }
-                if vectors {
-                    for k in 0..n {
-                        let g = v[p * n + k];
-                        let h = v[q * n + k];
-                        let (x, y) = (&mut [T::ZERO; LANES], &mut [T::ZERO; LANES]);
-                        for l in 0..LANES {
-                            x[l] = g[l] - s[l] * (h[l] + g[l] * tau[l]);
-                            y[l] = h[l] + s[l] * (g[l] - h[l] * tau[l]);
-                        }
-                        v[p * n + k] = *x;
-                        v[q * n + k] = *y;
-                    }
+                    v[p * n + k] = *x;
+                    v[q * n + k] = *y;
                 }
             }
         }
@@ -2145,6 +2205,68 @@ pub(crate) mod tests {
                 assert_eq!(bits(&v[i * n * n..][..n * n]), bits(&v1.unwrap().0), "{what}: vectors");
                 assert_eq!(bits(&wv[i * n..][..n]), bits(&wv1), "{what}: eigvalsh");
                 assert_eq!(f1.is_some(), w1.iter().any(|x| x.is_nan()), "{what}");
+            }
+        }
+    }
+
+    #[test]
+    fn jacobi_lanes_give_the_bits_of_a_single_matrix() {
+        // every order of the lane Jacobi kernel, as the QL test below
+        for n in 2..=ROTATE_N {
+            for count in [2, 9, 11, 21] {
+                for transposed in [false, true] {
+                    let seed = (n * 100 + count) as u64 + u64::from(transposed);
+                    let (data, l) = batch(count, n, seed, transposed, count != 9);
+                    check(&data, &l, &format!("f64 n {n} count {count} t {transposed}"));
+                    if count == 21 {
+                        let data32: Vec<f32> = data.iter().map(|&x| x as f32).collect();
+                        check(&data32, &l, &format!("f32 n {n} count {count} t {transposed}"));
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn jacobi_takes_tiny_pairs_through_theta() {
+        // a zero diagonal, (0, 1) = ε and one entry 1 elsewhere: the first rotation has
+        // aqq − app = 0 and 2 apq = 2ε below √(min positive), where the squares of
+        // `tangent` lose digits (1e-160) or vanish (1e-170: a division by zero, then NaN)
+        // and `tangent_theta` takes over; eigenvalues ±ε, ±1 (n = 4) and 0,
+        // ±√(1 + ε²) (n = 3), in the lanes and alone
+        for (eps, f32_eps) in [(1e-160, 1e-21f32), (1e-170, 1e-25)] {
+            for n in [3, 4] {
+                let mut m = vec![0.0f64; n * n];
+                m[1] = eps;
+                m[n] = eps;
+                let (p, q) = if n == 4 { (2, 3) } else { (1, 2) };
+                m[p * n + q] = 1.0;
+                m[q * n + p] = 1.0;
+                let expect = if n == 4 { vec![-1.0, -eps, eps, 1.0] } else { vec![-1.0, 0.0, 1.0] };
+                let neg: Vec<f64> = m.iter().map(|x| -x).collect();
+                let data: Vec<f64> = [m.clone(), neg, m].concat();
+                let l = Layout::contiguous(vec![3, n, n].into());
+                check(&data, &l, &format!("tiny {eps} n {n}"));
+                for vectors in [false, true] {
+                    let (w, _, failed) = eigh(&data, &single(&l, 0), false, vectors);
+                    assert!(failed.is_none());
+                    for (x, y) in w.iter().zip(&expect) {
+                        // relative; absolute at the zero eigenvalue
+                        let tol = 1e-15 * if *y == 0.0 { 1.0 } else { y.abs() };
+                        assert!((x - y).abs() <= tol, "{eps} n {n}: {w:?}");
+                    }
+                }
+                let data32: Vec<f32> = data
+                    .iter()
+                    .map(|&x| if x.abs() == eps { x.signum() as f32 * f32_eps } else { x as f32 })
+                    .collect();
+                check(&data32, &l, &format!("f32 tiny {f32_eps} n {n}"));
+                let (w, _, _) = eigh(&data32, &single(&l, 0), false, false);
+                if n == 4 {
+                    assert!((w[1] + f32_eps).abs() <= 1e-6 * f32_eps, "f32 {w:?}");
+                    assert!((w[2] - f32_eps).abs() <= 1e-6 * f32_eps, "f32 {w:?}");
+                }
+                assert!(w.iter().all(|x| x.is_finite()), "f32 {w:?}");
             }
         }
     }
