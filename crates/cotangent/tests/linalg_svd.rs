@@ -744,3 +744,47 @@ fn divide_and_conquer_on_hard_matrices_matches_known_singular_values() {
         }
     }
 }
+
+#[test]
+fn jacobi_takes_tiny_column_pairs_through_zeta() {
+    // columns e0, ε(0, 2, 1, 0), ε(0, 1, 2, 0), e3: the pair of tiny columns has equal
+    // squared norms (β − α = 0) and 2γ = 8ε² below √(min positive) (ε = 1e-82 in f64,
+    // 1e-13 in f32), where the squares in the rotation's tangent vanish (a division by
+    // zero), and it is taken through ζ = (β − α) / 2γ: singular values 1, 1, 3ε and ε
+    // (those of [[2, 1], [1, 2]] times ε), to full relative accuracy, in the lanes of a
+    // batch and alone. The pair's test of orthogonality, |γ| <= tol √α √β, must not
+    // take √(α β): α β underflows to zero, the pair never converged, and faer's SVD
+    // took over (its values are accurate to ε σ_max only: √5 ε twice here). (Values
+    // only: with vectors, values this far below the largest go to faer.)
+    for (dt, eps, tol) in [(DType::F64, 1e-82, 1e-14), (DType::F32, 1e-13, 1e-6)] {
+        let one = [
+            1.0,
+            0.0,
+            0.0,
+            0.0,
+            0.0,
+            2.0 * eps,
+            eps,
+            0.0,
+            0.0,
+            eps,
+            2.0 * eps,
+            0.0,
+            0.0,
+            0.0,
+            0.0,
+            1.0,
+        ];
+        // (row-major: those columns are the rows; the transpose has the same values)
+        let v: Vec<f64> = [one, one.map(|x| -x), one].concat();
+        let a = Tensor::from_vec(v, (3, 4, 4)).unwrap().to_dtype(dt).unwrap();
+        let expect = [1.0, 1.0, 3.0 * eps, eps];
+        let batch = svdvals(&a).unwrap().to_vec_f64();
+        let alone = svdvals(&a.narrow(0, 0, 1).unwrap()).unwrap().to_vec_f64();
+        assert_eq!(batch[..4], alone[..], "{dt:?}");
+        assert_eq!(batch[8..], alone[..], "{dt:?}");
+        for (x, y) in alone.iter().zip(expect) {
+            assert!((x - y).abs() <= tol * y, "{dt:?}: {alone:?}");
+        }
+    }
+}

@@ -91,27 +91,62 @@ fn jacobi_load<T: LinalgElem>(a: &[T], m: usize, n: usize, w: &mut [T]) -> Optio
 /// orthogonal to `tol` (no rotation).
 #[inline(always)]
 fn jacobi_skip<T: LinalgElem>(alpha: T, beta: T, gamma: T, tol: T) -> bool {
-    gamma == T::ZERO || gamma.abs() <= tol * (alpha * beta).sqrt()
+    // (√α √β: α β underflows for columns below √(min positive), which would then never
+    // count as orthogonal)
+    gamma == T::ZERO || gamma.abs() <= tol * (alpha.sqrt() * beta.sqrt())
 }
 
 /// The Jacobi rotation `(c, s)` that orthogonalises two columns with squared norms
 /// `alpha`, `beta` and inner product `gamma`, as `(tau, s, t)`: `tau = s / (1 + c)` (for
 /// Rutishauser's form of the rotation, see [`rotate`]) and the tangent `t`, with which the
-/// squared norms become `alpha − t gamma` and `beta + t gamma`. Branch-free (both sides computed
-/// and selected), so that it vectorises over lanes; [`JacobiElem::rotations`] does the
+/// squared norms become `alpha − t gamma` and `beta + t gamma`. The tangent is the root of
+/// smaller magnitude of `t² + 2ζt − 1 = 0`, `ζ = (beta − alpha) / (2 gamma)`:
+/// `sgn(ζ) / (|ζ| + √(1 + ζ²))`, multiplied through by `|2 gamma|` as
+/// `t = sgn(d) 2 gamma / (|d| + √(d² + 4 gamma²))`, `d = beta − alpha` (one division less
+/// on the path to the next rotation than through `ζ`); then with `h = √(1 + t²)`,
+/// `c = 1 / h`, `s = t c` and `tau = t / (1 + h)` (two independent divisions). The
+/// columns are of the scaled matrix ([`jacobi_scale`]): the squares do not overflow, but
+/// where both `|d|` and `|2 gamma|` are below `√(min positive)` they lose digits, and the
+/// tangent is taken through `ζ` ([`tangent_zeta`]). [`JacobiElem::rotations`] does the
 /// same operations over the lanes, so the scalar and lane kernels give the same bits.
 #[inline(always)]
 fn jacobi_rotation<T: LinalgElem>(alpha: T, beta: T, gamma: T, big: T) -> (T, T, T) {
-    let zeta = (beta - alpha) / (T::of(2.0) * gamma);
+    let d = beta - alpha;
+    let two = gamma + gamma;
+    let t = if needs_zeta(d, two) {
+        tangent_zeta(d, two, big)
+    } else {
+        let t = two / (d.abs() + (d * d + two * two).sqrt());
+        if d < T::ZERO {
+            -t
+        } else {
+            t
+        }
+    };
+    let h = (t * t + T::ONE).sqrt();
+    let c = T::ONE / h;
+    (t / (T::ONE + h), t * c, t)
+}
+
+/// Whether [`jacobi_rotation`]'s squares of `d = beta − alpha` and `two = 2 gamma` lose
+/// digits (both below `√(min positive)`).
+#[inline(always)]
+fn needs_zeta<T: LinalgElem>(d: T, two: T) -> bool {
+    let tiny = T::sqrt_min_positive_impl();
+    d.abs() < tiny && two.abs() < tiny
+}
+
+/// [`jacobi_rotation`]'s tangent through `ζ = d / two` (`two = 2 gamma != 0`), for tiny
+/// `d` and `two`.
+#[inline(always)]
+fn tangent_zeta<T: LinalgElem>(d: T, two: T, big: T) -> T {
+    let zeta = d / two;
     let sg = if zeta < T::ZERO { -T::ONE } else { T::ONE };
     let az = zeta.abs();
     // sqrt(1 + zeta²) is zeta's magnitude in the rounding beyond `big` (and its square
     // would overflow): then t = 1 / (2 zeta)
     let root = if az > big { az } else { (T::ONE + zeta * zeta).sqrt() };
-    let t = sg / (az + root);
-    let c = T::ONE / (T::ONE + t * t).sqrt();
-    let s = c * t;
-    (s / (T::ONE + c), s, t)
+    sg / (az + root)
 }
 
 /// The pairs of columns of one Jacobi sweep over `cols <= JACOBI_ROOM` columns, every pair
@@ -193,9 +228,27 @@ fn jacobi_small<T: LinalgElem>(
     s: &mut [T],
     uv: Option<(&mut [T], &mut [T])>,
 ) -> bool {
+    // `W` and `Q` on the stack, as large as the order needs (zeroing the largest, 4 KiB
+    // in f64, showed in a 4 x 4 SVD's profile)
+    match m.max(n) {
+        0..=4 => jacobi_small_in::<T, 4, 16>(a, m, n, s, uv),
+        5..=8 => jacobi_small_in::<T, 8, 64>(a, m, n, s, uv),
+        _ => jacobi_small_in::<T, JACOBI_ROOM, { JACOBI_ROOM * JACOBI_ROOM }>(a, m, n, s, uv),
+    }
+}
+
+/// [`jacobi_small`] with `W` and `Q` in arrays of `AREA = ROOM²` entries
+/// (`max(m, n) <= ROOM`).
+fn jacobi_small_in<T: LinalgElem, const ROOM: usize, const AREA: usize>(
+    a: &[T],
+    m: usize,
+    n: usize,
+    s: &mut [T],
+    uv: Option<(&mut [T], &mut [T])>,
+) -> bool {
     let (rows, cols) = (m.max(n), m.min(n));
-    let mut w = [T::ZERO; JACOBI_ROOM * JACOBI_ROOM];
-    let mut q = [T::ZERO; JACOBI_ROOM * JACOBI_ROOM];
+    let mut w = [T::ZERO; AREA];
+    let mut q = [T::ZERO; AREA];
     let Some(unscale) = jacobi_load(a, m, n, &mut w) else {
         if uv.is_some() {
             return false;
@@ -213,7 +266,7 @@ fn jacobi_small<T: LinalgElem>(
     let big = T::ONE / T::EPSILON.sqrt();
     let half = T::of(0.5);
     let pairs = Pairs::new(cols);
-    let mut norms = [T::ZERO; JACOBI_ROOM];
+    let mut norms = [T::ZERO; ROOM];
     let mut converged = false;
     for _ in 0..JACOBI_SWEEPS {
         for (c, x) in norms.iter_mut().enumerate().take(cols) {
@@ -871,7 +924,7 @@ macro_rules! jacobi_elem {
                     let tolv = simd.$splat(tol);
                     for i in 0..av.len() {
                         let (a, b, g) = (av[i], bv[i], gv[i]);
-                        let ab = simd.$sqrt(simd.$mul(a, b));
+                        let ab = simd.$mul(simd.$sqrt(a), simd.$sqrt(b));
                         let skip = simd
                             .$or(simd.$eq(g, zero), simd.$le(simd.$abs(g), simd.$mul(tolv, ab)));
                         rv[i] = simd.$sel(skip, zero, one);
@@ -901,29 +954,52 @@ macro_rules! jacobi_elem {
                 let (gv, _) = S::$as(gamma);
                 let (rv, _) = S::$as(rot);
                 let done = LANES - at.len();
+                let mut flags = [0.0 as $t; LANES];
                 {
                     let (uv, _) = S::$as_mut(&mut tau[..]);
                     let (sv, _) = S::$as_mut(&mut s[..]);
                     let (tv, _) = S::$as_mut(&mut t[..]);
                     let zero = simd.$splat(0.0);
                     let one = simd.$splat(1.0);
-                    let two = simd.$splat(2.0);
-                    let bigv = simd.$splat(big);
+                    let minus = simd.$splat(-1.0);
+                    let tinyv =
+                        simd.$splat(<$t as faer::traits::RealField>::sqrt_min_positive_impl());
+                    let mut tiny = zero;
                     for i in 0..av.len() {
                         let (a, b, g) = (av[i], bv[i], gv[i]);
                         let skip = simd.$eq(rv[i], zero);
-                        let zeta = simd.$div(simd.$sub(b, a), simd.$mul(two, g));
-                        let sg = simd.$sel(simd.$lt(zeta, zero), simd.$splat(-1.0), one);
-                        let az = simd.$abs(zeta);
-                        let root = simd.$sqrt(simd.$add(one, simd.$mul(zeta, zeta)));
-                        let root = simd.$sel(simd.$gt(az, bigv), az, root);
-                        let tl = simd.$div(sg, simd.$add(az, root));
-                        let cl = simd.$div(one, simd.$sqrt(simd.$add(one, simd.$mul(tl, tl))));
-                        let sl = simd.$mul(cl, tl);
-                        let ul = simd.$div(sl, simd.$add(one, cl));
+                        let d = simd.$sub(b, a);
+                        let two = simd.$add(g, g);
+                        let ad = simd.$abs(d);
+                        let r = simd.$sqrt(simd.$add(simd.$mul(d, d), simd.$mul(two, two)));
+                        let tn = simd.$div(two, simd.$add(ad, r));
+                        // (−1 · tn: the scalar `-t`, signed zeros too)
+                        let tl = simd.$sel(simd.$lt(d, zero), simd.$mul(minus, tn), tn);
+                        let h = simd.$sqrt(simd.$add(simd.$mul(tl, tl), one));
+                        let cl = simd.$div(one, h);
+                        let sl = simd.$mul(tl, cl);
+                        let ul = simd.$div(tl, simd.$add(one, h));
                         uv[i] = simd.$sel(skip, zero, ul);
                         sv[i] = simd.$sel(skip, zero, sl);
                         tv[i] = simd.$sel(skip, zero, tl);
+                        // lanes for `tangent_zeta`: rotating, both `|d|` and `|2 gamma|` tiny
+                        let small = simd.$sel(simd.$lt(ad, tinyv), rv[i], zero);
+                        let small = simd.$sel(simd.$lt(simd.$abs(two), tinyv), small, zero);
+                        tiny = simd.$add(tiny, small);
+                    }
+                    if let Some(f) = S::$as_mut(&mut flags[..]).0.first_mut() {
+                        *f = tiny;
+                    }
+                }
+                if flags.iter().any(|&x| x != 0.0) {
+                    // rare: those lanes by the scalar formula, which takes them through `ζ`
+                    for l in 0..done {
+                        if rot[l] != 0.0 && needs_zeta(beta[l] - alpha[l], gamma[l] + gamma[l]) {
+                            let (ul, sl, tl) = jacobi_rotation(alpha[l], beta[l], gamma[l], big);
+                            tau[l] = ul;
+                            s[l] = sl;
+                            t[l] = tl;
+                        }
                     }
                 }
                 // lanes beyond a whole number of vectors: the scalar formula
