@@ -230,23 +230,31 @@ fn jacobi_small<T: LinalgElem>(
 ) -> bool {
     // `W` and `Q` on the stack, as large as the order needs (zeroing the largest, 4 KiB
     // in f64, showed in a 4 x 4 SVD's profile)
-    match m.max(n) {
-        0..=4 => jacobi_small_in::<T, 4, 16>(a, m, n, s, uv),
-        5..=8 => jacobi_small_in::<T, 8, 64>(a, m, n, s, uv),
-        _ => jacobi_small_in::<T, JACOBI_ROOM, { JACOBI_ROOM * JACOBI_ROOM }>(a, m, n, s, uv),
+    // and for square orders to 4 the order as a constant (loops unrolled)
+    match (m, n) {
+        (2, 2) => jacobi_small_in::<T, 4, 16, 2>(a, m, n, s, uv),
+        (3, 3) => jacobi_small_in::<T, 4, 16, 3>(a, m, n, s, uv),
+        (4, 4) => jacobi_small_in::<T, 4, 16, 4>(a, m, n, s, uv),
+        _ => match m.max(n) {
+            0..=4 => jacobi_small_in::<T, 4, 16, 0>(a, m, n, s, uv),
+            5..=8 => jacobi_small_in::<T, 8, 64, 0>(a, m, n, s, uv),
+            _ => {
+                jacobi_small_in::<T, JACOBI_ROOM, { JACOBI_ROOM * JACOBI_ROOM }, 0>(a, m, n, s, uv)
+            }
+        },
     }
 }
 
 /// [`jacobi_small`] with `W` and `Q` in arrays of `AREA = ROOM²` entries
-/// (`max(m, n) <= ROOM`).
-fn jacobi_small_in<T: LinalgElem, const ROOM: usize, const AREA: usize>(
+/// (`max(m, n) <= ROOM`), for `N x N` matrices if `N > 0`.
+fn jacobi_small_in<T: LinalgElem, const ROOM: usize, const AREA: usize, const N: usize>(
     a: &[T],
     m: usize,
     n: usize,
     s: &mut [T],
     uv: Option<(&mut [T], &mut [T])>,
 ) -> bool {
-    let (rows, cols) = (m.max(n), m.min(n));
+    let (rows, cols) = if N > 0 { (N, N) } else { (m.max(n), m.min(n)) };
     let mut w = [T::ZERO; AREA];
     let mut q = [T::ZERO; AREA];
     let Some(unscale) = jacobi_load(a, m, n, &mut w) else {
