@@ -2210,24 +2210,6 @@ pub(crate) mod tests {
     }
 
     #[test]
-    fn jacobi_lanes_give_the_bits_of_a_single_matrix() {
-        // every order of the lane Jacobi kernel, as the QL test below
-        for n in 2..=ROTATE_N {
-            for count in [2, 9, 11, 21] {
-                for transposed in [false, true] {
-                    let seed = (n * 100 + count) as u64 + u64::from(transposed);
-                    let (data, l) = batch(count, n, seed, transposed, count != 9);
-                    check(&data, &l, &format!("f64 n {n} count {count} t {transposed}"));
-                    if count == 21 {
-                        let data32: Vec<f32> = data.iter().map(|&x| x as f32).collect();
-                        check(&data32, &l, &format!("f32 n {n} count {count} t {transposed}"));
-                    }
-                }
-            }
-        }
-    }
-
-    #[test]
     fn jacobi_takes_tiny_pairs_through_theta() {
         // a zero diagonal, (0, 1) = ε and one entry 1 elsewhere: the first rotation has
         // aqq − app = 0 and 2 apq = 2ε below √(min positive), where the squares of
@@ -2272,11 +2254,11 @@ pub(crate) mod tests {
     }
 
     #[test]
-    fn ql_lanes_give_the_bits_of_a_single_matrix() {
-        // every order of the lane QL kernel, batches around the lane count, both
-        // triangles, strided and transposed input, f64 and f32, awkward matrices and
-        // NaN/inf ones among regular ones
-        for n in ROTATE_N + 1..=SMALL_N {
+    fn lanes_give_the_bits_of_a_single_matrix() {
+        // every order of the lane kernels (Jacobi to ROTATE_N, QL above), batches around
+        // the lane count, both triangles, strided and transposed input, f64 and f32,
+        // awkward matrices and NaN/inf ones among regular ones
+        for n in 2..=SMALL_N {
             for count in [2, 9, 11, 21] {
                 for transposed in [false, true] {
                     let seed = (n * 100 + count) as u64 + u64::from(transposed);
