@@ -90,18 +90,19 @@ fn sweep_pairs(n: usize) -> &'static [(usize, usize)] {
     }
 }
 
-/// The tangent `t` of the Jacobi rotation that zeroes `apq` in the symmetric block
-/// `[[app, apq], [apq, aqq]]`: the root of smaller magnitude of `t² + 2θt − 1 = 0`,
-/// `θ = (aqq − app) / (2 apq)`, as `sgn(θ) / (|θ| + √(θ² + 1))` multiplied through by
-/// `|2 apq|`: `t = sgn(d) 2 apq / (|d| + √(d² + 4 apq²))` with `d = aqq − app`, one square
-/// root and one division (θ's form takes a division more, on the path to the next
-/// rotation). The entries are of the scaled matrix (by a power of two near its largest
-/// entry): nothing overflows; where both `d` and `2 apq` are below `√(min positive)` the squares lose
-/// digits, and [`needs_theta`] sends the pair to [`tangent_theta`].
+/// The tangent `t` of a Jacobi rotation from `d` and `two`: for the two-sided rotation
+/// that zeroes `apq` in the symmetric block `[[app, apq], [apq, aqq]]`, `d = aqq − app` and
+/// `two = 2 apq`; for the one-sided one that orthogonalises two columns of squared norms
+/// `α`, `β` and inner product `γ` ([`super::svd`]), `d = β − α` and `two = 2γ`. It is the
+/// root of smaller magnitude of `t² + 2θt − 1 = 0`, `θ = d / two`:
+/// `sgn(θ) / (|θ| + √(θ² + 1))`, here multiplied through by `|two|` as
+/// `t = sgn(d) two / (|d| + √(d² + two²))`, one square root and one division (θ's form
+/// takes a division more, on the path to the next rotation). The entries are of a matrix
+/// scaled by a power of two near its largest entry: nothing overflows; where both `|d|`
+/// and `|two|` are below `√(min positive)` the squares lose digits ([`tiny_pair`]) and
+/// [`tangent_theta`] takes over ([`rotation_tangent`] picks).
 #[inline(always)]
-fn tangent<T: LinalgElem>(app: T, aqq: T, apq: T) -> T {
-    let d = aqq - app;
-    let two = apq + apq;
+pub(super) fn tangent<T: LinalgElem>(d: T, two: T) -> T {
     let t = two / (d.abs() + (d * d + two * two).sqrt());
     if d < T::ZERO {
         -t
@@ -110,26 +111,33 @@ fn tangent<T: LinalgElem>(app: T, aqq: T, apq: T) -> T {
     }
 }
 
-/// Whether [`tangent`]'s squares would lose digits (both `|aqq − app|` and `|2 apq|` below
+/// Whether [`tangent`]'s squares would lose digits (both `|d|` and `|two|` below
 /// `√(min positive)`).
 #[inline(always)]
-fn needs_theta<T: LinalgElem>(app: T, aqq: T, apq: T) -> bool {
+pub(super) fn tiny_pair<T: LinalgElem>(d: T, two: T) -> bool {
     let tiny = T::sqrt_min_positive_impl();
-    (aqq - app).abs() < tiny && (apq + apq).abs() < tiny
+    d.abs() < tiny && two.abs() < tiny
 }
 
-/// [`tangent`] through `θ` (for tiny entries, where the squares underflow; `apq != 0`).
+/// [`tangent`] through `θ = d / two` (`two != 0`), for a [`tiny_pair`]. Beyond
+/// `1 / √ε`, `√(θ² + 1)` is `|θ|` in the rounding (and its square would overflow
+/// further): then `t = 1 / (2θ)`.
 #[inline(always)]
-fn tangent_theta<T: LinalgElem>(app: T, aqq: T, apq: T) -> T {
-    let theta = (aqq - app) / (apq + apq);
-    if theta.abs() > T::of(1e30) {
-        return T::ONE / (theta + theta);
-    }
-    let t = T::ONE / (theta.abs() + (theta * theta + T::ONE).sqrt());
-    if theta < T::ZERO {
-        -t
+pub(super) fn tangent_theta<T: LinalgElem>(d: T, two: T) -> T {
+    let theta = d / two;
+    let sg = if theta < T::ZERO { -T::ONE } else { T::ONE };
+    let at = theta.abs();
+    let root = if at > T::ONE / T::EPSILON.sqrt() { at } else { (T::ONE + theta * theta).sqrt() };
+    sg / (at + root)
+}
+
+/// [`tangent`], or [`tangent_theta`] for a [`tiny_pair`].
+#[inline(always)]
+pub(super) fn rotation_tangent<T: LinalgElem>(d: T, two: T) -> T {
+    if tiny_pair(d, two) {
+        tangent_theta(d, two)
     } else {
-        t
+        tangent(d, two)
     }
 }
 
@@ -137,7 +145,7 @@ fn tangent_theta<T: LinalgElem>(app: T, aqq: T, apq: T) -> T {
 /// of tangent `t`: with `h = √(1 + t²)`, `c = 1 / h`, `s = t c` and `τ = t / (1 + h)`, the
 /// two divisions independent of each other.
 #[inline(always)]
-fn sine_tau<T: LinalgElem>(t: T) -> (T, T) {
+pub(super) fn sine_tau<T: LinalgElem>(t: T) -> (T, T) {
     let h = (t * t + T::ONE).sqrt();
     let c = T::ONE / h;
     (t * c, t / (T::ONE + h))
@@ -206,11 +214,7 @@ fn jacobi_n<T: LinalgElem, const N: usize>(a: &mut [T], w: &mut [T], v: Option<&
                 continue;
             }
             rotated = true;
-            let t = if needs_theta(app, aqq, apq) {
-                tangent_theta(app, aqq, apq)
-            } else {
-                tangent(app, aqq, apq)
-            };
+            let t = rotation_tangent(aqq - app, apq + apq);
             let (s, tau) = sine_tau(t);
             a[p * n + p] = app - t * apq;
             a[q * n + q] = aqq + t * apq;
@@ -882,14 +886,15 @@ fn jacobi_lanes_n<T: LinalgElem>(
                 let skip = (x <= floor[l]) | (x <= eps * (app[l].abs() * aqq[l].abs()).sqrt());
                 rot[l] = !skip;
                 // (a skipped lane may make a NaN here: it is not selected)
-                let tl = tangent(app[l], aqq[l], apq[l]);
+                let tl = tangent(aqq[l] - app[l], apq[l] + apq[l]);
                 t[l] = if skip { T::ZERO } else { tl };
-                tiny |= !skip & needs_theta(app[l], aqq[l], apq[l]);
+                tiny |= !skip & tiny_pair(aqq[l] - app[l], apq[l] + apq[l]);
             }
             if tiny {
                 for l in 0..LANES {
-                    if rot[l] && needs_theta(app[l], aqq[l], apq[l]) {
-                        t[l] = tangent_theta(app[l], aqq[l], apq[l]);
+                    let (d, two) = (aqq[l] - app[l], apq[l] + apq[l]);
+                    if rot[l] && tiny_pair(d, two) {
+                        t[l] = tangent_theta(d, two);
                     }
                 }
             }

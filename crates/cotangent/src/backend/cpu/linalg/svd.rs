@@ -14,6 +14,7 @@ use faer::dyn_stack::{MemBuffer, MemStack};
 use faer::linalg::svd::{self as fsvd, ComputeSvdVectors};
 use faer::{MatMut, Par};
 
+use super::eigh::{rotation_tangent, sine_tau, tiny_pair};
 use super::lu::{lane_split, LANES};
 use super::svd_split::{self, SPLIT_K};
 use super::{colmajor_layout, for_each_matrix, Batch, LinalgElem, TASK_WORK};
@@ -99,54 +100,15 @@ fn jacobi_skip<T: LinalgElem>(alpha: T, beta: T, gamma: T, tol: T) -> bool {
 /// The Jacobi rotation `(c, s)` that orthogonalises two columns with squared norms
 /// `alpha`, `beta` and inner product `gamma`, as `(tau, s, t)`: `tau = s / (1 + c)` (for
 /// Rutishauser's form of the rotation, see [`rotate`]) and the tangent `t`, with which the
-/// squared norms become `alpha − t gamma` and `beta + t gamma`. The tangent is the root of
-/// smaller magnitude of `t² + 2ζt − 1 = 0`, `ζ = (beta − alpha) / (2 gamma)`:
-/// `sgn(ζ) / (|ζ| + √(1 + ζ²))`, multiplied through by `|2 gamma|` as
-/// `t = sgn(d) 2 gamma / (|d| + √(d² + 4 gamma²))`, `d = beta − alpha` (one division less
-/// on the path to the next rotation than through `ζ`); then with `h = √(1 + t²)`,
-/// `c = 1 / h`, `s = t c` and `tau = t / (1 + h)` (two independent divisions). The
-/// columns are of the scaled matrix ([`jacobi_scale`]): the squares do not overflow, but
-/// where both `|d|` and `|2 gamma|` are below `√(min positive)` they lose digits, and the
-/// tangent is taken through `ζ` ([`tangent_zeta`]). [`JacobiElem::rotations`] does the
-/// same operations over the lanes, so the scalar and lane kernels give the same bits.
+/// squared norms become `alpha − t gamma` and `beta + t gamma`; by the two-sided Jacobi's
+/// formulas ([`rotation_tangent`] of `d = beta − alpha`, `two = 2 gamma`, and
+/// [`sine_tau`]). [`JacobiElem::rotations`] does the same operations over the lanes, so
+/// the scalar and lane kernels give the same bits.
 #[inline(always)]
-fn jacobi_rotation<T: LinalgElem>(alpha: T, beta: T, gamma: T, big: T) -> (T, T, T) {
-    let d = beta - alpha;
-    let two = gamma + gamma;
-    let t = if needs_zeta(d, two) {
-        tangent_zeta(d, two, big)
-    } else {
-        let t = two / (d.abs() + (d * d + two * two).sqrt());
-        if d < T::ZERO {
-            -t
-        } else {
-            t
-        }
-    };
-    let h = (t * t + T::ONE).sqrt();
-    let c = T::ONE / h;
-    (t / (T::ONE + h), t * c, t)
-}
-
-/// Whether [`jacobi_rotation`]'s squares of `d = beta − alpha` and `two = 2 gamma` lose
-/// digits (both below `√(min positive)`).
-#[inline(always)]
-fn needs_zeta<T: LinalgElem>(d: T, two: T) -> bool {
-    let tiny = T::sqrt_min_positive_impl();
-    d.abs() < tiny && two.abs() < tiny
-}
-
-/// [`jacobi_rotation`]'s tangent through `ζ = d / two` (`two = 2 gamma != 0`), for tiny
-/// `d` and `two`.
-#[inline(always)]
-fn tangent_zeta<T: LinalgElem>(d: T, two: T, big: T) -> T {
-    let zeta = d / two;
-    let sg = if zeta < T::ZERO { -T::ONE } else { T::ONE };
-    let az = zeta.abs();
-    // sqrt(1 + zeta²) is zeta's magnitude in the rounding beyond `big` (and its square
-    // would overflow): then t = 1 / (2 zeta)
-    let root = if az > big { az } else { (T::ONE + zeta * zeta).sqrt() };
-    sg / (az + root)
+fn jacobi_rotation<T: LinalgElem>(alpha: T, beta: T, gamma: T) -> (T, T, T) {
+    let t = rotation_tangent(beta - alpha, gamma + gamma);
+    let (s, tau) = sine_tau(t);
+    (tau, s, t)
 }
 
 /// The pairs of columns of one Jacobi sweep over `cols <= JACOBI_ROOM` columns, every pair
@@ -271,7 +233,6 @@ fn jacobi_small_in<T: LinalgElem, const ROOM: usize, const AREA: usize, const N:
         }
     }
     let tol = T::of(rows as f64) * T::EPSILON;
-    let big = T::ONE / T::EPSILON.sqrt();
     let half = T::of(0.5);
     let pairs = Pairs::new(cols);
     let mut norms = [T::ZERO; ROOM];
@@ -288,7 +249,7 @@ fn jacobi_small_in<T: LinalgElem, const ROOM: usize, const AREA: usize, const N:
             if jacobi_skip(alpha, beta, gamma, tol) {
                 continue;
             }
-            let (tau, sn, t) = jacobi_rotation(alpha, beta, gamma, big);
+            let (tau, sn, t) = jacobi_rotation(alpha, beta, gamma);
             rotated = true;
             rotate(&mut w, rows, p, qq, tau, sn);
             if want {
@@ -790,7 +751,6 @@ fn sweep_lanes_n<T: JacobiElem, S: pulp::Simd>(
     let w = &mut w[..rows * cols];
     let q = &mut q[..cols * cols];
     let tol = T::of(rows as f64) * T::EPSILON;
-    let big = T::ONE / T::EPSILON.sqrt();
     let half = T::of(0.5);
     let pairs = Pairs::new(cols);
     let mut norms = [[T::ZERO; LANES]; JACOBI_ROOM];
@@ -823,7 +783,7 @@ fn sweep_lanes_n<T: JacobiElem, S: pulp::Simd>(
                 any[j] = rots[j].iter().any(|&x| x != T::ZERO);
                 if any[j] {
                     let (tau, s, t) = (&mut taus[j], &mut ss[j], &mut ts[j]);
-                    T::rotations(simd, alpha, beta, gamma, &rots[j], big, tau, s, t);
+                    T::rotations(simd, alpha, beta, gamma, &rots[j], tau, s, t);
                 }
             }
             for (j, &(p, qq)) in round.iter().enumerate() {
@@ -898,7 +858,6 @@ pub(crate) trait JacobiElem: LinalgElem {
         beta: &[Self; LANES],
         gamma: &[Self; LANES],
         rot: &[Self; LANES],
-        big: Self,
         tau: &mut [Self; LANES],
         s: &mut [Self; LANES],
         t: &mut [Self; LANES],
@@ -952,7 +911,6 @@ macro_rules! jacobi_elem {
                 beta: &[$t; LANES],
                 gamma: &[$t; LANES],
                 rot: &[$t; LANES],
-                big: $t,
                 tau: &mut [$t; LANES],
                 s: &mut [$t; LANES],
                 t: &mut [$t; LANES],
@@ -990,7 +948,7 @@ macro_rules! jacobi_elem {
                         uv[i] = simd.$sel(skip, zero, ul);
                         sv[i] = simd.$sel(skip, zero, sl);
                         tv[i] = simd.$sel(skip, zero, tl);
-                        // lanes for `tangent_zeta`: rotating, both `|d|` and `|2 gamma|` tiny
+                        // lanes for `tangent_theta`: rotating, both `|d|` and `|2 gamma|` tiny
                         let small = simd.$sel(simd.$lt(ad, tinyv), rv[i], zero);
                         let small = simd.$sel(simd.$lt(simd.$abs(two), tinyv), small, zero);
                         tiny = simd.$add(tiny, small);
@@ -1000,10 +958,10 @@ macro_rules! jacobi_elem {
                     }
                 }
                 if flags.iter().any(|&x| x != 0.0) {
-                    // rare: those lanes by the scalar formula, which takes them through `ζ`
+                    // rare: those lanes by the scalar formula, which takes them through `θ`
                     for l in 0..done {
-                        if rot[l] != 0.0 && needs_zeta(beta[l] - alpha[l], gamma[l] + gamma[l]) {
-                            let (ul, sl, tl) = jacobi_rotation(alpha[l], beta[l], gamma[l], big);
+                        if rot[l] != 0.0 && tiny_pair(beta[l] - alpha[l], gamma[l] + gamma[l]) {
+                            let (ul, sl, tl) = jacobi_rotation(alpha[l], beta[l], gamma[l]);
                             tau[l] = ul;
                             s[l] = sl;
                             t[l] = tl;
@@ -1012,7 +970,7 @@ macro_rules! jacobi_elem {
                 }
                 // lanes beyond a whole number of vectors: the scalar formula
                 for l in done..LANES {
-                    let (ul, sl, tl) = jacobi_rotation(alpha[l], beta[l], gamma[l], big);
+                    let (ul, sl, tl) = jacobi_rotation(alpha[l], beta[l], gamma[l]);
                     let skip = rot[l] == 0.0;
                     tau[l] = if skip { 0.0 } else { ul };
                     s[l] = if skip { 0.0 } else { sl };
