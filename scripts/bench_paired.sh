@@ -12,7 +12,8 @@
 # OUT_DIR/t_<round>_<op>.json (`torch_linalg.py`), f64, 2 threads, square size 4 and the
 # batched shapes (4096x4x4, 1024x16x16); SIZES="64 256 1024" (square sizes, default 4)
 # and BATCHED=0 (no batched shapes) pair other rows the same way. Needs
-# `cargo build --release -p cotangent-bench` first, and PyTorch in $PYTHON (default python3); the PyTorch script is found at
+# `cargo build --release -p cotangent-bench` first (which builds the core_roundtrip probe too;
+# its result before each pair goes to OUT_DIR/r_<round>_<op>.txt), and PyTorch in $PYTHON (default python3); the PyTorch script is found at
 # $TORCH_BENCH (default ../shared/bench/torch_linalg.py).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -34,8 +35,16 @@ theirs() {
     --threads 2 --max-wait-s 60 \
     --out-json "$out/t_$2_$1.json" --out-md /dev/null > /dev/null
 }
+# how far apart the host has put the cores, before each pair of runs (see
+# crates/cotangent-bench/src/bin/core_roundtrip.rs); absent if the probe was not built
+probe() {
+  if [ -x ./target/release/core_roundtrip ]; then
+    ./target/release/core_roundtrip > "$out/r_$2_$1.txt"
+  fi
+}
 for r in $(seq 1 "$rounds"); do
   for op in "$@"; do
+    probe "$op" "$r"
     if [ $((r % 2)) -eq 1 ]; then
       ours "$op" "$r"
       theirs "$op" "$r"
