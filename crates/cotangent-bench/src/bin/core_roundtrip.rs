@@ -2,12 +2,14 @@
 //! of 5 rounds of 100,000 exchanges), a probe of how far apart the host has put this
 //! machine's cores.
 //!
-//! On the 2-vCPU AMD EPYC hosts of the benchmarks the round trip is about 40-110 ns at
-//! some times and 350-620 ns at others, for minutes at a time (the virtual CPUs sit on
-//! one core complex, or on two). Every parallel kernel whose threads hand data to each
-//! other slows down in the second case: a 4096 x 4 x 4 solve's fwd+bwd on 2 threads took
-//! 70-78 us with a short round trip and 115-130 us with a long one (its one-thread time,
-//! about 126 us, the same in both), while PyTorch's, single-threaded, did not move.
+//! On the 2-vCPU AMD EPYC hosts of the benchmarks the round trip is about 40-180 ns at
+//! some times and 350-620 ns at others, for seconds to minutes at a time (the virtual
+//! CPUs sit on one core complex, or on two). A parallel kernel whose threads hand data to
+//! each other slows down in the second case: a 4096 x 4 x 4 solve's fwd+bwd on 2 threads
+//! took 70-78 us with a short round trip and 115-130 us with a long one (its one-thread
+//! time, about 126 us, the same in both), while PyTorch's did not move. A thread that
+//! shares its CPU with the other for a while shows as a long round trip too (the median
+//! of the rounds keeps one such round out).
 //! `scripts/bench_paired.sh` records the probe with each run so that a table can say
 //! which runs had far cores.
 //!
