@@ -122,6 +122,20 @@ fn own<T: Pooled>(v: &[T], l: &Layout) -> Vec<T> {
     map_strided(v, l, |x| x)
 }
 
+/// `v`'s elements at `l` in row-major order: the slice where it already is one
+/// (contiguous), one element where all of them are that one (a broadcast scalar, such as
+/// the cotangent of a `sum`), else a copy.
+fn in_place<'a, T: Pooled>(v: &'a [T], l: &Layout) -> std::borrow::Cow<'a, [T]> {
+    use std::borrow::Cow;
+    if let Some(r) = l.contiguous_range() {
+        Cow::Borrowed(&v[r])
+    } else if l.is_scalar_broadcast() {
+        Cow::Borrowed(&v[l.offset()..l.offset() + 1])
+    } else {
+        Cow::Owned(own(v, l))
+    }
+}
+
 /// Elements from which a contiguous elementwise kernel runs on all of rayon's threads.
 const PAR_ELEMS: usize = 1 << 16;
 
@@ -931,12 +945,14 @@ impl BackendStorage for CpuStorage {
     ) -> Result<CpuStorage> {
         const OP: &str = "linalg.vector_norm";
         Ok(match (self, y, g) {
-            (CpuStorage::F32(x), CpuStorage::F32(y), CpuStorage::F32(g)) => CpuStorage::F32(
-                norm::vector_norm_backward(x, l, dims, ord, &own(y, yl), &own(g, gl)),
-            ),
-            (CpuStorage::F64(x), CpuStorage::F64(y), CpuStorage::F64(g)) => CpuStorage::F64(
-                norm::vector_norm_backward(x, l, dims, ord, &own(y, yl), &own(g, gl)),
-            ),
+            (CpuStorage::F32(x), CpuStorage::F32(y), CpuStorage::F32(g)) => {
+                let (y, g) = (in_place(y, yl), in_place(g, gl));
+                CpuStorage::F32(norm::vector_norm_backward(x, l, dims, ord, &y, &g))
+            }
+            (CpuStorage::F64(x), CpuStorage::F64(y), CpuStorage::F64(g)) => {
+                let (y, g) = (in_place(y, yl), in_place(g, gl));
+                CpuStorage::F64(norm::vector_norm_backward(x, l, dims, ord, &y, &g))
+            }
             _ if self.dtype() != g.dtype() || self.dtype() != y.dtype() => {
                 return Err(Error::DTypeMismatch { op: OP, lhs: self.dtype(), rhs: g.dtype() })
             }

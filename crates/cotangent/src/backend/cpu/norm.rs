@@ -351,7 +351,8 @@ fn norm_slice_par<T: NormFloat>(xs: &[T], ord: f64) -> T {
 /// | `1 < p < 2` | `g / y^(p-1)` (0 where `y = 0`) | `sgn(x) |x|^(p-1) s` |
 /// | `p > 2` | as above | `x |x|^(p-2) s` |
 ///
-/// The result is contiguous, in `l`'s row-major order.
+/// The result is contiguous, in `l`'s row-major order. `g` of one element stands for that
+/// cotangent at every output (a broadcast scalar, as a `sum`'s).
 pub(crate) fn vector_norm_backward<T: NormFloat>(
     x: &[T],
     l: &Layout,
@@ -361,38 +362,42 @@ pub(crate) fn vector_norm_backward<T: NormFloat>(
     g: &[T],
 ) -> Vec<T> {
     let p = T::of(ord);
-    let scale: Vec<T> = if ord == 2.0 {
-        // the hot order: a select and a division, vectorised
-        let mut scale = super::pool::overwritten(y.len(), T::ZERO);
-        pulp::Arch::new().dispatch(Scale2 { scale: &mut scale, y, g });
-        scale
-    } else {
-        y.iter()
-            .zip(g)
-            .map(|(&y, &g)| {
-                if ord == 1.0 {
-                    g
-                } else if ord < 1.0 {
-                    g * y.powf(T::ONE - p)
-                } else if y == T::ZERO {
-                    T::ZERO
-                } else if ord == 2.0 {
-                    g / y
-                } else {
-                    g / y.powf(p - T::ONE)
-                }
-            })
-            .collect()
-    };
+    let n_out = y.len();
+    debug_assert!(g.len() == n_out || g.len() == 1);
+    let g_at = |i: usize| if g.len() == 1 { g[0] } else { g[i] };
+    if ord == 2.0 {
+        // the hot order: a select and a division, vectorised, for each task's outputs in
+        // the task (where the forward wrote them: no scales made on one thread and read
+        // on another)
+        let scales = |start: usize, s: &mut [T]| {
+            let g = if g.len() == 1 { g } else { &g[start..start + s.len()] };
+            let y = &y[start..start + s.len()];
+            pulp::Arch::new().dispatch(Scale2 { scale: s, y, g });
+        };
+        return scale_runs(x, l, dims, n_out, scales, |x, s| x * s);
+    }
+    let scale: Vec<T> = (0..n_out)
+        .map(|i| {
+            let (y, g) = (y[i], g_at(i));
+            if ord == 1.0 {
+                g
+            } else if ord < 1.0 {
+                g * y.powf(T::ONE - p)
+            } else if y == T::ZERO {
+                T::ZERO
+            } else {
+                g / y.powf(p - T::ONE)
+            }
+        })
+        .collect();
+    let scales = |start: usize, s: &mut [T]| s.copy_from_slice(&scale[start..start + s.len()]);
     let pm1 = p - T::ONE;
     let pm2 = p - T::of(2.0);
     // the hot orders get their own loops (no dispatch on the order per element)
-    if ord == 2.0 {
-        scale_runs(x, l, dims, &scale, |x, s| x * s)
-    } else if ord == 1.0 {
-        scale_runs(x, l, dims, &scale, |x: T, s| x.sign() * s)
+    if ord == 1.0 {
+        scale_runs(x, l, dims, n_out, scales, |x: T, s| x.sign() * s)
     } else {
-        scale_runs(x, l, dims, &scale, move |x: T, s: T| -> T {
+        scale_runs(x, l, dims, n_out, scales, move |x: T, s: T| -> T {
             if ord < 1.0 {
                 if x == T::ZERO {
                     T::ZERO
@@ -408,7 +413,8 @@ pub(crate) fn vector_norm_backward<T: NormFloat>(
     }
 }
 
-/// `g / y` (0 where `y = 0`) into `scale`, compiled for the machine's SIMD level.
+/// `g / y` (0 where `y = 0`) into `scale`, compiled for the machine's SIMD level (`g` of
+/// one element: that one for every `y`).
 struct Scale2<'a, T> {
     scale: &'a mut [T],
     y: &'a [T],
@@ -419,9 +425,23 @@ impl<T: NormFloat> pulp::WithSimd for Scale2<'_, T> {
     type Output = ();
     #[inline(always)]
     fn with_simd<S: pulp::Simd>(self, _: S) {
-        for ((s, &y), &g) in self.scale.iter_mut().zip(self.y).zip(self.g) {
+        #[inline(always)]
+        fn one<T: NormFloat>(y: T, g: T) -> T {
             let q = g / if y == T::ZERO { T::ONE } else { y };
-            *s = if y == T::ZERO { T::ZERO } else { q };
+            if y == T::ZERO {
+                T::ZERO
+            } else {
+                q
+            }
+        }
+        if let [g] = *self.g {
+            for (s, &y) in self.scale.iter_mut().zip(self.y) {
+                *s = one(y, g);
+            }
+        } else {
+            for ((s, &y), &g) in self.scale.iter_mut().zip(self.y).zip(self.g) {
+                *s = one(y, g);
+            }
         }
     }
 }
@@ -457,15 +477,23 @@ impl<T: NormFloat, E: Fn(T, T) -> T> pulp::WithSimd for ScaleRuns<'_, T, E> {
 }
 
 /// `e(x, s)` for every element of `x`, with `s` the scale of its output (the reduced dims
-/// `dims`), contiguous in `l`'s row-major order.
+/// `dims`; `n_out` outputs, whose scales `scales(start, s)` writes to `s` from output
+/// `start`), contiguous in `l`'s row-major order. Split across threads, each task makes
+/// the scales of its own outputs.
 #[inline(always)]
 fn scale_runs<T: NormFloat>(
     x: &[T],
     l: &Layout,
     dims: &[usize],
-    scale: &[T],
+    n_out: usize,
+    scales: impl Fn(usize, &mut [T]) + Sync,
     e: impl Fn(T, T) -> T + Sync,
 ) -> Vec<T> {
+    let all = || {
+        let mut s = vec![T::ZERO; n_out];
+        scales(0, &mut s);
+        s
+    };
     let n = l.numel();
     // every output owns one contiguous run (the reduced dims are the trailing ones of a
     // contiguous input): chunks, on all threads when large
@@ -473,18 +501,22 @@ fn scale_runs<T: NormFloat>(
     let trailing = (first..l.rank()).all(|i| dims.contains(&i) || l.dims()[i] == 1);
     if let (Some(r), true) = (l.contiguous_range(), trailing && n > 0) {
         let xs = &x[r];
-        let len = n / scale.len().max(1);
+        let len = n / n_out.max(1);
         // every element is written below
         let mut out = super::pool::overwritten(n, T::ZERO);
-        let per = runs_per_task(scale.len(), len);
-        if scale.len() > 1 && per < scale.len() {
+        let per = runs_per_task(n_out, len);
+        if n_out > 1 && per < n_out {
             // the forward's split (see PAR_TILED)
             super::par::for_each_chunk(&mut out, per * len, |t, out| {
                 let xs = &xs[t * per * len..][..out.len()];
-                let scale = &scale[t * per..][..out.len() / len];
-                pulp::Arch::new().dispatch(ScaleRuns { out, xs, len, scale, e: &e });
+                let mut scale = vec![T::ZERO; out.len() / len];
+                scales(t * per, &mut scale);
+                pulp::Arch::new().dispatch(ScaleRuns { out, xs, len, scale: &scale, e: &e });
             });
-        } else if n >= PAR_ELEMS && rayon::current_num_threads() > 1 {
+            return out;
+        }
+        let scale = all();
+        if n >= PAR_ELEMS && rayon::current_num_threads() > 1 {
             if scale.len() == 1 {
                 let s = scale[0];
                 out.par_chunks_mut(1 << 14).zip(xs.par_chunks(1 << 14)).for_each(|(o, xs)| {
@@ -500,11 +532,12 @@ fn scale_runs<T: NormFloat>(
                     });
             }
         } else {
-            pulp::Arch::new().dispatch(ScaleRuns { out: &mut out, xs, len, scale, e: &e });
+            pulp::Arch::new().dispatch(ScaleRuns { out: &mut out, xs, len, scale: &scale, e: &e });
         }
         return out;
     }
     // general layouts: walk x with the outputs' strides (0 along the reduced dims)
+    let scale = all();
     let mut ostr = vec![0usize; l.rank()];
     let mut acc = 1usize;
     for i in (0..l.rank()).rev() {
@@ -513,7 +546,7 @@ fn scale_runs<T: NormFloat>(
             acc *= l.dims()[i];
         }
     }
-    let row = super::strided::ZipRow { a: x, b: scale, f: e };
+    let row = super::strided::ZipRow { a: x, b: &scale[..], f: e };
     super::strided::eval(l.dims(), [l.strides(), &ostr], [l.offset(), 0], &row)
 }
 
@@ -578,6 +611,29 @@ mod tests {
                             v.signum() * v.abs().powf(ord - 1.0) * y[k].powf(1.0 - ord) * g[k]
                         };
                         assert!((gx[i * 3 + j] - want).abs() < 1e-14, "{ord} {dim} {i} {j}");
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn one_cotangent_stands_for_every_output() {
+        // a sum's cotangent: one element for every output; on a batch of 4 x 4 runs large
+        // enough to split across threads, and a small one
+        for runs in [4096usize, 3] {
+            let x: Vec<f64> =
+                (0..runs * 16).map(|i| (f64::from(i as u32 % 11) - 5.0) * 0.3).collect();
+            let l = Layout::contiguous(Shape::new(vec![runs, 4, 4]));
+            for ord in [2.0, 3.0, 1.0] {
+                let y = vector_norm(&x, &l, &[1, 2], ord);
+                let full = vector_norm_backward(&x, &l, &[1, 2], ord, &y, &vec![0.75; runs]);
+                let one = vector_norm_backward(&x, &l, &[1, 2], ord, &y, &[0.75]);
+                assert_eq!(full, one, "{runs} {ord}");
+                // and the formula, for order 2: x g / y
+                if ord == 2.0 {
+                    for (i, (&v, &gx)) in x.iter().zip(&full).enumerate() {
+                        assert_eq!(gx, v * (0.75 / y[i / 16]), "{i}");
                     }
                 }
             }
