@@ -168,6 +168,9 @@ pub(crate) trait BackendStorage: Sized {
     /// [`BackendStorage::lu_solve`] with the factors of order `n` that
     /// [`BackendStorage::lu_factor_solve`] returned (`self`: its `factors`, `perms`: its
     /// `perms`), for `b: (*, n, k)` with the factorised batch's dims. Column-major result.
+    /// With `outer = Some((y, yl))` (`y: (*, n, k)`, the dims of `b`), also `−X Yᵀ` of
+    /// each matrix, `(*, n, n)` row-major: a solve's backward `gA = −gB Xᵀ` from the
+    /// pass that computes `gB`.
     fn lu_solve_saved(
         &self,
         perms: &Self,
@@ -175,7 +178,8 @@ pub(crate) trait BackendStorage: Sized {
         b: &Self,
         bl: &Layout,
         adjoint: bool,
-    ) -> Result<(Self, Layout)>;
+        outer: Option<(&Self, &Layout)>,
+    ) -> Result<SavedSolve<Self>>;
 
     /// Solves `A X = B` (`Aᵀ X = B` if `adjoint`) with `A = P L U` given by packed factors
     /// `self: (*, n, n)` and contiguous `I64` interchanges `piv` (`(*, n)`, in `1..=n`);
@@ -326,6 +330,15 @@ pub(crate) struct LuSolved<S, I = S> {
     pub(crate) info: I,
     pub(crate) x: S,
     pub(crate) x_layout: Layout,
+}
+
+/// The result of [`BackendStorage::lu_solve_saved`]: the solutions (column-major) with
+/// their layout and, where asked for, the negated outer products (row-major) with theirs.
+#[derive(Debug)]
+pub(crate) struct SavedSolve<S> {
+    pub(crate) x: S,
+    pub(crate) x_layout: Layout,
+    pub(crate) outer: Option<(S, Layout)>,
 }
 
 /// Which factors a QR returns.

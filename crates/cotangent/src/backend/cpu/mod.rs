@@ -1124,17 +1124,27 @@ impl BackendStorage for CpuStorage {
         b: &CpuStorage,
         bl: &Layout,
         adjoint: bool,
-    ) -> Result<(CpuStorage, Layout)> {
+        outer: Option<(&CpuStorage, &Layout)>,
+    ) -> Result<crate::backend::SavedSolve<CpuStorage>> {
         const OP: &str = "linalg.solve";
         let CpuStorage::I64(p) = perms else { return Err(unsupported(OP, perms.dtype())) };
-        Ok(match (self, b) {
-            (CpuStorage::F32(f), CpuStorage::F32(b)) => {
-                let (x, xl) = linalg::lu::lu_solve_saved(f, p, n, b, bl, adjoint);
-                (CpuStorage::F32(x), xl)
+        Ok(match (self, b, outer) {
+            (CpuStorage::F32(f), CpuStorage::F32(b), None) => {
+                linalg::lu::lu_solve_saved(f, p, n, b, bl, adjoint, None).map(CpuStorage::F32)
             }
-            (CpuStorage::F64(f), CpuStorage::F64(b)) => {
-                let (x, xl) = linalg::lu::lu_solve_saved(f, p, n, b, bl, adjoint);
-                (CpuStorage::F64(x), xl)
+            (CpuStorage::F64(f), CpuStorage::F64(b), None) => {
+                linalg::lu::lu_solve_saved(f, p, n, b, bl, adjoint, None).map(CpuStorage::F64)
+            }
+            (CpuStorage::F32(f), CpuStorage::F32(b), Some((CpuStorage::F32(y), yl))) => {
+                linalg::lu::lu_solve_saved(f, p, n, b, bl, adjoint, Some((y, yl)))
+                    .map(CpuStorage::F32)
+            }
+            (CpuStorage::F64(f), CpuStorage::F64(b), Some((CpuStorage::F64(y), yl))) => {
+                linalg::lu::lu_solve_saved(f, p, n, b, bl, adjoint, Some((y, yl)))
+                    .map(CpuStorage::F64)
+            }
+            (_, _, Some((y, _))) if y.dtype() != self.dtype() => {
+                return Err(Error::DTypeMismatch { op: OP, lhs: self.dtype(), rhs: y.dtype() })
             }
             _ if self.dtype() != b.dtype() => {
                 return Err(Error::DTypeMismatch { op: OP, lhs: self.dtype(), rhs: b.dtype() })

@@ -22,6 +22,7 @@ use faer::{MatRef, Par, Spec};
 use super::{colmajor_layout, colmajor_mut, for_each_matrix, Batch, LinalgElem, TASK_WORK};
 use crate::backend::cpu::par::{run_tasks, with_par, Parts};
 use crate::layout::Layout;
+use crate::shape::Shape;
 use std::sync::Mutex;
 
 /// `min(m, n)` up to which the unblocked loop is used.
@@ -2578,7 +2579,10 @@ fn solve_saved_lanes<T: LinalgElem>(g: SavedGroup<'_, T>) {
 /// [`lu_solve`] with the factors of order `n` that [`lu_factor_solve`] saved (`factors`
 /// and `perms` as it returned them) for `b: (*, n, k)` with the factorised batch's
 /// dims: `A X = B` (`Aᵀ X = B` if `adjoint`), lane group by lane group, the factors
-/// copied as they are instead of gathered. The result is column-major.
+/// copied as they are instead of gathered. The result is column-major. With `outer =
+/// Some(Y)` (`(*, n, k)`, `b`'s dims), also `−X Yᵀ` of each matrix (row-major `(*, n,
+/// n)`) from each group's solutions while they are in cache: a solve's `gA = −gB Xᵀ`
+/// in the pass that makes `gB`, each thread on the matrices whose factors it made.
 pub(crate) fn lu_solve_saved<T: LinalgElem>(
     factors: &[T],
     perms: &[i64],
@@ -2586,21 +2590,27 @@ pub(crate) fn lu_solve_saved<T: LinalgElem>(
     b: &[T],
     bl: &Layout,
     adjoint: bool,
-) -> (Vec<T>, Layout) {
+    outer: Option<(&[T], &Layout)>,
+) -> crate::backend::SavedSolve<Vec<T>> {
     let bb = Batch::of(bl);
     let (k, len) = (bb.n, bb.len());
     let (size, xsize) = (n * n, n * k);
     debug_assert_eq!(perms.len(), len.div_ceil(LANES) * LANES);
-    let layout = colmajor_layout(&bb.dims, n, k);
+    let x_layout = colmajor_layout(&bb.dims, n, k);
     let mut x = super::super::pool::overwritten(len * xsize, T::ZERO);
+    let outer = outer.map(|(y, yl)| (y, Batch::of(yl)));
+    let mut prods = outer.as_ref().map(|_| super::super::pool::overwritten(len * size, T::ZERO));
     if xsize == 0 {
-        return (x, layout);
-    }
-    let (per, split) = lane_split(len, size * k);
-    {
+        if let Some(p) = &mut prods {
+            p.fill(T::ZERO);
+        }
+    } else {
+        let (per, split) = lane_split(len, size * k);
         let px = Parts::new(&mut x, xsize * per);
+        let pp = prods.as_mut().map(|p| Parts::new(p, size * per));
         let task = |t: usize| {
             let xo = px.take(t);
+            let mut po = pp.as_ref().map(|p| p.take(t));
             let mut lub = vec![[T::ZERO; LANES]; size];
             let mut xb = vec![[T::ZERO; LANES]; xsize];
             let mut sb = Batch::listed(vec![0; LANES], n, k, bb.rs, bb.cs);
@@ -2608,6 +2618,7 @@ pub(crate) fn lu_solve_saved<T: LinalgElem>(
             for g in (0..count).step_by(LANES) {
                 let (first, c) = (t * per + g, LANES.min(count - g));
                 let (gb, bfirst) = group_batch(&mut sb, &bb, first, c);
+                let xg = &mut xo[g * xsize..(g + c) * xsize];
                 solve_saved_lanes(SavedGroup {
                     factors: &factors[first * size..(first + LANES) * size],
                     perms: &perms[first..first + LANES],
@@ -2615,11 +2626,15 @@ pub(crate) fn lu_solve_saved<T: LinalgElem>(
                     first: bfirst,
                     lub: &mut lub,
                     xb: &mut xb,
-                    x: &mut xo[g * xsize..(g + c) * xsize],
+                    x: xg,
                     n,
                     k,
                     adjoint,
                 });
+                if let (Some((y, by)), Some(po)) = (&outer, &mut po) {
+                    let dst = &mut po[g * size..(g + c) * size];
+                    neg_outer(xg, (y, by, first), dst, n, k);
+                }
             }
         };
         if split {
@@ -2628,7 +2643,73 @@ pub(crate) fn lu_solve_saved<T: LinalgElem>(
             task(0);
         }
     }
-    (x, layout)
+    let outer =
+        prods.map(|p| (p, Layout::contiguous(Shape::new([&bb.dims[..], &[n, n]].concat()))));
+    crate::backend::SavedSolve { x, x_layout, outer }
+}
+
+/// `d_w = −x_w y_wᵀ` (row-major `n x n`) for the consecutive column-major `n x k`
+/// matrices `x_w` of `xs` and the matrices `first + w` of `y`: each sum in ascending
+/// order, of the negated terms (the bits of the product, then its negation). The order a
+/// constant up to 4.
+fn neg_outer<T: LinalgElem>(xs: &[T], y: (&[T], &Batch, usize), d: &mut [T], n: usize, k: usize) {
+    match n {
+        1 => neg_outer_n::<T, 1>(xs, y, d, n, k),
+        2 => neg_outer_n::<T, 2>(xs, y, d, n, k),
+        3 => neg_outer_n::<T, 3>(xs, y, d, n, k),
+        4 => neg_outer_n::<T, 4>(xs, y, d, n, k),
+        _ => neg_outer_n::<T, 0>(xs, y, d, n, k),
+    }
+}
+
+/// [`neg_outer`] with `n = N` when `N > 0`.
+#[inline(always)]
+fn neg_outer_n<T: LinalgElem, const N: usize>(
+    xs: &[T],
+    (y, by, first): (&[T], &Batch, usize),
+    d: &mut [T],
+    n: usize,
+    k: usize,
+) {
+    let n = if N > 0 { N } else { n };
+    let mut yc = [T::ZERO; LANES_MAX];
+    let yc = &mut yc[..n];
+    for (w, (x, dw)) in xs.chunks_exact(n * k).zip(d.chunks_exact_mut(n * n)).enumerate() {
+        let o = by.offset(first + w);
+        for c in 0..k {
+            for (j, v) in yc.iter_mut().enumerate() {
+                *v = y[o + j * by.rs + c * by.cs];
+            }
+            let xc = &x[c * n..(c + 1) * n];
+            // (−a) b + (−c) d is −(a b + c d) to the bit
+            for (&xi, row) in xc.iter().zip(dw.chunks_exact_mut(n)) {
+                let nx = -xi;
+                if c == 0 {
+                    for (r, &v) in row.iter_mut().zip(yc.iter()) {
+                        *r = nx * v;
+                    }
+                } else {
+                    for (r, &v) in row.iter_mut().zip(yc.iter()) {
+                        *r += nx * v;
+                    }
+                }
+            }
+        }
+    }
+}
+
+impl<T> crate::backend::SavedSolve<Vec<T>> {
+    /// The same result with its buffers wrapped by `f`.
+    pub(crate) fn map(
+        self,
+        f: impl Fn(Vec<T>) -> crate::backend::CpuStorage,
+    ) -> crate::backend::SavedSolve<crate::backend::CpuStorage> {
+        crate::backend::SavedSolve {
+            x: f(self.x),
+            x_layout: self.x_layout,
+            outer: self.outer.map(|(p, l)| (f(p), l)),
+        }
+    }
 }
 
 /// Scratch of [`lu_inv`]: one lane group's interchanges and `info`, its factors in lanes,
