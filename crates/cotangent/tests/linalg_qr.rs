@@ -521,7 +521,7 @@ fn batch_with_odd_matrices(b: usize, n: usize, seed: u64) -> Tensor {
     let m = |k: usize| k * n * n;
     for (k, x) in v.iter_mut().enumerate() {
         *x *= 0.5 / (n as f64).sqrt();
-        if (k % (n * n)) % (n + 1) == 0 {
+        if (k % (n * n)).is_multiple_of(n + 1) {
             *x += 1.0;
         }
     }

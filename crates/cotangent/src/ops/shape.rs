@@ -239,7 +239,7 @@ impl Tensor {
     /// ```
     pub fn pad(&self, pad: &[isize]) -> Result<Tensor> {
         const OP: &str = "nn.functional.pad";
-        if pad.len() % 2 != 0 || pad.len() / 2 > self.rank() {
+        if !pad.len().is_multiple_of(2) || pad.len() / 2 > self.rank() {
             return Err(Error::InvalidArgument {
                 op: OP,
                 arg: "pad",

@@ -199,7 +199,7 @@ impl Tensor {
         }
         let mut out: Vec<usize> = dims.iter().map(|&d| d.max(0) as usize).collect();
         if let Some(i) = infer {
-            if known == 0 || self.numel() % known != 0 {
+            if known == 0 || !self.numel().is_multiple_of(known) {
                 return Err(Error::ShapeMismatch {
                     op: OP,
                     lhs: self.shape().clone(),

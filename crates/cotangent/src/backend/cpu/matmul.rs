@@ -444,7 +444,7 @@ pub(crate) fn matmul<T: GemmElem>(a: &[T], al: &Layout, b: &[T], bl: &Layout) ->
     }
     let threads = rayon::current_num_threads();
     // large products one per thread when the batch deals out evenly (else each is split)
-    let even = batch >= 4 * threads || (batch >= threads && batch % threads == 0);
+    let even = batch >= 4 * threads || (batch >= threads && batch.is_multiple_of(threads));
     if batch > 1 && batch * work >= 1 << 15 && (work < PAR_THRESHOLD || even) {
         // about 2^14 multiply-adds per task
         let per_task = ((1usize << 14) / work.max(1)).max(1);

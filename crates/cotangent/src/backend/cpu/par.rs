@@ -91,7 +91,7 @@ pub(crate) fn run_tasks(tasks: usize, task: impl Fn(usize) + Sync) {
         let mut spins = 0u32;
         while started.load(Ordering::Acquire) > done.load(Ordering::Acquire) {
             spins = spins.wrapping_add(1);
-            if spins % 64 == 0 {
+            if spins.is_multiple_of(64) {
                 std::thread::yield_now();
             } else {
                 std::hint::spin_loop();

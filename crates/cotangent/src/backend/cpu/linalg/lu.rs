@@ -168,7 +168,7 @@ fn gather<T: LinalgElem>(at: impl Fn(usize) -> T) -> [T; LANES] {
 /// then moves the elements one by one: the same values).
 pub(crate) trait LaneMoves: Copy {
     /// `dst[w * size + o] = x[src(o)][w]` for every lane `w` and `o < size`
-    /// (`dst.len() == LANES * size`, `size % 4 == 0`, `src(o) < x.len()`).
+    /// (`dst.len() == LANES * size`, `size.is_multiple_of(4)`, `src(o) < x.len()`).
     #[inline(always)]
     fn blocks_from_lanes<S: pulp::Simd>(
         _simd: S,
@@ -180,7 +180,7 @@ pub(crate) trait LaneMoves: Copy {
     }
 
     /// `x[e][w] = src[w * size + e]` for every lane `w` and `e < size = x.len()`
-    /// (`src.len() == LANES * size`, `size % 4 == 0`).
+    /// (`src.len() == LANES * size`, `size.is_multiple_of(4)`).
     #[inline(always)]
     fn lanes_from_blocks<S: pulp::Simd>(_simd: S, _src: &[Self], _x: &mut [[Self; LANES]]) -> bool {
         false
@@ -198,7 +198,10 @@ impl LaneMoves for f64 {
         dst: &mut [f64],
     ) -> bool {
         let size = dst.len() / LANES;
-        if core::mem::size_of::<S::f64s>() != 32 || size % 4 != 0 || dst.len() != LANES * size {
+        if core::mem::size_of::<S::f64s>() != 32
+            || !size.is_multiple_of(4)
+            || dst.len() != LANES * size
+        {
             return false;
         }
         // registers: lanes 0..4 and 4..8 of x[e] are 2e and 2e + 1; entries 4c..4c + 4 of
@@ -222,7 +225,10 @@ impl LaneMoves for f64 {
     #[inline(always)]
     fn lanes_from_blocks<S: pulp::Simd>(simd: S, src: &[f64], x: &mut [[f64; LANES]]) -> bool {
         let size = x.len();
-        if core::mem::size_of::<S::f64s>() != 32 || size % 4 != 0 || src.len() != LANES * size {
+        if core::mem::size_of::<S::f64s>() != 32
+            || !size.is_multiple_of(4)
+            || src.len() != LANES * size
+        {
             return false;
         }
         let q = size / 4;
@@ -2066,10 +2072,10 @@ fn store_lanes<T: LinalgElem, S: pulp::Simd>(
     let count = dst.len() / size.max(1);
     // source of output element o of a block
     let src = |o: usize| if row_major { (o % n) * n + o / n } else { o };
-    if size % 4 == 0 && count == LANES && T::blocks_from_lanes(simd, x, src, dst) {
+    if size.is_multiple_of(4) && count == LANES && T::blocks_from_lanes(simd, x, src, dst) {
         return;
     }
-    if size % 4 != 0 || count != LANES {
+    if !size.is_multiple_of(4) || count != LANES {
         for (w, d) in dst.chunks_exact_mut(size).enumerate() {
             for (o, v) in d.iter_mut().enumerate() {
                 *v = x[src(o)][w];
