@@ -185,11 +185,84 @@ pub(crate) trait LaneMoves: Copy {
     fn lanes_from_blocks<S: pulp::Simd>(_simd: S, _src: &[Self], _x: &mut [[Self; LANES]]) -> bool {
         false
     }
+
+    /// The whole lane groups of one task of [`lu_factor_solve`] with `n = 4` (`a`: the
+    /// matrices' contiguous column-major blocks; `b`: their `4 x k` right-hand sides, the
+    /// same way; the outputs as [`factor_solve_lanes`] writes them, group after group) by
+    /// the AVX-512 kernel of `lu_wide`, where the element type (`f64`) and the CPU allow
+    /// it: the same outputs. Returns the groups it left unwritten (a lane with a zero
+    /// pivot or a factor that is not finite), for the portable kernel; `None`, having
+    /// written nothing, where it does not apply.
+    #[allow(clippy::too_many_arguments)]
+    fn factor_solve_wide(
+        _a: &[Self],
+        _b: &[Self],
+        _k: usize,
+        _adjoint: bool,
+        _factors: &mut [Self],
+        _perms: &mut [i64],
+        _info: &mut [i64],
+        _x: &mut [Self],
+    ) -> Option<Vec<usize>> {
+        None
+    }
+
+    /// The whole lane groups of one task of [`lu_solve_saved`] with `n = 4` (the saved
+    /// factors and interchanges of the groups; `b` and `y`: the contiguous column-major
+    /// `4 x k` blocks of the right-hand sides (or `Err` of the one value of a broadcast
+    /// scalar) and of the outer products' other operand;
+    /// the outputs as that function writes them) by the AVX-512 kernel of `lu_wide`,
+    /// where the element type (`f64`) and the CPU allow it: the same outputs. `false`,
+    /// having written nothing, where it does not apply.
+    #[allow(clippy::too_many_arguments)]
+    fn solve_saved_wide(
+        _factors: &[Self],
+        _perms: &[i64],
+        _b: Result<&[Self], Self>,
+        _k: usize,
+        _adjoint: bool,
+        _y: Option<&[Self]>,
+        _x: &mut [Self],
+        _outer: Option<&mut [Self]>,
+    ) -> bool {
+        false
+    }
 }
 
 impl LaneMoves for f32 {}
 
 impl LaneMoves for f64 {
+    #[cfg(target_arch = "x86_64")]
+    fn factor_solve_wide(
+        a: &[f64],
+        b: &[f64],
+        k: usize,
+        adjoint: bool,
+        factors: &mut [f64],
+        perms: &mut [i64],
+        info: &mut [i64],
+        x: &mut [f64],
+    ) -> Option<Vec<usize>> {
+        let run = super::lu_wide::Run { a, b, k, adjoint, factors, perms, info, x };
+        super::lu_wide::factor_solve(run)
+    }
+
+    #[cfg(target_arch = "x86_64")]
+    fn solve_saved_wide(
+        factors: &[f64],
+        perms: &[i64],
+        b: Result<&[f64], f64>,
+        k: usize,
+        adjoint: bool,
+        y: Option<&[f64]>,
+        x: &mut [f64],
+        outer: Option<&mut [f64]>,
+    ) -> bool {
+        let b = b.map_or_else(super::lu_wide::Rhs::Splat, super::lu_wide::Rhs::Blocks);
+        let run = super::lu_wide::SavedRun { factors, perms, b, k, adjoint, y, x, outer };
+        super::lu_wide::solve_saved(run)
+    }
+
     #[inline(always)]
     fn blocks_from_lanes<S: pulp::Simd>(
         simd: S,
@@ -2501,7 +2574,27 @@ pub(crate) fn lu_factor_solve<T: LinalgElem>(
                 Batch::listed(vec![0; LANES], n, k, bb.rs, bb.cs),
             );
             let count = io.len();
-            for g in (0..count).step_by(LANES) {
+            // the task's whole groups by the wide kernel where it applies (contiguous
+            // 4 x 4 blocks), the groups it leaves and a last partial one by the lanes'
+            let whole = count / LANES * LANES;
+            let (mut start, mut undone) = (0, Vec::new());
+            if let (4, true, Some(pa), Some(pb)) = (n, whole > 0, ba.packed(), bb.packed()) {
+                let (m0, mf) = (t * per, t * per + whole);
+                let wide = T::factor_solve_wide(
+                    &a[pa + m0 * size..pa + mf * size],
+                    &b[pb + m0 * xsize..pb + mf * xsize],
+                    k,
+                    adjoint,
+                    &mut fo[..whole * size],
+                    &mut po[..whole],
+                    &mut io[..whole],
+                    &mut xo[..whole * xsize],
+                );
+                if let Some(u) = wide {
+                    (start, undone) = (whole, u);
+                }
+            }
+            let mut group = |g: usize| {
                 let c = LANES.min(count - g);
                 let (ga, first) = group_batch(&mut sa, &ba, t * per + g, c);
                 let (gb, _) = group_batch(&mut sb, &bb, t * per + g, c);
@@ -2517,6 +2610,12 @@ pub(crate) fn lu_factor_solve<T: LinalgElem>(
                     k,
                     adjoint,
                 });
+            };
+            for h in undone {
+                group(h * LANES);
+            }
+            for g in (start..count).step_by(LANES) {
+                group(g);
             }
         };
         if split {
@@ -2621,7 +2720,37 @@ pub(crate) fn lu_solve_saved<T: LinalgElem>(
             let mut xb = vec![[T::ZERO; LANES]; xsize];
             let mut sb = Batch::listed(vec![0; LANES], n, k, bb.rs, bb.cs);
             let count = xo.len() / xsize;
-            for g in (0..count).step_by(LANES) {
+            // the task's whole groups by the wide kernel where it applies (contiguous
+            // 4 x 4 blocks), a last partial one by the lanes'
+            let whole = count / LANES * LANES;
+            let mut start = 0;
+            let y_packed = match &outer {
+                Some((y, by)) => by.packed().map(|o| Some((*y, o))),
+                None => Some(None),
+            };
+            // (the cotangent of a sum is one value broadcast)
+            let rhs = match (bb.packed(), bb.splat()) {
+                (Some(pb), _) => Some(Ok(pb)),
+                (None, Some(o)) => Some(Err(b[o])),
+                (None, None) => None,
+            };
+            if let (4, true, Some(rhs), Some(yp)) = (n, whole > 0, rhs, y_packed) {
+                let (m0, mf) = (t * per, t * per + whole);
+                let done = T::solve_saved_wide(
+                    &factors[m0 * size..mf * size],
+                    &perms[m0..mf],
+                    rhs.map(|pb| &b[pb + m0 * xsize..pb + mf * xsize]),
+                    k,
+                    adjoint,
+                    yp.map(|(y, o)| &y[o + m0 * xsize..o + mf * xsize]),
+                    &mut xo[..whole * xsize],
+                    po.as_deref_mut().map(|p| &mut p[..whole * size]),
+                );
+                if done {
+                    start = whole;
+                }
+            }
+            for g in (start..count).step_by(LANES) {
                 let (first, c) = (t * per + g, LANES.min(count - g));
                 let (gb, bfirst) = group_batch(&mut sb, &bb, first, c);
                 let xg = &mut xo[g * xsize..(g + c) * xsize];
@@ -2785,7 +2914,110 @@ pub(crate) fn lu_inv<T: LinalgElem>(a: &[T], al: &Layout) -> Option<(Vec<T>, Lay
 
 #[cfg(test)]
 mod tests {
-    use super::{is_normal, ln_normal};
+    use super::{is_normal, ln_normal, lu_factor_solve, lu_solve_saved, LANES};
+    use crate::layout::Layout;
+    use crate::shape::Shape;
+
+    /// `lu_factor_solve` of a contiguous batch of 4 x 4 matrices (the AVX-512 kernel where
+    /// the CPU has it) gives the same bits as of the same matrices spaced apart in storage
+    /// (the lane kernel): factors, interchanges, info and solutions, both ways round,
+    /// with one to five right-hand sides, with random and tied (small integer) entries,
+    /// and with singular, infinite and NaN matrices among them (the groups the wide kernel
+    /// hands back). Whole and partial groups, on one thread and split across threads.
+    #[test]
+    #[allow(clippy::float_cmp)]
+    fn wide_kernel_gives_the_lane_kernels_bits() {
+        let mut state = 0x2545_F491_4F6C_DD1Du64;
+        let mut next = || {
+            state ^= state >> 12;
+            state ^= state << 25;
+            state ^= state >> 27;
+            (state.wrapping_mul(0x2545_F491_4F6C_DD1D) >> 11) as f64 / (1u64 << 53) as f64
+        };
+        let n = 4;
+        for len in [8usize, 16, 24, 40, 37, 4096 + 13] {
+            for k in 1..=5usize {
+                let (size, xsize) = (n * n, n * k);
+                let mut a: Vec<f64> = (0..len * size)
+                    .map(|i| {
+                        let u = next();
+                        // every fifth matrix small integers (ties in the pivot search)
+                        if (i / size) % 5 == 2 {
+                            (u * 7.0).floor() - 3.0
+                        } else {
+                            2.0 * u - 1.0
+                        }
+                    })
+                    .collect();
+                if len > 20 {
+                    // a singular matrix, one with an infinity, one with a NaN
+                    a[9 * size..10 * size].fill(0.0);
+                    a[17 * size + 5] = f64::INFINITY;
+                    a[19 * size + 10] = f64::NAN;
+                }
+                let b: Vec<f64> = (0..len * xsize).map(|_| 2.0 * next() - 1.0).collect();
+                // the same matrices, one element apart
+                let spaced = |v: &[f64], m: usize, c: usize| {
+                    let mut out = vec![f64::NAN; len * (m * c + 1)];
+                    for i in 0..len {
+                        let o = i * (m * c + 1);
+                        out[o..o + m * c].copy_from_slice(&v[i * m * c..(i + 1) * m * c]);
+                    }
+                    let lay = Layout::new(Shape::of([len, m, c]), vec![m * c + 1, 1, m], 0);
+                    (out, lay)
+                };
+                let packed =
+                    |m: usize, c: usize| Layout::new(Shape::of([len, m, c]), vec![m * c, 1, m], 0);
+                let (sa, sal) = spaced(&a, n, n);
+                let (sb, sbl) = spaced(&b, n, k);
+                for adjoint in [false, true] {
+                    let wide = lu_factor_solve(&a, &packed(n, n), &b, &packed(n, k), adjoint);
+                    let lanes = lu_factor_solve(&sa, &sal, &sb, &sbl, adjoint);
+                    let (Some(w), Some(l)) = (wide, lanes) else { panic!("no lane path") };
+                    let what = format!("len {len} k {k} adjoint {adjoint}");
+                    let bits = |v: &[f64]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+                    assert_eq!(bits(&w.factors), bits(&l.factors), "{what}: factors");
+                    assert_eq!(w.perms, l.perms, "{what}: interchanges");
+                    assert_eq!(w.info, l.info, "{what}: info");
+                    assert_eq!(bits(&w.x), bits(&l.x), "{what}: solutions");
+                    if len > 20 {
+                        assert!(w.info[9] > 0, "{what}: the singular matrix's info");
+                    }
+                    assert_eq!(w.factors.len(), len.div_ceil(LANES) * LANES * size);
+                    // the saved factors' solve and outer products: contiguous right-hand
+                    // sides and operand (the wide kernel) against spaced ones (the lanes')
+                    let y: Vec<f64> = (0..len * xsize).map(|_| 2.0 * next() - 1.0).collect();
+                    let (sy, syl) = spaced(&y, n, k);
+                    for with_outer in [false, true] {
+                        let yw = with_outer.then(|| (&y[..], packed(n, k)));
+                        let yl = with_outer.then(|| (&sy[..], syl.clone()));
+                        let saved = |b: &[f64], bl: &Layout, y: Option<(&[f64], Layout)>| {
+                            let y = y.as_ref().map(|(v, l)| (*v, l));
+                            lu_solve_saved(&w.factors, &w.perms, n, b, bl, adjoint, y)
+                        };
+                        let sw = saved(&b, &packed(n, k), yw);
+                        let sl = saved(&sb, &sbl, yl);
+                        let what = format!("{what} outer {with_outer}");
+                        assert_eq!(bits(&sw.x), bits(&sl.x), "{what}: saved solve");
+                        let (ow, ol) = (sw.outer.map(|o| bits(&o.0)), sl.outer.map(|o| bits(&o.0)));
+                        assert_eq!(ow, ol, "{what}: outer products");
+                        assert_eq!(ow.is_some(), with_outer);
+                        // one value broadcast (a sum's cotangent) against the same value
+                        // in every spaced block
+                        let one = [0.375];
+                        let splat = Layout::new(Shape::of([len, n, k]), vec![0, 0, 0], 0);
+                        let yw = with_outer.then(|| (&y[..], packed(n, k)));
+                        let yl = with_outer.then(|| (&sy[..], syl.clone()));
+                        let (filled, fl) = spaced(&vec![one[0]; len * xsize], n, k);
+                        let (sw, sl) = (saved(&one, &splat, yw), saved(&filled, &fl, yl));
+                        assert_eq!(bits(&sw.x), bits(&sl.x), "{what}: broadcast saved solve");
+                        let (ow, ol) = (sw.outer.map(|o| bits(&o.0)), sl.outer.map(|o| bits(&o.0)));
+                        assert_eq!(ow, ol, "{what}: broadcast outer products");
+                    }
+                }
+            }
+        }
+    }
 
     /// The distance between two finite doubles of one sign, in units in the last place.
     fn ulps(a: f64, b: f64) -> u64 {

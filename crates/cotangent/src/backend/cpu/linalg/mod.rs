@@ -16,6 +16,8 @@ pub(crate) mod bidiag_split;
 pub(crate) mod cholesky;
 pub(crate) mod eigh;
 pub(crate) mod lu;
+#[cfg(target_arch = "x86_64")]
+mod lu_wide;
 pub(crate) mod matrix_exp;
 pub(crate) mod qr;
 pub(crate) mod svd;
@@ -102,6 +104,31 @@ impl Batch {
             n: l.dims()[r - 1],
             rs: l.strides()[r - 2],
             cs: l.strides()[r - 1],
+        }
+    }
+
+    /// Where matrix 0 starts if the matrices are column-major blocks one after another
+    /// (matrix `i` at that plus `i * m * n`), as a contiguous batch's transposes are.
+    pub(crate) fn packed(&self) -> Option<usize> {
+        let col_major = self.rs == 1 && (self.cs == self.m || self.n == 1);
+        match self.offsets {
+            Offsets::Even { base, step, len }
+                if col_major && (step == self.m * self.n || len <= 1) =>
+            {
+                Some(base)
+            }
+            _ => None,
+        }
+    }
+
+    /// Where the one value of every matrix is, if the batch is a broadcast scalar (every
+    /// stride 0).
+    pub(crate) fn splat(&self) -> Option<usize> {
+        match self.offsets {
+            Offsets::Even { base, step, .. } if step == 0 && self.rs == 0 && self.cs == 0 => {
+                Some(base)
+            }
+            _ => None,
         }
     }
 
