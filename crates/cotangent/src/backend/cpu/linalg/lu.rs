@@ -209,11 +209,11 @@ pub(crate) trait LaneMoves: Copy {
 
     /// The whole lane groups of one task of [`lu_solve_saved`] with `n = 4` (the saved
     /// factors and interchanges of the groups; `b` and `y`: the contiguous column-major
-    /// `4 x k` blocks of the right-hand sides (or `Err` of the one value of a broadcast
-    /// scalar) and of the outer products' other operand;
-    /// the outputs as that function writes them) by the AVX-512 kernel of `lu_wide`,
-    /// where the element type (`f64`) and the CPU allow it: the same outputs. `false`,
-    /// having written nothing, where it does not apply.
+    /// `4 x k` blocks of the right-hand sides, or `Err` of the one value of a broadcast
+    /// scalar, and of the outer products' other operand; the outputs as that function
+    /// writes them) by the AVX-512 kernel of `lu_wide`, where the element type (`f64`)
+    /// and the CPU allow it: the same outputs. `false`, having written nothing, where it
+    /// does not apply.
     #[allow(clippy::too_many_arguments)]
     fn solve_saved_wide(
         _factors: &[Self],
