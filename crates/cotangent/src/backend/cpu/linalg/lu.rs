@@ -2729,10 +2729,9 @@ pub(crate) fn lu_solve_saved<T: LinalgElem>(
                 None => Some(None),
             };
             // (the cotangent of a sum is one value broadcast)
-            let rhs = match (bb.packed(), bb.splat()) {
-                (Some(pb), _) => Some(Ok(pb)),
-                (None, Some(o)) => Some(Err(b[o])),
-                (None, None) => None,
+            let rhs = match bb.packed() {
+                Some(pb) => Some(Ok(pb)),
+                None => bl.is_scalar_broadcast().then(|| Err(b[bl.offset()])),
             };
             if let (4, true, Some(rhs), Some(yp)) = (n, whole > 0, rhs, y_packed) {
                 let (m0, mf) = (t * per, t * per + whole);

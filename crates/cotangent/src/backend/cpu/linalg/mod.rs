@@ -121,17 +121,6 @@ impl Batch {
         }
     }
 
-    /// Where the one value of every matrix is, if the batch is a broadcast scalar (every
-    /// stride 0).
-    pub(crate) fn splat(&self) -> Option<usize> {
-        match self.offsets {
-            Offsets::Even { base, step, .. } if step == 0 && self.rs == 0 && self.cs == 0 => {
-                Some(base)
-            }
-            _ => None,
-        }
-    }
-
     /// A batch of `m x n` matrices with strides `rs`, `cs` at the given offsets.
     pub(crate) fn listed(offsets: Vec<usize>, m: usize, n: usize, rs: usize, cs: usize) -> Batch {
         Batch { dims: vec![offsets.len()], offsets: Offsets::Listed(offsets), m, n, rs, cs }
