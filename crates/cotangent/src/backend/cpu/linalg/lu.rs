@@ -227,6 +227,47 @@ pub(crate) trait LaneMoves: Copy {
     ) -> bool {
         false
     }
+
+    /// The whole lane groups of one range of [`lu_factor_impl`] with `n = 4` (`a`: the
+    /// matrices' contiguous column-major blocks; the outputs as that function writes
+    /// them, with each matrix's determinant into `det`) by the AVX-512 kernel of
+    /// `lu_wide`, where the element type (`f64`) and the CPU allow it: the same outputs
+    /// as [`factor_lanes`]. Returns the groups it left unwritten, for the portable kernel;
+    /// `None`, having written nothing, where it does not apply.
+    fn factor_wide(
+        _a: &[Self],
+        _factors: &mut [Self],
+        _ipiv: &mut [i64],
+        _info: &mut [i64],
+        _det: Option<(&mut DetOut<'_, Self>, DetSpec)>,
+    ) -> Option<Vec<usize>> {
+        None
+    }
+
+    /// The whole lane groups of one task of [`lu_middle`]'s scaled inverses with `n = 4`
+    /// (the packed factors, 1-based interchanges and scales of its matrices; the results'
+    /// blocks, row-major if `row_major`) by the AVX-512 kernel of `lu_wide`, where the
+    /// element type and the CPU allow it: the same results as [`middle_lanes`]. Returns
+    /// the groups it left unwritten; `None`, having written nothing, where it does not
+    /// apply.
+    fn inv_t_wide(
+        _factors: &[Self],
+        _ipiv: &[i64],
+        _c: &[Self],
+        _out: &mut [Self],
+        _row_major: bool,
+    ) -> Option<Vec<usize>> {
+        None
+    }
+
+    /// The whole lane groups of one task of [`lu_inv`] with `n = 4` (`a`: the contiguous
+    /// column-major blocks it factorises) by the AVX-512 kernel of `lu_wide`, where the
+    /// element type and the CPU allow it: the same inverses and `info` as its lane
+    /// kernel. Returns the groups it left unwritten; `None`, having written nothing,
+    /// where it does not apply.
+    fn invert_wide(_a: &[Self], _out: &mut [Self], _info: &mut [i64]) -> Option<Vec<usize>> {
+        None
+    }
 }
 
 impl LaneMoves for f32 {}
@@ -261,6 +302,33 @@ impl LaneMoves for f64 {
         let b = b.map_or_else(super::lu_wide::Rhs::Splat, super::lu_wide::Rhs::Blocks);
         let run = super::lu_wide::SavedRun { factors, perms, b, k, adjoint, y, x, outer };
         super::lu_wide::solve_saved(run)
+    }
+
+    #[cfg(target_arch = "x86_64")]
+    fn factor_wide(
+        a: &[f64],
+        factors: &mut [f64],
+        ipiv: &mut [i64],
+        info: &mut [i64],
+        det: Option<(&mut DetOut<'_, f64>, DetSpec)>,
+    ) -> Option<Vec<usize>> {
+        super::lu_wide::factor_det(super::lu_wide::FactorRun { a, factors, ipiv, info, det })
+    }
+
+    #[cfg(target_arch = "x86_64")]
+    fn inv_t_wide(
+        factors: &[f64],
+        ipiv: &[i64],
+        c: &[f64],
+        out: &mut [f64],
+        row_major: bool,
+    ) -> Option<Vec<usize>> {
+        super::lu_wide::inv_t(super::lu_wide::InvRun { factors, ipiv, c, out, row_major })
+    }
+
+    #[cfg(target_arch = "x86_64")]
+    fn invert_wide(a: &[f64], out: &mut [f64], info: &mut [i64]) -> Option<Vec<usize>> {
+        super::lu_wide::invert(super::lu_wide::InvertRun { a, out, info })
     }
 
     #[inline(always)]
@@ -840,10 +908,10 @@ fn lu_split<T: LinalgElem>(a: &mut [T], m: usize, n: usize, ipiv: &mut [i64]) ->
 
 /// What [`lu_det`] computes besides the factors.
 #[derive(Debug, Clone, Copy)]
-struct DetSpec {
-    want_log: bool,
+pub(crate) struct DetSpec {
+    pub(super) want_log: bool,
     /// The dtype's machine epsilon (the `loose` threshold is `√eps`).
-    eps: f64,
+    pub(super) eps: f64,
 }
 
 /// One matrix's determinant from its LU (see [`LuDet`](crate::backend::LuDet)).
@@ -858,16 +926,16 @@ struct DetOne {
 /// Where [`DetOne`]s go: the per-matrix outputs of [`lu_det`], entry `i` of each for
 /// matrix `i` (written straight into them: a vector of `DetOne`s, filled with defaults
 /// and then copied out, was 4% of a batched 4 x 4 slogdet).
-struct DetOut<'a, T> {
-    det: &'a mut [T],
-    sign: &'a mut [T],
-    logabs: &'a mut [T],
-    loose: &'a mut [bool],
+pub(crate) struct DetOut<'a, T> {
+    pub(super) det: &'a mut [T],
+    pub(super) sign: &'a mut [T],
+    pub(super) logabs: &'a mut [T],
+    pub(super) loose: &'a mut [bool],
 }
 
 impl<T: LinalgElem> DetOut<'_, T> {
     /// The number of matrices.
-    fn len(&self) -> usize {
+    pub(super) fn len(&self) -> usize {
         self.loose.len()
     }
 
@@ -881,7 +949,7 @@ impl<T: LinalgElem> DetOut<'_, T> {
     }
 
     /// Entries `r` of each.
-    fn sub(&mut self, r: std::ops::Range<usize>) -> DetOut<'_, T> {
+    pub(super) fn sub(&mut self, r: std::ops::Range<usize>) -> DetOut<'_, T> {
         DetOut {
             det: &mut self.det[r.clone()],
             sign: &mut self.sign[r.clone()],
@@ -906,7 +974,7 @@ fn sign_of(d: f64) -> f64 {
 /// of the sum of n logarithms), else the sum (no overflow or underflow, -inf at a zero
 /// pivot, NaN kept).
 #[inline(always)]
-fn logabs_of(prod: f64, diag: impl Iterator<Item = f64>) -> f64 {
+pub(super) fn logabs_of(prod: f64, diag: impl Iterator<Item = f64>) -> f64 {
     let abs = prod.abs();
     if is_normal(abs) {
         ln_normal(abs)
@@ -922,6 +990,27 @@ fn is_normal(x: f64) -> bool {
     (f64::MIN_POSITIVE..f64::INFINITY).contains(&x)
 }
 
+// [`ln_normal`]'s constants (the shortest decimals of fdlibm's bit patterns: ln2_hi
+// 0x3FE62E42FEE00000, ln2_lo 0x3DEA39EF35793C76, Lg1..7 0x3FE5555555555593 …
+// 0x3FC2F112DF3E5244), shared with its AVX-512 form in `lu_wide`.
+/// `ln 2`'s leading bits (with trailing zeros: `k ln2_hi` is exact).
+pub(super) const LN2_HI: f64 = 0.693_147_180_369_123_8;
+/// `ln 2 − ln2_hi`.
+pub(super) const LN2_LO: f64 = 1.908_214_929_270_587_7e-10;
+/// The minimax coefficients of `R(s²)`.
+pub(super) const LG: [f64; 7] = [
+    0.666_666_666_666_673_5,
+    0.399_999_999_994_094_2,
+    0.285_714_287_436_623_9,
+    0.222_221_984_321_497_84,
+    0.181_835_721_616_180_5,
+    0.153_138_376_992_093_73,
+    0.147_981_986_051_165_86,
+];
+/// The bits of 1.0 and 0.5.
+pub(super) const ONE_BITS: u64 = 0x3FF0_0000_0000_0000;
+pub(super) const HALF_BITS: u64 = 0x3FE0_0000_0000_0000;
+
 /// `ln x` for a positive normal `x` (any other input gives a meaningless value), within
 /// one ulp, in arithmetic and bit operations only, so that a loop over lanes vectorises
 /// (a libm call per matrix was a tenth of a batched 4 x 4 `slogdet`'s forward and
@@ -931,29 +1020,14 @@ fn is_normal(x: f64) -> bool {
 /// `s²` (minimax coefficients for `|s| <= 0.1716`, near the series' `2/3, 2/5, 2/7, …`),
 /// and `k ln 2` in two parts (`ln2_hi` has trailing zero bits, so `k ln2_hi` is exact).
 #[inline(always)]
-fn ln_normal(x: f64) -> f64 {
-    // (the shortest decimals of fdlibm's bit patterns: ln2_hi 0x3FE62E42FEE00000,
-    // ln2_lo 0x3DEA39EF35793C76, Lg1..7 0x3FE5555555555593 … 0x3FC2F112DF3E5244)
-    const LN2_HI: f64 = 0.693_147_180_369_123_8;
-    const LN2_LO: f64 = 1.908_214_929_270_587_7e-10;
-    const LG: [f64; 7] = [
-        0.666_666_666_666_673_5,
-        0.399_999_999_994_094_2,
-        0.285_714_287_436_623_9,
-        0.222_221_984_321_497_84,
-        0.181_835_721_616_180_5,
-        0.153_138_376_992_093_73,
-        0.147_981_986_051_165_86,
-    ];
+pub(super) fn ln_normal(x: f64) -> f64 {
     const MANTISSA: u64 = (1 << 52) - 1;
-    const ONE: u64 = 0x3FF0_0000_0000_0000;
-    const HALF: u64 = 0x3FE0_0000_0000_0000;
     let bits = x.to_bits();
     // the mantissa as m in [1, 2), halved when at least √2 (its bits compared: the same
     // exponent), the exponent raised to match
     let frac = bits & MANTISSA;
     let high = frac >= (std::f64::consts::SQRT_2.to_bits() & MANTISSA);
-    let m = f64::from_bits(frac | if high { HALF } else { ONE });
+    let m = f64::from_bits(frac | if high { HALF_BITS } else { ONE_BITS });
     let k = f64::from((bits >> 52) as i32 - 1023 + i32::from(high));
     // (exact: m is within a factor 2 of 1)
     let f = m - 1.0;
@@ -1116,19 +1190,31 @@ fn lu_factor_impl<T: LinalgElem>(
                  par: Par| {
         let mut done = 0;
         if lanes && f.len() >= LANES {
+            let whole = f.len() / LANES * LANES;
+            // the whole groups by the wide kernel where it applies (contiguous 4 x 4
+            // blocks), the groups it leaves by the lanes'
+            let wide = match (n, ba.packed()) {
+                (4, Some(pa)) => T::factor_wide(
+                    &a[pa + start * size..pa + (start + whole) * size],
+                    &mut o[..whole * size],
+                    &mut p[..whole * k],
+                    &mut f[..whole],
+                    d.as_mut().zip(spec),
+                ),
+                _ => None,
+            };
+            let groups = wide.unwrap_or_else(|| (0..whole / LANES).collect());
             let mut buf = vec![[T::ZERO; LANES]; size];
-            for ((oc, pc), fc) in o
-                .chunks_exact_mut(size * LANES)
-                .zip(p.chunks_exact_mut(k * LANES))
-                .zip(f.chunks_exact_mut(LANES))
-            {
+            for g in groups.into_iter().map(|h| h * LANES) {
                 let dc = match (&mut d, spec) {
-                    (Some(d), Some(spec)) => Some((d.sub(done..done + LANES), spec)),
+                    (Some(d), Some(spec)) => Some((d.sub(g..g + LANES), spec)),
                     _ => None,
                 };
-                factor_lanes(&ba, a, start + done, Some(oc), pc, fc, &mut buf, dc);
-                done += LANES;
+                let (oc, pc) =
+                    (&mut o[g * size..(g + LANES) * size], &mut p[g * k..(g + LANES) * k]);
+                factor_lanes(&ba, a, start + g, Some(oc), pc, &mut f[g..g + LANES], &mut buf, dc);
             }
+            done = whole;
         }
         for (j, ((dst, ipiv), inf)) in o[done * size..]
             .chunks_exact_mut(size)
@@ -1345,7 +1431,7 @@ pub(crate) fn lu_solve<T: LinalgElem>(
             let sys = LaneSystems { lu: (&ba, lu), piv, b: (&bb, b), first };
             solve_lanes(&sys, oc, &mut bufs.0, &mut bufs.1, k, adjoint);
         };
-        for_each_lane_group(&mut out, size, work, scratch, group, one);
+        for_each_lane_group(&mut out, size, work, scratch, |_, _| None, group, one);
         return (out, layout);
     }
     for_each_matrix(&mut out, size, work, work >= PAR_WORK, one);
@@ -1361,24 +1447,32 @@ pub(crate) fn lane_task_len(len: usize, work: usize) -> usize {
 }
 
 /// Runs a batch of small matrices whose results are `size` elements each in `out`:
-/// `group(scratch, first, chunk)` on each run of [`LANES`] consecutive matrices, and
-/// `one(i, dst, tmp, Par::Seq)` on the few left at the end of each task; split across
-/// rayon tasks (a multiple of [`LANES`] matrices each) when there is enough `work` per
-/// matrix. `scratch` makes one task's buffers.
+/// `wide(first, chunk)` on each task's whole groups of [`LANES`] consecutive matrices
+/// (a faster kernel; it returns the groups it left, or `None` where it does not apply),
+/// `group(scratch, first, chunk)` on each group left, and `one(i, dst, tmp, Par::Seq)`
+/// on the few matrices at the end of each task; split across rayon tasks (a multiple of
+/// [`LANES`] matrices each) when there is enough `work` per matrix. `scratch` makes one
+/// task's buffers.
 pub(crate) fn for_each_lane_group<T: Send, S>(
     out: &mut [T],
     size: usize,
     work: usize,
     scratch: impl Fn() -> S + Sync,
+    wide: impl Fn(usize, &mut [T]) -> Option<Vec<usize>> + Sync,
     group: impl Fn(&mut S, usize, &mut [T]) + Sync,
     one: impl Fn(usize, &mut [T], &mut Vec<T>, Par) + Sync,
 ) {
     let range = |start: usize, o: &mut [T]| {
         let mut bufs = scratch();
-        let mut done = 0;
-        for oc in o.chunks_exact_mut(size * LANES) {
-            group(&mut bufs, start + done, oc);
-            done += LANES;
+        let done = o.len() / (size * LANES).max(1) * LANES;
+        let groups = match done {
+            0 => None,
+            _ => wide(start, &mut o[..done * size]),
+        };
+        for g in
+            groups.unwrap_or_else(|| (0..done / LANES).collect()).into_iter().map(|h| h * LANES)
+        {
+            group(&mut bufs, start + g, &mut o[g * size..(g + LANES) * size]);
         }
         let mut tmp = Vec::new();
         for (j, dst) in o[done * size..].chunks_exact_mut(size).enumerate() {
@@ -1841,7 +1935,15 @@ fn lu_middle<T: LinalgElem>(
         let group = |bufs: &mut MiddleBufs<T>, first: usize, oc: &mut [T]| {
             middle_lanes(Factors::Packed(&ba, lu), n, piv, &mid, first, oc, bufs, row_major);
         };
-        for_each_lane_group(&mut out, size, work, scratch, group, one);
+        // (the scaled inverses of contiguous 4 x 4 factors by the wide kernel)
+        let packed = ba.packed();
+        let wide = |first: usize, oc: &mut [T]| {
+            let (Middle::Scale(c), 4, Some(pf)) = (&mid, n, packed) else { return None };
+            let to = first + oc.len() / size;
+            let f = &lu[pf + first * size..pf + to * size];
+            T::inv_t_wide(f, &piv[first * n..to * n], &c[first..to], oc, row_major)
+        };
+        for_each_lane_group(&mut out, size, work, scratch, wide, group, one);
         return (out, layout);
     }
     // a single large inverse splits its columns across threads itself
@@ -2893,7 +2995,22 @@ pub(crate) fn lu_inv<T: LinalgElem>(a: &[T], al: &Layout) -> Option<(Vec<T>, Lay
         let mut b = scratch();
         let count = f.len();
         let mut src = Batch::listed(vec![0; LANES], n, n, ba.rs, ba.cs);
-        for g in (0..count).step_by(LANES) {
+        // the whole groups by the wide kernel where it applies (contiguous 4 x 4 blocks),
+        // the groups it leaves and a last partial one by the lanes'
+        let whole = count / LANES * LANES;
+        let wide = match (n, ba.packed()) {
+            (4, Some(pa)) if whole > 0 => T::invert_wide(
+                &a[pa + start * size..pa + (start + whole) * size],
+                &mut o[..whole * size],
+                &mut f[..whole],
+            ),
+            _ => None,
+        };
+        let (undone, rest) = match wide {
+            Some(u) => (u, whole),
+            None => (Vec::new(), 0),
+        };
+        for g in undone.into_iter().map(|h| h * LANES).chain((rest..count).step_by(LANES)) {
             let k = LANES.min(count - g);
             let (gs, first) = group_batch(&mut src, &ba, start + g, k);
             // (middle_lanes writes the first k lanes only)
@@ -2913,7 +3030,9 @@ pub(crate) fn lu_inv<T: LinalgElem>(a: &[T], al: &Layout) -> Option<(Vec<T>, Lay
 
 #[cfg(test)]
 mod tests {
-    use super::{is_normal, ln_normal, lu_factor_solve, lu_solve_saved, LANES};
+    use super::{
+        is_normal, ln_normal, lu_det, lu_factor_solve, lu_inv, lu_inv_t, lu_solve_saved, LANES,
+    };
     use crate::layout::Layout;
     use crate::shape::Shape;
 
@@ -3013,6 +3132,111 @@ mod tests {
                         let (ow, ol) = (sw.outer.map(|o| bits(&o.0)), sl.outer.map(|o| bits(&o.0)));
                         assert_eq!(ow, ol, "{what}: broadcast outer products");
                     }
+                }
+            }
+        }
+    }
+
+    /// `lu_det`, `lu_inv_t` and `lu_inv` of contiguous batches of 4 x 4 matrices (the
+    /// AVX-512 kernels where the CPU has them) give the same bits as of the same matrices
+    /// spaced apart in storage (the lane kernels): factors, interchanges, info, each
+    /// determinant's four outputs, the scaled inverses (both orders) and the inverses.
+    /// Random and tied entries; singular, infinite and NaN matrices; products of pivots
+    /// that overflow, underflow or are subnormal (the logarithm's fallback sum); a
+    /// near-singular matrix (`loose`); whole and partial groups.
+    #[test]
+    #[allow(clippy::float_cmp)]
+    fn wide_det_and_inverse_kernels_give_the_lane_kernels_bits() {
+        let mut state = 0x9E37_79B9_7F4A_7C15u64;
+        let mut next = || {
+            state ^= state >> 12;
+            state ^= state << 25;
+            state ^= state >> 27;
+            (state.wrapping_mul(0x2545_F491_4F6C_DD1D) >> 11) as f64 / (1u64 << 53) as f64
+        };
+        let (n, size) = (4, 16);
+        let bits = |v: &[f64]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+        for len in [8usize, 16, 24, 40, 37, 4096 + 13] {
+            let mut a: Vec<f64> = (0..len * size)
+                .map(|i| {
+                    let u = next();
+                    if (i / size) % 5 == 2 {
+                        (u * 7.0).floor() - 3.0
+                    } else {
+                        2.0 * u - 1.0
+                    }
+                })
+                .collect();
+            if len > 20 {
+                a[9 * size..10 * size].fill(0.0);
+                a[17 * size + 5] = f64::INFINITY;
+                a[19 * size + 10] = f64::NAN;
+                // diagonal matrices whose pivots' product overflows, underflows, is
+                // subnormal; one near-singular (a column nearly twice another)
+                for (m, d) in [(3, 1e200), (11, 1e-200), (12, 1e-78)] {
+                    a[m * size..(m + 1) * size].fill(0.0);
+                    for i in 0..n {
+                        a[m * size + i * (n + 1)] = if i == 1 { -d } else { d };
+                    }
+                }
+                for i in 0..n {
+                    a[13 * size + 4 + i] = 2.0 * a[13 * size + i] * (1.0 + 1e-12);
+                }
+            }
+            let spaced = |v: &[f64]| {
+                let mut out = vec![f64::NAN; len * (size + 1)];
+                for i in 0..len {
+                    out[i * (size + 1)..i * (size + 1) + size]
+                        .copy_from_slice(&v[i * size..(i + 1) * size]);
+                }
+                (out, Layout::new(Shape::of([len, n, n]), vec![size + 1, 1, n], 0))
+            };
+            let packed = Layout::new(Shape::of([len, n, n]), vec![size, 1, n], 0);
+            let (sa, sal) = spaced(&a);
+            for want_log in [false, true] {
+                let what = format!("len {len} log {want_log}");
+                let (w, l) = (lu_det(&a, &packed, want_log), lu_det(&sa, &sal, want_log));
+                assert_eq!(bits(&w.lu), bits(&l.lu), "{what}: factors");
+                assert_eq!(w.piv, l.piv, "{what}: interchanges");
+                assert_eq!(w.info, l.info, "{what}: info");
+                assert_eq!(bits(&w.det), bits(&l.det), "{what}: det");
+                assert_eq!(bits(&w.sign), bits(&l.sign), "{what}: sign");
+                assert_eq!(bits(&w.logabs), bits(&l.logabs), "{what}: logabs");
+                assert_eq!(w.loose, l.loose, "{what}: loose");
+                if len > 20 && want_log {
+                    assert!(w.info[9] > 0, "{what}: the singular matrix's info");
+                    assert_eq!(w.det[3], f64::NEG_INFINITY, "{what}: overflowed det");
+                    let logs = [(3, 1e200f64), (11, 1e-200), (12, 1e-78)];
+                    for (m, d) in logs {
+                        let want = 4.0 * d.ln();
+                        assert!((w.logabs[m] - want).abs() <= 1e-12 * want.abs(), "{what} {m}");
+                        assert_eq!(w.sign[m], -1.0, "{what}: sign {m}");
+                    }
+                    assert!(w.loose[13] && !w.loose[0], "{what}: loose");
+                }
+                // the scaled inverses from these factors (contiguous against spaced)
+                let c: Vec<f64> = (0..len).map(|_| 2.0 * next() - 1.0).collect();
+                let (sf, sfl) = spaced(&w.lu);
+                for row_major in [false, true] {
+                    let (xw, lw) = lu_inv_t(&w.lu, &w.layout, &w.piv, &c, row_major);
+                    let (xl, ll) = lu_inv_t(&sf, &sfl, &w.piv, &c, row_major);
+                    assert_eq!(bits(&xw), bits(&xl), "{what} row-major {row_major}: inverse");
+                    assert_eq!(lw, ll, "{what}: layout");
+                }
+            }
+            let (Some(w), Some(l)) = (lu_inv(&a, &packed), lu_inv(&sa, &sal)) else {
+                panic!("no lane path")
+            };
+            assert_eq!(bits(&w.0), bits(&l.0), "len {len}: inv");
+            assert_eq!(w.2, l.2, "len {len}: inv info");
+            // the inverse does invert (a well-conditioned matrix): the layout is that of
+            // M = Aᵀ, the result X = A⁻¹ = M⁻ᵀ column-major, so M Xᵀ = I
+            let (m, x) = (&a[..size], &w.0[..size]);
+            for i in 0..n {
+                for j in 0..n {
+                    let e: f64 = (0..n).map(|q| m[q * n + i] * x[q * n + j]).sum();
+                    let id = if i == j { 1.0 } else { 0.0 };
+                    assert!((e - id).abs() < 1e-10, "len {len}: A⁻¹ A at {i} {j}: {e}");
                 }
             }
         }

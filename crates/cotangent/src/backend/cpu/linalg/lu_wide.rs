@@ -1,5 +1,7 @@
-//! The batched 4 x 4 LU-and-solve of [`super::lu`]'s lane kernel, and the solve with its
-//! saved factors, in AVX-512 registers: one lane group (eight `f64` matrices) is one
+//! The batched 4 x 4 kernels of [`super::lu`] in AVX-512 registers: the LU-and-solve and
+//! the solve with its saved factors (`solve`), the LU with each matrix's determinant
+//! (`lu_factor`, `det`, `slogdet`), the scaled inverses from saved factors (their
+//! backward) and the inverse (`inv`). One lane group (eight `f64` matrices) is one
 //! 512-bit register per matrix entry, so a group's factors (16 registers) and right-hand
 //! sides stay in registers from the load to the store, the pivot rows are swapped by
 //! masked blends instead of a branch and scalar moves per lane, and the blocks move in
@@ -9,8 +11,9 @@
 //! registers) and is latency-bound; this one does the same arithmetic in the same order
 //! (so the same factors, interchanges and solutions, bit for bit), with half the
 //! instructions, and two groups' dependency chains side by side. It takes only whole
-//! groups of contiguous matrices whose factors are all finite with nonzero pivots; the
-//! caller runs the portable kernel on anything else.
+//! groups of contiguous matrices whose factors are all finite with nonzero pivots (the
+//! scaled inverses: whose interchanges are an LU's); the caller runs the portable kernel
+//! on anything else.
 //!
 //! Unsafe code, and why not pulp: pulp's AVX-512 support (its `x86-v4` feature) also
 //! switches faer's own pulp kernels to AVX-512, which made `inv`, `det`, `slogdet` and
@@ -31,8 +34,13 @@ use core::arch::x86_64::{
     _mm512_storeu_pd, _mm512_sub_pd, _mm512_unpackhi_pd, _mm512_unpacklo_pd, _mm512_xor_si512,
     _CMP_EQ_OQ, _CMP_GT_OQ, _CMP_NEQ_UQ,
 };
+use core::arch::x86_64::{
+    _mm512_add_epi64, _mm512_cmpge_epi64_mask, _mm512_cmpge_epu64_mask, _mm512_cmplt_epi64_mask,
+    _mm512_cmpneq_epi64_mask, _mm512_mask_add_epi64, _mm512_mask_xor_epi64, _mm512_sub_epi64,
+    _CMP_GE_OQ, _CMP_LE_OQ, _CMP_LT_OQ,
+};
 
-use super::lu::LANES;
+use super::lu::{logabs_of, DetOut, DetSpec, HALF_BITS, LANES, LG, LN2_HI, LN2_LO, ONE_BITS};
 
 /// The order of the matrices this kernel factorises.
 const N: usize = 4;
@@ -543,6 +551,404 @@ fn run_saved<const XS: usize>(r: SavedRun<'_>) {
     }
 }
 
+/// Consecutive whole lane groups of `lu::lu_factor_impl` with `n = 4` (a plain LU, or
+/// one with each matrix's determinant): the matrices as contiguous blocks, and the
+/// outputs in the layouts of that function.
+pub(super) struct FactorRun<'a, 'd> {
+    /// The matrices, one 16-element column-major block each (a multiple of [`LANES`]).
+    pub(super) a: &'a [f64],
+    /// Their packed factors, column-major `4 x 4` each.
+    pub(super) factors: &'a mut [f64],
+    /// The interchanges, 1-based, four per matrix.
+    pub(super) ipiv: &'a mut [i64],
+    /// The per-matrix `info`.
+    pub(super) info: &'a mut [i64],
+    /// The determinants' outputs, one entry per matrix, and what to compute.
+    pub(super) det: Option<(&'a mut DetOut<'d, f64>, DetSpec)>,
+}
+
+/// Factorises the groups of `r` (and reads each matrix's determinant off its factors),
+/// two at a time, with the operations of `lu::factor_lanes_n` in its order: the same
+/// bits. Returns the groups it left unwritten (a lane with a zero pivot or a factor that
+/// is not finite, in the group or in its pair); `None`, with nothing written, where the
+/// kernel does not apply (no AVX-512, lengths that do not match).
+pub(super) fn factor_det(r: FactorRun<'_, '_>) -> Option<Vec<usize>> {
+    let size = N * N;
+    let groups = r.a.len() / (LANES * size);
+    let len = groups * LANES;
+    if !avx512()
+        || r.a.len() != len * size
+        || r.factors.len() != len * size
+        || r.ipiv.len() != len * N
+        || r.info.len() != len
+        || r.det.as_ref().is_some_and(|(d, _)| d.len() != len)
+    {
+        return None;
+    }
+    let mut undone = Vec::new();
+    // SAFETY: the CPU has AVX-512F (checked above), the only extension `run_factor` uses
+    unsafe { run_factor(r, &mut undone) };
+    Some(undone)
+}
+
+/// The two groups of matrices of `a` from group `g` (or one, the last, then `lus[1]` is
+/// left as it was) factorised into `lus`, as [`factor_det`]'s and [`invert`]'s kernels
+/// need them. `false` if a lane failed (see [`failed`]). (Into the caller's state: a
+/// returned pair was copied by `memmove`, 8% of a batched slogdet.)
+#[target_feature(enable = "avx512f")]
+#[inline]
+fn factor_pair(a: &[[f64; 4]], g: usize, two: bool, lus: &mut [Lu; 2]) -> bool {
+    let ga = LANES * N * N / 4;
+    let [l0, l1] = lus;
+    *l0 = factor(&a[g * ga..(g + 1) * ga]);
+    if two {
+        *l1 = factor(&a[(g + 1) * ga..(g + 2) * ga]);
+    }
+    column::<0>(l0);
+    if two {
+        column::<0>(l1);
+    }
+    column::<1>(l0);
+    if two {
+        column::<1>(l1);
+    }
+    column::<2>(l0);
+    if two {
+        column::<2>(l1);
+    }
+    column::<3>(l0);
+    if two {
+        column::<3>(l1);
+    }
+    !(failed(l0) || (two && failed(l1)))
+}
+
+/// A factorisation's state before [`factor`] sets it.
+#[target_feature(enable = "avx512f")]
+#[inline]
+fn blank() -> Lu {
+    let zero = _mm512_set1_epi64(0);
+    Lu { f: [_mm512_setzero_pd(); N * N], piv: [zero; N], rows: [zero; N], bad: 0 }
+}
+
+/// The kernel of [`factor_det`].
+#[target_feature(enable = "avx512f")]
+fn run_factor(r: FactorRun<'_, '_>, undone: &mut Vec<usize>) {
+    let a = r.a.as_chunks::<4>().0;
+    let factors = r.factors.as_chunks_mut::<4>().0;
+    let ipiv = r.ipiv.as_chunks_mut::<8>().0;
+    let mut det = r.det;
+    // per group: blocks of four entries of a and the factors, pairs of interchanges
+    let (ga, gp) = (LANES * N * N / 4, LANES * N / 8);
+    let groups = a.len() / ga;
+    let mut lus = [blank(), blank()];
+    let mut g = 0;
+    while g < groups {
+        let two = g + 1 < groups;
+        let pair = if two { 2 } else { 1 };
+        if !factor_pair(a, g, two, &mut lus) {
+            undone.extend(g..g + pair);
+            g += pair;
+            continue;
+        }
+        for (t, lu) in lus.iter().take(pair).enumerate() {
+            let h = g + t;
+            from_lanes(&lu.f, &mut factors[h * ga..(h + 1) * ga]);
+            let one = _mm512_set1_epi64(1);
+            let piv: [__m512d; N] =
+                std::array::from_fn(|k| _mm512_castsi512_pd(_mm512_add_epi64(lu.piv[k], one)));
+            for (o, x) in ipiv[h * gp..(h + 1) * gp].iter_mut().zip(lanes8x4_back(piv)) {
+                store8i(_mm512_castpd_si512(x), o);
+            }
+            r.info[h * LANES..(h + 1) * LANES].fill(0);
+            if let Some((d, spec)) = det.as_mut() {
+                dets(lu, &mut d.sub(h * LANES..(h + 1) * LANES), *spec);
+            }
+        }
+        g += pair;
+    }
+}
+
+/// The determinants of one group's matrices from its factors, as `lu::factor_lanes_n`
+/// computes them for lanes with finite nonzero pivots (the same operations): the sign of
+/// the interchanges times the pivots in order, the sign of that product, its logarithm
+/// ([`ln_normal`], or `lu::logabs_of`'s sum where the product is not a normal number),
+/// and whether the smallest pivot is at most `√eps` times the largest.
+#[target_feature(enable = "avx512f")]
+#[inline]
+fn dets(lu: &Lu, out: &mut DetOut<'_, f64>, spec: DetSpec) {
+    let sign = _mm512_set1_epi64(i64::MIN);
+    let mut prod = _mm512_set1_pd(1.0);
+    for (k, p) in lu.piv.iter().enumerate() {
+        let swapped = _mm512_cmpneq_epi64_mask(*p, _mm512_set1_epi64(k as i64));
+        let bits = _mm512_castpd_si512(prod);
+        prod = _mm512_castsi512_pd(_mm512_mask_xor_epi64(bits, swapped, bits, sign));
+    }
+    let (mut max, mut min) = (_mm512_setzero_pd(), _mm512_set1_pd(f64::INFINITY));
+    let diag: [__m512d; N] = std::array::from_fn(|k| lu.f[k * N + k]);
+    for d in diag {
+        prod = _mm512_mul_pd(prod, d);
+        let a = _mm512_abs_pd(d);
+        max = _mm512_mask_blend_pd(_mm512_cmp_pd_mask::<_CMP_GT_OQ>(a, max), max, a);
+        min = _mm512_mask_blend_pd(_mm512_cmp_pd_mask::<_CMP_LT_OQ>(a, min), min, a);
+    }
+    let abs = _mm512_abs_pd(prod);
+    let normal = _mm512_cmp_pd_mask::<_CMP_GE_OQ>(abs, _mm512_set1_pd(f64::MIN_POSITIVE))
+        & _mm512_cmp_pd_mask::<_CMP_LT_OQ>(abs, _mm512_set1_pd(f64::INFINITY));
+    let ln = if spec.want_log {
+        ln_normal(_mm512_mask_blend_pd(normal, _mm512_set1_pd(1.0), abs))
+    } else {
+        _mm512_setzero_pd()
+    };
+    // copysign(1, prod)
+    let one = _mm512_castpd_si512(_mm512_set1_pd(1.0));
+    let sg = _mm512_or_si512(_mm512_and_si512(_mm512_castpd_si512(prod), sign), one);
+    let tol = _mm512_set1_pd(spec.eps.sqrt());
+    let loose = _mm512_cmp_pd_mask::<_CMP_LE_OQ>(min, _mm512_mul_pd(tol, max));
+    // (through arrays: the outputs are slices of the group's eight entries)
+    let (mut dt, mut sn, mut lg) = ([0.0; 8], [0.0; 8], [0.0; 8]);
+    store8(prod, &mut dt);
+    store8(_mm512_castsi512_pd(sg), &mut sn);
+    store8(ln, &mut lg);
+    if spec.want_log && normal != 0xFF {
+        // (rare) the sum of the pivots' logarithms
+        let mut d = [[0.0; 8]; N];
+        for (o, x) in d.iter_mut().zip(diag) {
+            store8(x, o);
+        }
+        for w in (0..LANES).filter(|w| normal >> w & 1 == 0) {
+            lg[w] = logabs_of(dt[w], d.iter().map(|d| d[w]));
+        }
+    }
+    out.det.copy_from_slice(&dt);
+    out.sign.copy_from_slice(&sn);
+    out.logabs.copy_from_slice(&lg);
+    for (w, l) in out.loose.iter_mut().enumerate() {
+        *l = loose >> w & 1 != 0;
+    }
+}
+
+/// `lu::ln_normal` of each lane of `x` (positive normal numbers), the same operations:
+/// the same bits. The exponent becomes a double exactly as the bits of `2^52 + e`
+/// less `2^52` (`e < 2^52`), then less the bias.
+#[target_feature(enable = "avx512f")]
+#[inline]
+fn ln_normal(x: __m512d) -> __m512d {
+    const MANTISSA: i64 = (1 << 52) - 1;
+    let set = _mm512_set1_pd;
+    let bits = _mm512_castpd_si512(x);
+    let frac = _mm512_and_si512(bits, _mm512_set1_epi64(MANTISSA));
+    let root = (std::f64::consts::SQRT_2.to_bits() & MANTISSA as u64) as i64;
+    let high = _mm512_cmpge_epu64_mask(frac, _mm512_set1_epi64(root));
+    let (one, half) = (_mm512_set1_epi64(ONE_BITS as i64), _mm512_set1_epi64(HALF_BITS as i64));
+    let m = _mm512_castsi512_pd(_mm512_or_si512(frac, _mm512_mask_blend_epi64(high, one, half)));
+    let e = _mm512_srli_epi64::<52>(bits);
+    let e = _mm512_mask_add_epi64(e, high, e, _mm512_set1_epi64(1));
+    let two52 = _mm512_set1_epi64(0x4330_0000_0000_0000);
+    let e =
+        _mm512_sub_pd(_mm512_castsi512_pd(_mm512_or_si512(e, two52)), set(4_503_599_627_370_496.0));
+    let k = _mm512_sub_pd(e, set(1023.0));
+    let f = _mm512_sub_pd(m, set(1.0));
+    let s = _mm512_div_pd(f, _mm512_add_pd(set(2.0), f));
+    let z = _mm512_mul_pd(s, s);
+    let w = _mm512_mul_pd(z, z);
+    let (mul, add) = (_mm512_mul_pd, _mm512_add_pd);
+    let lg = |i: usize| set(LG[i]);
+    let t1 = mul(w, add(lg(1), mul(w, add(lg(3), mul(w, lg(5))))));
+    let t2 = mul(z, add(lg(0), mul(w, add(lg(2), mul(w, add(lg(4), mul(w, lg(6))))))));
+    let r = add(t2, t1);
+    let hfsq = mul(mul(set(0.5), f), f);
+    let inner = add(mul(s, add(hfsq, r)), mul(k, set(LN2_LO)));
+    _mm512_sub_pd(mul(k, set(LN2_HI)), _mm512_sub_pd(_mm512_sub_pd(hfsq, inner), f))
+}
+
+/// Consecutive whole lane groups of `lu::lu_middle`'s scaled inverses with `n = 4`:
+/// `c_i A_i⁻ᵀ` from packed factors and interchanges.
+pub(super) struct InvRun<'a> {
+    /// The packed factors, column-major `4 x 4` each (a multiple of [`LANES`]).
+    pub(super) factors: &'a [f64],
+    /// The interchanges, 1-based, four per matrix.
+    pub(super) ipiv: &'a [i64],
+    /// One scale per matrix.
+    pub(super) c: &'a [f64],
+    /// The results, `4 x 4` each, row-major if `row_major`, else column-major.
+    pub(super) out: &'a mut [f64],
+    pub(super) row_major: bool,
+}
+
+/// `c_i A_i⁻ᵀ = c_i P L⁻ᵀ U⁻ᵀ` for the groups of `r`, with the operations of
+/// `lu::middle_lanes_n` (with `X = c I`) in its order: the same bits. Returns the groups
+/// it left unwritten (an interchange that is not one of LU's, `j <= p < 4` at step `j`);
+/// `None`, with nothing written, where the kernel does not apply.
+pub(super) fn inv_t(r: InvRun<'_>) -> Option<Vec<usize>> {
+    let size = N * N;
+    let len = r.c.len();
+    if !avx512()
+        || !len.is_multiple_of(LANES)
+        || r.factors.len() != len * size
+        || r.ipiv.len() != len * N
+        || r.out.len() != len * size
+    {
+        return None;
+    }
+    let mut undone = Vec::new();
+    // SAFETY: the CPU has AVX-512F (checked above), the only extension `run_inv_t` uses
+    unsafe { run_inv_t(r, &mut undone) };
+    Some(undone)
+}
+
+/// The kernel of [`inv_t`].
+#[target_feature(enable = "avx512f")]
+fn run_inv_t(r: InvRun<'_>, undone: &mut Vec<usize>) {
+    let factors = r.factors.as_chunks::<4>().0;
+    let ipiv = r.ipiv.as_chunks::<8>().0;
+    let c = r.c.as_chunks::<8>().0;
+    let out = r.out.as_chunks_mut::<4>().0;
+    let (gf, gp) = (LANES * N * N / 4, LANES * N / 8);
+    let mut x = [_mm512_setzero_pd(); N * N];
+    for (h, c) in c.iter().enumerate() {
+        let mut f = [_mm512_setzero_pd(); N * N];
+        to_lanes(&factors[h * gf..(h + 1) * gf], &mut f);
+        // the interchanges in lanes, 0-based: registers of two matrices' four each
+        let pairs: [__m512d; 4] =
+            std::array::from_fn(|j| _mm512_castsi512_pd(load8i(&ipiv[h * gp + j])));
+        let one = _mm512_set1_epi64(1);
+        let piv = transpose8x4(pairs).map(|x| _mm512_sub_epi64(_mm512_castpd_si512(x), one));
+        if !lu_interchanges(&piv) {
+            undone.push(h);
+            continue;
+        }
+        scaled_inverse_t(&f, &piv, load8(c), &mut x);
+        store_square(&x, &mut out[h * gf..(h + 1) * gf], r.row_major);
+    }
+}
+
+/// Whether every lane's interchange `j` is to a row `p` with `j <= p < 4`.
+#[target_feature(enable = "avx512f")]
+#[inline]
+fn lu_interchanges(piv: &[__m512i; N]) -> bool {
+    let mut ok: __mmask8 = 0xFF;
+    for (j, p) in piv.iter().enumerate() {
+        ok &= _mm512_cmpge_epi64_mask(*p, _mm512_set1_epi64(j as i64))
+            & _mm512_cmplt_epi64_mask(*p, _mm512_set1_epi64(N as i64));
+    }
+    ok == 0xFF
+}
+
+/// `c P L⁻ᵀ U⁻ᵀ` into the lanes of `x` (column-major entries) from the factors `f` and 0-based
+/// interchanges `piv`: `W = c U⁻ᵀ` column by column from the last (`W_ij = (c δ_ij −
+/// Σ_{j<k<=i} U_jk W_ik) · (1 / U_jj)`, zero above the diagonal as `0 · (1 / U_jj)`),
+/// `Z = L⁻ᵀ W` row by row from the last (`Z_ic = W_ic − Σ_{k>i} L_ki Z_kc`), then the
+/// rows interchanged in reverse order: `lu::w_rows` and `lu::z_cols`'s operations.
+#[target_feature(enable = "avx512f")]
+#[inline]
+fn scaled_inverse_t(
+    f: &[__m512d; N * N],
+    piv: &[__m512i; N],
+    c: __m512d,
+    x: &mut [__m512d; N * N],
+) {
+    let zero = _mm512_setzero_pd();
+    let inv: [__m512d; N] =
+        std::array::from_fn(|j| _mm512_div_pd(_mm512_set1_pd(1.0), f[j * N + j]));
+    for j in (0..N).rev() {
+        let inv = inv[j];
+        for i in 0..N {
+            let mut acc = if i == j { c } else { zero };
+            // (an exclusive range: an inclusive one's loop was not unrolled)
+            for k in j + 1..i + 1 {
+                acc = _mm512_sub_pd(acc, _mm512_mul_pd(f[k * N + j], x[k * N + i]));
+            }
+            x[j * N + i] = _mm512_mul_pd(acc, inv);
+        }
+    }
+    for i in (0..N).rev() {
+        for col in 0..N {
+            let mut acc = x[col * N + i];
+            for k in i + 1..N {
+                acc = _mm512_sub_pd(acc, _mm512_mul_pd(f[i * N + k], x[col * N + k]));
+            }
+            x[col * N + i] = acc;
+        }
+    }
+    interchange::<3, { N * N }>(piv, x);
+    interchange::<2, { N * N }>(piv, x);
+    interchange::<1, { N * N }>(piv, x);
+    interchange::<0, { N * N }>(piv, x);
+}
+
+/// The `4 x 4` matrices in lanes `x` (column-major entries) out to their blocks in
+/// `dst`, row-major if `row_major`, else column-major.
+#[target_feature(enable = "avx512f")]
+#[inline]
+fn store_square(x: &[__m512d; N * N], dst: &mut [[f64; 4]], row_major: bool) {
+    if row_major {
+        let t: [__m512d; N * N] = std::array::from_fn(|e| x[(e % N) * N + e / N]);
+        from_lanes(&t, dst);
+    } else {
+        from_lanes(x, dst);
+    }
+}
+
+/// Consecutive whole lane groups of `lu::lu_inv` with `n = 4`: `A⁻¹` (of `Aᵀ` given as
+/// `a`'s blocks, so the result is column-major `A⁻¹`), as its lane kernel computes it.
+pub(super) struct InvertRun<'a> {
+    /// The matrices, one 16-element column-major block each (a multiple of [`LANES`]).
+    pub(super) a: &'a [f64],
+    /// The inverses' blocks.
+    pub(super) out: &'a mut [f64],
+    /// The per-matrix `info`.
+    pub(super) info: &'a mut [i64],
+}
+
+/// Factorises and inverts the groups of `r` (`lu::factor_lanes_n`, then
+/// `lu::middle_lanes_n` with `X = I` on the factors in lanes: the same operations, so
+/// the same bits), two at a time. Returns the groups it left unwritten (as
+/// [`factor_det`]); `None`, with nothing written, where it does not apply.
+pub(super) fn invert(r: InvertRun<'_>) -> Option<Vec<usize>> {
+    let size = N * N;
+    let len = r.info.len();
+    if !avx512()
+        || !len.is_multiple_of(LANES)
+        || r.a.len() != len * size
+        || r.out.len() != len * size
+    {
+        return None;
+    }
+    let mut undone = Vec::new();
+    // SAFETY: the CPU has AVX-512F (checked above), the only extension `run_invert` uses
+    unsafe { run_invert(r, &mut undone) };
+    Some(undone)
+}
+
+/// The kernel of [`invert`].
+#[target_feature(enable = "avx512f")]
+fn run_invert(r: InvertRun<'_>, undone: &mut Vec<usize>) {
+    let a = r.a.as_chunks::<4>().0;
+    let out = r.out.as_chunks_mut::<4>().0;
+    let ga = LANES * N * N / 4;
+    let groups = a.len() / ga;
+    let one = _mm512_set1_pd(1.0);
+    let (mut lus, mut x) = ([blank(), blank()], [_mm512_setzero_pd(); N * N]);
+    let mut g = 0;
+    while g < groups {
+        let two = g + 1 < groups;
+        let pair = if two { 2 } else { 1 };
+        if !factor_pair(a, g, two, &mut lus) {
+            undone.extend(g..g + pair);
+            g += pair;
+            continue;
+        }
+        for (t, lu) in lus.iter().take(pair).enumerate() {
+            let h = g + t;
+            scaled_inverse_t(&lu.f, &lu.piv, one, &mut x);
+            store_square(&x, &mut out[h * ga..(h + 1) * ga], false);
+        }
+        r.info[g * LANES..(g + pair) * LANES].fill(0);
+        g += pair;
+    }
+}
+
 /// The register of entries `e..e + 8` of the block of lane `w` in `src` (blocks of `size`
 /// entries, one after another, as groups of four).
 #[target_feature(enable = "avx512f")]
@@ -688,6 +1094,47 @@ fn lanes8x4_back(o: [__m512d; 4]) -> [__m512d; 4] {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The register form of `ln_normal` gives the scalar form's bits: random mantissas at
+    /// every exponent, both sides of the √2 reduction boundary, around 1, the extremes.
+    #[test]
+    fn ln_normal_in_registers_gives_the_scalar_bits() {
+        if !avx512() {
+            return;
+        }
+        let mut state = 0x2545_F491_4F6C_DD1Du64;
+        let mut next = || {
+            state ^= state >> 12;
+            state ^= state << 25;
+            state ^= state >> 27;
+            state.wrapping_mul(0x2545_F491_4F6C_DD1D)
+        };
+        let mut xs = vec![f64::MIN_POSITIVE, f64::MAX, 1.0, 2.0, 0.5, 1.0 + f64::EPSILON];
+        for e in 1..2047u64 {
+            for _ in 0..16 {
+                xs.push(f64::from_bits((e << 52) | (next() >> 12)));
+            }
+        }
+        let root = std::f64::consts::SQRT_2;
+        for d in -64i64..64 {
+            let r = f64::from_bits((root.to_bits() as i64 + d) as u64);
+            xs.extend([r, r * 0.5, r * 1e300, 1.0 + d as f64 * 1e-9]);
+        }
+        xs.resize(xs.len().next_multiple_of(8), 3.0);
+        #[target_feature(enable = "avx512f")]
+        fn all(xs: &[f64]) -> Vec<f64> {
+            let mut out = vec![0.0; xs.len()];
+            for (o, x) in out.as_chunks_mut::<8>().0.iter_mut().zip(xs.as_chunks::<8>().0) {
+                store8(ln_normal(load8(x)), o);
+            }
+            out
+        }
+        // SAFETY: the CPU has AVX-512F (checked above)
+        let got = unsafe { all(&xs) };
+        for (&x, &y) in xs.iter().zip(&got) {
+            assert_eq!(y.to_bits(), super::super::lu::ln_normal(x).to_bits(), "ln {x:e}");
+        }
+    }
 
     /// The transposes against their definitions, where the CPU has AVX-512.
     #[test]
