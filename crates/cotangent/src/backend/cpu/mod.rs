@@ -3,6 +3,8 @@
 pub(crate) mod linalg;
 pub(crate) mod matmul;
 pub(crate) mod norm;
+#[cfg(target_arch = "x86_64")]
+mod norm_wide;
 pub(crate) mod par;
 pub(crate) mod pool;
 pub(crate) mod strided;

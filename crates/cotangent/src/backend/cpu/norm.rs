@@ -19,12 +19,43 @@ use crate::layout::Layout;
 pub(crate) trait NormFloat: Float + Send + Sync + super::pool::Pooled {
     /// The smallest positive normal value.
     const MIN_NORMAL: Self;
+
+    /// [`norm2_groups`] of the runs of `len` elements tiling `xs` (`out.len()` of them, a
+    /// multiple of 8) by the AVX-512 kernel of `norm_wide`, where the element type
+    /// (`f64`) and the CPU allow it: the same sums; each run whose sum is out of range
+    /// has the sum in `out` and its index pushed on `redo`, for [`finish`]. `false`,
+    /// having written nothing, where it does not apply.
+    fn norm2_runs_wide(
+        _xs: &[Self],
+        _len: usize,
+        _out: &mut [Self],
+        _redo: &mut Vec<usize>,
+    ) -> bool {
+        false
+    }
+
+    /// `out = x s` over the runs of `len` elements tiling `xs`, one scale per run, by the
+    /// AVX-512 kernel of `norm_wide` where the element type and the CPU allow it.
+    /// `false`, having written nothing, where it does not apply.
+    fn scale_runs_wide(_xs: &[Self], _len: usize, _scale: &[Self], _out: &mut [Self]) -> bool {
+        false
+    }
 }
 impl NormFloat for f32 {
     const MIN_NORMAL: f32 = f32::MIN_POSITIVE;
 }
 impl NormFloat for f64 {
     const MIN_NORMAL: f64 = f64::MIN_POSITIVE;
+
+    #[cfg(target_arch = "x86_64")]
+    fn norm2_runs_wide(xs: &[f64], len: usize, out: &mut [f64], redo: &mut Vec<usize>) -> bool {
+        super::norm_wide::norm2_runs(xs, len, out, redo)
+    }
+
+    #[cfg(target_arch = "x86_64")]
+    fn scale_runs_wide(xs: &[f64], len: usize, scale: &[f64], out: &mut [f64]) -> bool {
+        super::norm_wide::scale_runs(xs, len, scale, out)
+    }
 }
 
 /// Elements from which the reduction (and its backward) runs on all of rayon's threads.
@@ -170,11 +201,27 @@ impl<T: NormFloat, F: Fn(&[T]) -> T> pulp::WithSimd for TiledRuns<'_, T, F> {
     #[inline(always)]
     fn with_simd<S: pulp::Simd>(self, _: S) {
         let TiledRuns { xs, len, ord, out, norm } = self;
-        if ord == 2.0 && len == 16 {
-            // 4 x 4 matrices: the run length a constant (the loops unroll)
-            norm2_groups(xs, 16, out);
-        } else if ord == 2.0 && len % 8 == 0 {
-            norm2_groups(xs, len, out);
+        if ord == 2.0 && len % 8 == 0 {
+            // whole groups of eight runs by the wide kernel where it applies (the same
+            // sums), the out-of-range ones finished here
+            let whole = out.len() / 8 * 8;
+            let mut redo = Vec::new();
+            let done = if T::norm2_runs_wide(&xs[..whole * len], len, &mut out[..whole], &mut redo)
+            {
+                whole
+            } else {
+                0
+            };
+            for i in redo {
+                out[i] = finish(&xs[i * len..(i + 1) * len], out[i], 2.0);
+            }
+            let (xs, out) = (&xs[done * len..], &mut out[done..]);
+            if len == 16 {
+                // 4 x 4 matrices: the run length a constant (the loops unroll)
+                norm2_groups(xs, 16, out);
+            } else {
+                norm2_groups(xs, len, out);
+            }
         } else {
             for (o, run) in out.iter_mut().zip(xs.chunks_exact(len)) {
                 *o = norm(run);
@@ -374,7 +421,7 @@ pub(crate) fn vector_norm_backward<T: NormFloat>(
             let y = &y[start..start + s.len()];
             pulp::Arch::new().dispatch(Scale2 { scale: s, y, g });
         };
-        return scale_runs(x, l, dims, n_out, scales, |x, s| x * s);
+        return scale_runs(x, l, dims, n_out, scales, |x, s| x * s, true);
     }
     let scale: Vec<T> = (0..n_out)
         .map(|i| {
@@ -395,9 +442,9 @@ pub(crate) fn vector_norm_backward<T: NormFloat>(
     let pm2 = p - T::of(2.0);
     // the hot orders get their own loops (no dispatch on the order per element)
     if ord == 1.0 {
-        scale_runs(x, l, dims, n_out, scales, |x: T, s| x.sign() * s)
+        scale_runs(x, l, dims, n_out, scales, |x: T, s| x.sign() * s, false)
     } else {
-        scale_runs(x, l, dims, n_out, scales, move |x: T, s: T| -> T {
+        let e = move |x: T, s: T| -> T {
             if ord < 1.0 {
                 if x == T::ZERO {
                     T::ZERO
@@ -409,7 +456,8 @@ pub(crate) fn vector_norm_backward<T: NormFloat>(
             } else {
                 x * x.abs().powf(pm2) * s
             }
-        })
+        };
+        scale_runs(x, l, dims, n_out, scales, e, false)
     }
 }
 
@@ -447,20 +495,25 @@ impl<T: NormFloat> pulp::WithSimd for Scale2<'_, T> {
 }
 
 /// `out = e(x, s)` over the runs of `len` elements tiling `xs`, one scale per run,
-/// compiled for the machine's SIMD level.
+/// compiled for the machine's SIMD level (with `mul`, `e` is `x s`: the wide kernel's
+/// where it applies).
 struct ScaleRuns<'a, T, E> {
     out: &'a mut [T],
     xs: &'a [T],
     len: usize,
     scale: &'a [T],
     e: &'a E,
+    mul: bool,
 }
 
 impl<T: NormFloat, E: Fn(T, T) -> T> pulp::WithSimd for ScaleRuns<'_, T, E> {
     type Output = ();
     #[inline(always)]
     fn with_simd<S: pulp::Simd>(self, _: S) {
-        let ScaleRuns { out, xs, len, scale, e } = self;
+        let ScaleRuns { out, xs, len, scale, e, mul } = self;
+        if mul && T::scale_runs_wide(xs, len, scale, out) {
+            return;
+        }
         #[inline(always)]
         fn go<T: Copy>(out: &mut [T], xs: &[T], len: usize, scale: &[T], e: impl Fn(T, T) -> T) {
             for ((o, xs), &s) in out.chunks_mut(len).zip(xs.chunks(len)).zip(scale) {
@@ -479,7 +532,7 @@ impl<T: NormFloat, E: Fn(T, T) -> T> pulp::WithSimd for ScaleRuns<'_, T, E> {
 /// `e(x, s)` for every element of `x`, with `s` the scale of its output (the reduced dims
 /// `dims`; `n_out` outputs, whose scales `scales(start, s)` writes to `s` from output
 /// `start`), contiguous in `l`'s row-major order. Split across threads, each task makes
-/// the scales of its own outputs.
+/// the scales of its own outputs. `mul`: `e` is `x s` (see [`ScaleRuns`]).
 #[inline(always)]
 fn scale_runs<T: NormFloat>(
     x: &[T],
@@ -488,6 +541,7 @@ fn scale_runs<T: NormFloat>(
     n_out: usize,
     scales: impl Fn(usize, &mut [T]) + Sync,
     e: impl Fn(T, T) -> T + Sync,
+    mul: bool,
 ) -> Vec<T> {
     let all = || {
         let mut s = vec![T::ZERO; n_out];
@@ -511,7 +565,7 @@ fn scale_runs<T: NormFloat>(
                 let xs = &xs[t * per * len..][..out.len()];
                 let mut scale = vec![T::ZERO; out.len() / len];
                 scales(t * per, &mut scale);
-                pulp::Arch::new().dispatch(ScaleRuns { out, xs, len, scale: &scale, e: &e });
+                pulp::Arch::new().dispatch(ScaleRuns { out, xs, len, scale: &scale, e: &e, mul });
             });
             return out;
         }
@@ -532,7 +586,8 @@ fn scale_runs<T: NormFloat>(
                     });
             }
         } else {
-            pulp::Arch::new().dispatch(ScaleRuns { out: &mut out, xs, len, scale: &scale, e: &e });
+            let scale = &scale;
+            pulp::Arch::new().dispatch(ScaleRuns { out: &mut out, xs, len, scale, e: &e, mul });
         }
         return out;
     }
@@ -557,6 +612,67 @@ mod tests {
 
     fn norm(xs: &[f64], ord: f64) -> f64 {
         vector_norm(xs, &Layout::contiguous(Shape::new(vec![xs.len()])), &[0], ord)[0]
+    }
+
+    /// Order 2 over the trailing dims of contiguous batches (the AVX-512 kernels where the
+    /// CPU has them): the same bits as the portable `norm2_groups` forward, and as
+    /// `x (g / y)` backward, for runs of 8, 16, 24 and 256 elements, batches of whole and
+    /// partial groups (on one task and split), with zero, tiny, huge, infinite and NaN
+    /// runs among them (the scaled recomputation).
+    #[test]
+    fn wide_order_two_runs_give_the_portable_bits() {
+        let mut state = 0x2545_F491_4F6C_DD1Du64;
+        let mut next = || {
+            state ^= state >> 12;
+            state ^= state << 25;
+            state ^= state >> 27;
+            (state.wrapping_mul(0x2545_F491_4F6C_DD1D) >> 11) as f64 / (1u64 << 53) as f64
+        };
+        for len in [8usize, 16, 24, 256] {
+            for runs in [8usize, 16, 37, 4096 + 5] {
+                let mut x: Vec<f64> = (0..runs * len).map(|_| 2.0 * next() - 1.0).collect();
+                let scaled = [(1, 0.0), (3, 1e-170), (4, 1e170), (9, 1e-300)];
+                let unscaled: Vec<f64> = scaled
+                    .iter()
+                    .filter(|_| runs > 20)
+                    .map(|&(r, _)| norm2_slice(&x[r * len..(r + 1) * len]))
+                    .collect();
+                if runs > 20 {
+                    for (r, v) in scaled {
+                        x[r * len..(r + 1) * len].iter_mut().for_each(|x| *x *= v);
+                    }
+                    x[17 * len + 2] = f64::INFINITY;
+                    x[18 * len + 5] = f64::NAN;
+                }
+                let l = Layout::contiguous(Shape::new(vec![runs, len]));
+                let y = vector_norm(&x, &l, &[1], 2.0);
+                let mut want = vec![0.0; runs];
+                norm2_groups(&x, len, &mut want);
+                let bits = |v: &[f64]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+                assert_eq!(bits(&y), bits(&want), "len {len} runs {runs}: norms");
+                if runs > 20 {
+                    // the out-of-range runs recomputed scaled: the norm times the factor
+                    for (&(r, v), &u) in scaled.iter().zip(&unscaled) {
+                        let want = v * u;
+                        assert!((y[r] - want).abs() <= 1e-14 * want, "len {len} run {r}");
+                    }
+                    assert_eq!(y[17], f64::INFINITY);
+                    assert!(y[18].is_nan());
+                }
+                let g: Vec<f64> = (0..runs).map(|_| next() - 0.5).collect();
+                for g in [&g[..], &[0.75][..]] {
+                    let gx = vector_norm_backward(&x, &l, &[1], 2.0, &y, g);
+                    let want: Vec<f64> = (0..runs * len)
+                        .map(|i| {
+                            let (yr, gr) =
+                                (y[i / len], if g.len() == 1 { g[0] } else { g[i / len] });
+                            x[i] * if yr == 0.0 { 0.0 } else { gr / yr }
+                        })
+                        .collect();
+                    assert_eq!(bits(&gx), bits(&want), "len {len} runs {runs}: backward");
+                }
+            }
+        }
     }
 
     #[test]
