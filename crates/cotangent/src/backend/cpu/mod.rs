@@ -8,6 +8,28 @@ mod norm_wide;
 pub(crate) mod par;
 pub(crate) mod pool;
 pub(crate) mod strided;
+#[cfg(target_arch = "x86_64")]
+pub(crate) mod wide;
+
+/// A xorshift64* generator: reproducible inputs for the kernels' tests.
+#[cfg(test)]
+pub(crate) struct XorShift(pub(crate) u64);
+
+#[cfg(test)]
+impl XorShift {
+    /// The next 64 bits.
+    pub(crate) fn next_u64(&mut self) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
+    }
+
+    /// Uniform in `[0, 1)`, 53 bits.
+    pub(crate) fn uniform(&mut self) -> f64 {
+        (self.next_u64() >> 11) as f64 / (1u64 << 53) as f64
+    }
+}
 
 use half::{bf16, f16};
 use num_complex::Complex;

@@ -621,13 +621,8 @@ mod tests {
     /// runs among them (the scaled recomputation).
     #[test]
     fn wide_order_two_runs_give_the_portable_bits() {
-        let mut state = 0x2545_F491_4F6C_DD1Du64;
-        let mut next = || {
-            state ^= state >> 12;
-            state ^= state << 25;
-            state ^= state >> 27;
-            (state.wrapping_mul(0x2545_F491_4F6C_DD1D) >> 11) as f64 / (1u64 << 53) as f64
-        };
+        let mut rng = crate::backend::cpu::XorShift(0x2545_F491_4F6C_DD1D);
+        let mut next = || rng.uniform();
         for len in [8usize, 16, 24, 256] {
             for runs in [8usize, 16, 37, 4096 + 5] {
                 let mut x: Vec<f64> = (0..runs * len).map(|_| 2.0 * next() - 1.0).collect();

@@ -10,45 +10,16 @@
 //!
 //! Unsafe code, as in `linalg::lu_wide` (which says why not pulp's AVX-512 level): the
 //! kernels are `#[target_feature(enable = "avx512f")]` functions, entered only after
-//! `is_x86_feature_detected!("avx512f")`, and the only other unsafe operations are
-//! unaligned loads and stores of whole `[f64; 8]` and `[i64; 8]` arrays.
+//! `is_x86_feature_detected!("avx512f")`; their loads and stores are `super::wide`'s.
 #![allow(unsafe_code)]
 
 use core::arch::x86_64::{
-    __m512d, __m512i, _mm512_add_pd, _mm512_cmp_pd_mask, _mm512_loadu_epi64, _mm512_loadu_pd,
-    _mm512_mask_blend_pd, _mm512_mul_pd, _mm512_permutex2var_pd, _mm512_set1_pd,
-    _mm512_shuffle_f64x2, _mm512_sqrt_pd, _mm512_storeu_pd, _mm512_unpackhi_pd, _mm512_unpacklo_pd,
-    _CMP_GE_OQ, _CMP_LT_OQ,
+    __m512d, _mm512_add_pd, _mm512_cmp_pd_mask, _mm512_mask_blend_pd, _mm512_mul_pd,
+    _mm512_permutex2var_pd, _mm512_set1_pd, _mm512_shuffle_f64x2, _mm512_sqrt_pd,
+    _mm512_unpackhi_pd, _mm512_unpacklo_pd, _CMP_GE_OQ, _CMP_LT_OQ,
 };
 
-/// Whether the CPU has AVX-512F (the only extension the kernels use).
-fn avx512() -> bool {
-    std::arch::is_x86_feature_detected!("avx512f")
-}
-
-/// The register of the eight `f64` of `a`.
-#[target_feature(enable = "avx512f")]
-#[inline]
-fn load8(a: &[f64; 8]) -> __m512d {
-    // SAFETY: `a` is 64 readable bytes; the load needs no alignment
-    unsafe { _mm512_loadu_pd(a.as_ptr()) }
-}
-
-/// `x` into the eight `f64` of `a`.
-#[target_feature(enable = "avx512f")]
-#[inline]
-fn store8(x: __m512d, a: &mut [f64; 8]) {
-    // SAFETY: `a` is 64 writable bytes; the store needs no alignment
-    unsafe { _mm512_storeu_pd(a.as_mut_ptr(), x) }
-}
-
-/// The register of the eight `i64` of `a`.
-#[target_feature(enable = "avx512f")]
-#[inline]
-fn load8i(a: &[i64; 8]) -> __m512i {
-    // SAFETY: `a` is 64 readable bytes; the load needs no alignment
-    unsafe { _mm512_loadu_epi64(a.as_ptr()) }
-}
+use super::wide::{avx512, load8, load8i, store8};
 
 /// The order-2 norms of the runs of `len` elements (a positive multiple of 8) tiling
 /// `xs`, one per entry of `out` (a multiple of 8 of them): each run's fast sum of

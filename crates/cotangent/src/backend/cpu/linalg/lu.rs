@@ -3036,6 +3036,29 @@ mod tests {
     use crate::layout::Layout;
     use crate::shape::Shape;
 
+    /// `len` matrices of `size` entries for the wide kernels' tests, from `next` (uniform
+    /// in `[0, 1)`): entries in `[-1, 1)`, every fifth matrix small integers (ties in the
+    /// pivot search), and past 20 matrices a singular one (9), one with an infinity (17)
+    /// and one with a NaN (19).
+    fn mixed_matrices(next: &mut impl FnMut() -> f64, len: usize, size: usize) -> Vec<f64> {
+        let mut a: Vec<f64> = (0..len * size)
+            .map(|i| {
+                let u = next();
+                if (i / size) % 5 == 2 {
+                    (u * 7.0).floor() - 3.0
+                } else {
+                    2.0 * u - 1.0
+                }
+            })
+            .collect();
+        if len > 20 {
+            a[9 * size..10 * size].fill(0.0);
+            a[17 * size + 5] = f64::INFINITY;
+            a[19 * size + 10] = f64::NAN;
+        }
+        a
+    }
+
     /// `lu_factor_solve` of a contiguous batch of 4 x 4 matrices (the AVX-512 kernel where
     /// the CPU has it) gives the same bits as of the same matrices spaced apart in storage
     /// (the lane kernel): factors, interchanges, info and solutions, both ways round,
@@ -3045,34 +3068,13 @@ mod tests {
     #[test]
     #[allow(clippy::float_cmp)]
     fn wide_kernel_gives_the_lane_kernels_bits() {
-        let mut state = 0x2545_F491_4F6C_DD1Du64;
-        let mut next = || {
-            state ^= state >> 12;
-            state ^= state << 25;
-            state ^= state >> 27;
-            (state.wrapping_mul(0x2545_F491_4F6C_DD1D) >> 11) as f64 / (1u64 << 53) as f64
-        };
+        let mut rng = crate::backend::cpu::XorShift(0x2545_F491_4F6C_DD1D);
+        let mut next = || rng.uniform();
         let n = 4;
         for len in [8usize, 16, 24, 40, 37, 4096 + 13] {
             for k in 1..=5usize {
                 let (size, xsize) = (n * n, n * k);
-                let mut a: Vec<f64> = (0..len * size)
-                    .map(|i| {
-                        let u = next();
-                        // every fifth matrix small integers (ties in the pivot search)
-                        if (i / size) % 5 == 2 {
-                            (u * 7.0).floor() - 3.0
-                        } else {
-                            2.0 * u - 1.0
-                        }
-                    })
-                    .collect();
-                if len > 20 {
-                    // a singular matrix, one with an infinity, one with a NaN
-                    a[9 * size..10 * size].fill(0.0);
-                    a[17 * size + 5] = f64::INFINITY;
-                    a[19 * size + 10] = f64::NAN;
-                }
+                let a = mixed_matrices(&mut next, len, size);
                 let b: Vec<f64> = (0..len * xsize).map(|_| 2.0 * next() - 1.0).collect();
                 // the same matrices, one element apart
                 let spaced = |v: &[f64], m: usize, c: usize| {
@@ -3147,30 +3149,13 @@ mod tests {
     #[test]
     #[allow(clippy::float_cmp)]
     fn wide_det_and_inverse_kernels_give_the_lane_kernels_bits() {
-        let mut state = 0x9E37_79B9_7F4A_7C15u64;
-        let mut next = || {
-            state ^= state >> 12;
-            state ^= state << 25;
-            state ^= state >> 27;
-            (state.wrapping_mul(0x2545_F491_4F6C_DD1D) >> 11) as f64 / (1u64 << 53) as f64
-        };
+        let mut rng = crate::backend::cpu::XorShift(0x9E37_79B9_7F4A_7C15);
+        let mut next = || rng.uniform();
         let (n, size) = (4, 16);
         let bits = |v: &[f64]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
         for len in [8usize, 16, 24, 40, 37, 4096 + 13] {
-            let mut a: Vec<f64> = (0..len * size)
-                .map(|i| {
-                    let u = next();
-                    if (i / size) % 5 == 2 {
-                        (u * 7.0).floor() - 3.0
-                    } else {
-                        2.0 * u - 1.0
-                    }
-                })
-                .collect();
+            let mut a = mixed_matrices(&mut next, len, size);
             if len > 20 {
-                a[9 * size..10 * size].fill(0.0);
-                a[17 * size + 5] = f64::INFINITY;
-                a[19 * size + 10] = f64::NAN;
                 // diagonal matrices whose pivots' product overflows, underflows, is
                 // subnormal; one near-singular (a column nearly twice another)
                 for (m, d) in [(3, 1e200), (11, 1e-200), (12, 1e-78)] {
@@ -3258,14 +3243,8 @@ mod tests {
     #[test]
     #[allow(clippy::float_cmp)]
     fn ln_normal_is_within_an_ulp_of_ln() {
-        let mut state = 0x9E37_79B9_7F4A_7C15u64;
-        let mut next = || {
-            // xorshift64*
-            state ^= state >> 12;
-            state ^= state << 25;
-            state ^= state >> 27;
-            state.wrapping_mul(0x2545_F491_4F6C_DD1D)
-        };
+        let mut rng = crate::backend::cpu::XorShift(0x9E37_79B9_7F4A_7C15);
+        let mut next = || rng.next_u64();
         let mut xs = vec![f64::MIN_POSITIVE, f64::MAX, 1.0, 2.0, 0.5];
         for e in 1..2047u64 {
             for _ in 0..64 {

@@ -20,19 +20,18 @@
 //! `pinv` at n = 256 10-26% slower here. So this module calls `core::arch` directly: the
 //! kernels are `#[target_feature(enable = "avx512f")]` functions, entered only after
 //! `is_x86_feature_detected!("avx512f")`, and the only other unsafe operations are
-//! unaligned loads and stores of whole `[f64; 4]`, `[f64; 8]` and `[i64; 8]` arrays.
+//! unaligned loads and stores of whole `[f64; 4]` arrays here, and of `[f64; 8]` and
+//! `[i64; 8]` arrays in `super::super::wide`.
 #![allow(unsafe_code)]
 
 use core::arch::x86_64::{
     __m256d, __m512d, __m512i, __mmask8, _mm256_loadu_pd, _mm256_storeu_pd, _mm512_abs_pd,
     _mm512_add_pd, _mm512_and_si512, _mm512_castpd256_pd512, _mm512_castpd_si512,
     _mm512_castsi512_pd, _mm512_cmp_pd_mask, _mm512_cmpeq_epi64_mask, _mm512_div_pd,
-    _mm512_extractf64x4_pd, _mm512_insertf64x4, _mm512_loadu_epi64, _mm512_loadu_pd,
-    _mm512_mask_blend_epi64, _mm512_mask_blend_pd, _mm512_mul_pd, _mm512_or_si512,
-    _mm512_permutex2var_pd, _mm512_set1_epi64, _mm512_set1_pd, _mm512_setzero_pd,
-    _mm512_shuffle_f64x2, _mm512_slli_epi64, _mm512_srli_epi64, _mm512_storeu_epi64,
-    _mm512_storeu_pd, _mm512_sub_pd, _mm512_unpackhi_pd, _mm512_unpacklo_pd, _mm512_xor_si512,
-    _CMP_EQ_OQ, _CMP_GT_OQ, _CMP_NEQ_UQ,
+    _mm512_extractf64x4_pd, _mm512_insertf64x4, _mm512_mask_blend_epi64, _mm512_mask_blend_pd,
+    _mm512_mul_pd, _mm512_or_si512, _mm512_permutex2var_pd, _mm512_set1_epi64, _mm512_set1_pd,
+    _mm512_setzero_pd, _mm512_shuffle_f64x2, _mm512_slli_epi64, _mm512_srli_epi64, _mm512_sub_pd,
+    _mm512_unpackhi_pd, _mm512_unpacklo_pd, _mm512_xor_si512, _CMP_EQ_OQ, _CMP_GT_OQ, _CMP_NEQ_UQ,
 };
 use core::arch::x86_64::{
     _mm512_add_epi64, _mm512_cmpge_epi64_mask, _mm512_cmpge_epu64_mask, _mm512_cmplt_epi64_mask,
@@ -40,17 +39,13 @@ use core::arch::x86_64::{
     _CMP_GE_OQ, _CMP_LE_OQ, _CMP_LT_OQ,
 };
 
+use super::super::wide::{avx512, load8, load8i, store8, store8i};
 use super::lu::{logabs_of, DetOut, DetSpec, HALF_BITS, LANES, LG, LN2_HI, LN2_LO, ONE_BITS};
 
 /// The order of the matrices this kernel factorises.
 const N: usize = 4;
 /// At most this many right-hand sides per matrix.
 const K_MAX: usize = 4;
-
-/// Whether the CPU has AVX-512F (the only extension the kernels use).
-fn avx512() -> bool {
-    std::arch::is_x86_feature_detected!("avx512f")
-}
 
 /// The register of the four `f64` of `a` in both halves' order: `a` low, `b` high.
 #[target_feature(enable = "avx512f")]
@@ -72,38 +67,6 @@ fn store4x2(x: __m512d, a: &mut [f64; 4], b: &mut [f64; 4]) {
         _mm256_storeu_pd(a.as_mut_ptr(), lo);
         _mm256_storeu_pd(b.as_mut_ptr(), hi);
     }
-}
-
-/// The register of the eight `f64` of `a`.
-#[target_feature(enable = "avx512f")]
-#[inline]
-fn load8(a: &[f64; 8]) -> __m512d {
-    // SAFETY: `a` is 64 readable bytes; the load needs no alignment
-    unsafe { _mm512_loadu_pd(a.as_ptr()) }
-}
-
-/// `x` into the eight `f64` of `a`.
-#[target_feature(enable = "avx512f")]
-#[inline]
-fn store8(x: __m512d, a: &mut [f64; 8]) {
-    // SAFETY: `a` is 64 writable bytes; the store needs no alignment
-    unsafe { _mm512_storeu_pd(a.as_mut_ptr(), x) }
-}
-
-/// The register of the eight `i64` of `a`.
-#[target_feature(enable = "avx512f")]
-#[inline]
-fn load8i(a: &[i64; 8]) -> __m512i {
-    // SAFETY: `a` is 64 readable bytes; the load needs no alignment
-    unsafe { _mm512_loadu_epi64(a.as_ptr()) }
-}
-
-/// `x` into the eight `i64` of `a`.
-#[target_feature(enable = "avx512f")]
-#[inline]
-fn store8i(x: __m512i, a: &mut [i64; 8]) {
-    // SAFETY: `a` is 64 writable bytes; the store needs no alignment
-    unsafe { _mm512_storeu_epi64(a.as_mut_ptr(), x) }
 }
 
 /// Consecutive whole lane groups of [`super::lu::lu_factor_solve`] with `n = 4`: the
@@ -1102,13 +1065,8 @@ mod tests {
         if !avx512() {
             return;
         }
-        let mut state = 0x2545_F491_4F6C_DD1Du64;
-        let mut next = || {
-            state ^= state >> 12;
-            state ^= state << 25;
-            state ^= state >> 27;
-            state.wrapping_mul(0x2545_F491_4F6C_DD1D)
-        };
+        let mut rng = crate::backend::cpu::XorShift(0x2545_F491_4F6C_DD1D);
+        let mut next = || rng.next_u64();
         let mut xs = vec![f64::MIN_POSITIVE, f64::MAX, 1.0, 2.0, 0.5, 1.0 + f64::EPSILON];
         for e in 1..2047u64 {
             for _ in 0..16 {
