@@ -1193,13 +1193,14 @@ fn lu_factor_impl<T: LinalgElem>(
             let whole = f.len() / LANES * LANES;
             // the whole groups by the wide kernel where it applies (contiguous 4 x 4
             // blocks), the groups it leaves by the lanes'
+            // (the determinants' outputs of those groups only)
             let wide = match (n, ba.packed()) {
                 (4, Some(pa)) => T::factor_wide(
                     &a[pa + start * size..pa + (start + whole) * size],
                     &mut o[..whole * size],
                     &mut p[..whole * k],
                     &mut f[..whole],
-                    d.as_mut().zip(spec),
+                    d.as_mut().map(|d| d.sub(0..whole)).as_mut().zip(spec),
                 ),
                 _ => None,
             };
@@ -3036,6 +3037,21 @@ mod tests {
     use crate::layout::Layout;
     use crate::shape::Shape;
 
+    /// The groups the wide kernels of `lu_wide` have written so far, and whether they run
+    /// here at all (x86-64 with AVX-512). Other tests may add to the count meanwhile, so
+    /// a test checks that it grew by at least its own share.
+    fn wide_groups() -> (usize, bool) {
+        #[cfg(target_arch = "x86_64")]
+        {
+            let n = super::super::lu_wide::WRITTEN.load(std::sync::atomic::Ordering::Relaxed);
+            (n, crate::backend::cpu::wide::avx512())
+        }
+        #[cfg(not(target_arch = "x86_64"))]
+        {
+            (0, false)
+        }
+    }
+
     /// `len` matrices of `size` entries for the wide kernels' tests, from `next` (uniform
     /// in `[0, 1)`): entries in `[-1, 1)`, every fifth matrix small integers (ties in the
     /// pivot search), and past 20 matrices a singular one (9), one with an infinity (17)
@@ -3178,9 +3194,27 @@ mod tests {
             };
             let packed = Layout::new(Shape::of([len, n, n]), vec![size, 1, n], 0);
             let (sa, sal) = spaced(&a);
+            // every whole group by the wide kernels but those with a zero pivot or a
+            // factor that is not finite (the singular, infinite and NaN matrices, and
+            // singular small-integer ones) and at most one partner of each
+            let factors = lu_det(&sa, &sal, false);
+            let bad = (0..len / LANES)
+                .filter(|g| {
+                    let (m, blocks) =
+                        (g * LANES..(g + 1) * LANES, g * LANES * size..(g + 1) * LANES * size);
+                    factors.info[m].iter().any(|&i| i > 0)
+                        || factors.lu[blocks].iter().any(|x| !x.is_finite())
+                })
+                .count();
+            let share = (len / LANES).saturating_sub(2 * bad);
             for want_log in [false, true] {
                 let what = format!("len {len} log {want_log}");
-                let (w, l) = (lu_det(&a, &packed, want_log), lu_det(&sa, &sal, want_log));
+                let before = wide_groups();
+                let w = lu_det(&a, &packed, want_log);
+                let after = wide_groups();
+                let ran = after.0 - before.0;
+                assert!(!after.1 || ran >= share, "{what}: wide groups {ran} of {share}");
+                let l = lu_det(&sa, &sal, want_log);
                 assert_eq!(bits(&w.lu), bits(&l.lu), "{what}: factors");
                 assert_eq!(w.piv, l.piv, "{what}: interchanges");
                 assert_eq!(w.info, l.info, "{what}: info");
@@ -3203,15 +3237,21 @@ mod tests {
                 let c: Vec<f64> = (0..len).map(|_| 2.0 * next() - 1.0).collect();
                 let (sf, sfl) = spaced(&w.lu);
                 for row_major in [false, true] {
+                    let before = wide_groups();
                     let (xw, lw) = lu_inv_t(&w.lu, &w.layout, &w.piv, &c, row_major);
+                    let after = wide_groups();
+                    // (every whole group: the interchanges are an LU's)
+                    assert!(!after.1 || after.0 - before.0 >= len / LANES, "{what}: inv_t ran");
                     let (xl, ll) = lu_inv_t(&sf, &sfl, &w.piv, &c, row_major);
                     assert_eq!(bits(&xw), bits(&xl), "{what} row-major {row_major}: inverse");
                     assert_eq!(lw, ll, "{what}: layout");
                 }
             }
-            let (Some(w), Some(l)) = (lu_inv(&a, &packed), lu_inv(&sa, &sal)) else {
-                panic!("no lane path")
-            };
+            let before = wide_groups();
+            let wide = lu_inv(&a, &packed);
+            let after = wide_groups();
+            assert!(!after.1 || after.0 - before.0 >= share, "len {len}: invert ran");
+            let (Some(w), Some(l)) = (wide, lu_inv(&sa, &sal)) else { panic!("no lane path") };
             assert_eq!(bits(&w.0), bits(&l.0), "len {len}: inv");
             assert_eq!(w.2, l.2, "len {len}: inv info");
             // the inverse does invert (a well-conditioned matrix): the layout is that of

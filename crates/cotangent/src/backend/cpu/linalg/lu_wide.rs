@@ -514,6 +514,11 @@ fn run_saved<const XS: usize>(r: SavedRun<'_>) {
     }
 }
 
+/// Groups written by [`factor_det`], [`inv_t`] and [`invert`] (for the tests that check
+/// that the callers hand them their batches).
+#[cfg(test)]
+pub(super) static WRITTEN: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
 /// Consecutive whole lane groups of `lu::lu_factor_impl` with `n = 4` (a plain LU, or
 /// one with each matrix's determinant): the matrices as contiguous blocks, and the
 /// outputs in the layouts of that function.
@@ -624,6 +629,8 @@ fn run_factor(r: FactorRun<'_, '_>, undone: &mut Vec<usize>) {
                 store8i(_mm512_castpd_si512(x), o);
             }
             r.info[h * LANES..(h + 1) * LANES].fill(0);
+            #[cfg(test)]
+            WRITTEN.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
             if let Some((d, spec)) = det.as_mut() {
                 dets(lu, &mut d.sub(h * LANES..(h + 1) * LANES), *spec);
             }
@@ -783,6 +790,8 @@ fn run_inv_t(r: InvRun<'_>, undone: &mut Vec<usize>) {
         }
         scaled_inverse_t(&f, &piv, load8(c), &mut x);
         store_square(&x, &mut out[h * gf..(h + 1) * gf], r.row_major);
+        #[cfg(test)]
+        WRITTEN.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     }
 }
 
@@ -906,6 +915,8 @@ fn run_invert(r: InvertRun<'_>, undone: &mut Vec<usize>) {
             let h = g + t;
             scaled_inverse_t(&lu.f, &lu.piv, one, &mut x);
             store_square(&x, &mut out[h * ga..(h + 1) * ga], false);
+            #[cfg(test)]
+            WRITTEN.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         }
         r.info[g * LANES..(g + pair) * LANES].fill(0);
         g += pair;
