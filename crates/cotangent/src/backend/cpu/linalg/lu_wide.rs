@@ -606,34 +606,43 @@ fn run_factor(r: FactorRun<'_, '_>, undone: &mut Vec<usize>) {
     let factors = r.factors.as_chunks_mut::<4>().0;
     let ipiv = r.ipiv.as_chunks_mut::<8>().0;
     let mut det = r.det;
-    // per group: blocks of four entries of a and the factors, pairs of interchanges
+    // per group: blocks of four entries of the factors, pairs of interchanges
     let (ga, gp) = (LANES * N * N / 4, LANES * N / 8);
-    let groups = a.len() / ga;
+    let one = _mm512_set1_epi64(1);
+    factored_groups(a, undone, |h, lu| {
+        from_lanes(&lu.f, &mut factors[h * ga..(h + 1) * ga]);
+        let piv: [__m512d; N] =
+            std::array::from_fn(|k| _mm512_castsi512_pd(_mm512_add_epi64(lu.piv[k], one)));
+        for (o, x) in ipiv[h * gp..(h + 1) * gp].iter_mut().zip(lanes8x4_back(piv)) {
+            store8i(_mm512_castpd_si512(x), o);
+        }
+        r.info[h * LANES..(h + 1) * LANES].fill(0);
+        if let Some((d, spec)) = det.as_mut() {
+            dets(lu, &mut d.sub(h * LANES..(h + 1) * LANES), *spec);
+        }
+    });
+}
+
+/// The groups of matrices of `a` factorised two at a time ([`factor_pair`]), each group
+/// of a pair that did not fail handed to `each(group, factors)`; the groups of a failed
+/// pair pushed on `undone`. (The one loop of [`factor_det`]'s and [`invert`]'s kernels.)
+#[target_feature(enable = "avx512f")]
+#[inline]
+fn factored_groups(a: &[[f64; 4]], undone: &mut Vec<usize>, mut each: impl FnMut(usize, &Lu)) {
+    let groups = a.len() / (LANES * N * N / 4);
     let mut lus = [blank(), blank()];
     let mut g = 0;
     while g < groups {
         let two = g + 1 < groups;
         let pair = if two { 2 } else { 1 };
-        if !factor_pair(a, g, two, &mut lus) {
+        if factor_pair(a, g, two, &mut lus) {
+            for (t, lu) in lus.iter().take(pair).enumerate() {
+                each(g + t, lu);
+                #[cfg(test)]
+                WRITTEN.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            }
+        } else {
             undone.extend(g..g + pair);
-            g += pair;
-            continue;
-        }
-        for (t, lu) in lus.iter().take(pair).enumerate() {
-            let h = g + t;
-            from_lanes(&lu.f, &mut factors[h * ga..(h + 1) * ga]);
-            let one = _mm512_set1_epi64(1);
-            let piv: [__m512d; N] =
-                std::array::from_fn(|k| _mm512_castsi512_pd(_mm512_add_epi64(lu.piv[k], one)));
-            for (o, x) in ipiv[h * gp..(h + 1) * gp].iter_mut().zip(lanes8x4_back(piv)) {
-                store8i(_mm512_castpd_si512(x), o);
-            }
-            r.info[h * LANES..(h + 1) * LANES].fill(0);
-            #[cfg(test)]
-            WRITTEN.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-            if let Some((d, spec)) = det.as_mut() {
-                dets(lu, &mut d.sub(h * LANES..(h + 1) * LANES), *spec);
-            }
         }
         g += pair;
     }
@@ -899,28 +908,13 @@ fn run_invert(r: InvertRun<'_>, undone: &mut Vec<usize>) {
     let a = r.a.as_chunks::<4>().0;
     let out = r.out.as_chunks_mut::<4>().0;
     let ga = LANES * N * N / 4;
-    let groups = a.len() / ga;
     let one = _mm512_set1_pd(1.0);
-    let (mut lus, mut x) = ([blank(), blank()], [_mm512_setzero_pd(); N * N]);
-    let mut g = 0;
-    while g < groups {
-        let two = g + 1 < groups;
-        let pair = if two { 2 } else { 1 };
-        if !factor_pair(a, g, two, &mut lus) {
-            undone.extend(g..g + pair);
-            g += pair;
-            continue;
-        }
-        for (t, lu) in lus.iter().take(pair).enumerate() {
-            let h = g + t;
-            scaled_inverse_t(&lu.f, &lu.piv, one, &mut x);
-            store_square(&x, &mut out[h * ga..(h + 1) * ga], false);
-            #[cfg(test)]
-            WRITTEN.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        }
-        r.info[g * LANES..(g + pair) * LANES].fill(0);
-        g += pair;
-    }
+    let mut x = [_mm512_setzero_pd(); N * N];
+    factored_groups(a, undone, |h, lu| {
+        scaled_inverse_t(&lu.f, &lu.piv, one, &mut x);
+        store_square(&x, &mut out[h * ga..(h + 1) * ga], false);
+        r.info[h * LANES..(h + 1) * LANES].fill(0);
+    });
 }
 
 /// The register of entries `e..e + 8` of the block of lane `w` in `src` (blocks of `size`
