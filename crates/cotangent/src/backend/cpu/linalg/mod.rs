@@ -15,6 +15,7 @@ pub(crate) mod bidiag_dc;
 pub(crate) mod bidiag_split;
 pub(crate) mod cholesky;
 pub(crate) mod eigh;
+pub(crate) mod householder;
 pub(crate) mod lu;
 #[cfg(target_arch = "x86_64")]
 mod lu_wide;

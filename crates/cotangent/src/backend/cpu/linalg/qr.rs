@@ -29,12 +29,11 @@
 //! rank-deficient columns (it then skips the column, which gives another valid
 //! factorisation), which only the large-matrix path can meet.
 
-use crate::backend::cpu::par::{for_each_chunk, run_tasks, with_par, Parts};
+use crate::backend::cpu::par::{for_each_chunk, run_tasks, Parts};
 use crate::backend::cpu::pool;
-use faer::dyn_stack::{MemBuffer, MemStack};
-use faer::linalg::{householder, qr::no_pivoting::factor as qrf};
-use faer::{Conj, MatMut, MatRef, Par};
+use faer::{MatMut, MatRef, Par};
 
+use super::householder as hh;
 use super::{colmajor_layout, load_colmajor, Batch, LinalgElem};
 use crate::backend::QrSpec;
 use crate::layout::Layout;
@@ -42,8 +41,10 @@ use crate::layout::Layout;
 /// Below these sizes the unblocked loop is used.
 const SMALL_K: usize = 16;
 const SMALL_MN: usize = 48 * 48;
-/// Work (m n k per matrix) above which faer may use both threads on one matrix.
+/// Work (m n k per matrix), or `min(m, n)`, from which a matrix's trailing updates run over
+/// every thread (in column ranges: the same bits on any number of threads).
 const PAR_WORK: usize = 512 * 512 * 512;
+const PAR_K: usize = 128;
 /// Work per rayon task when the batch is split across threads.
 const TASK_WORK: usize = 1 << 15;
 
@@ -124,24 +125,6 @@ impl QrElem for f64 {
     }
 }
 
-/// `‖(x_i)‖₂` of a strided sequence (no overflow or underflow: scaled when the plain sum
-/// of squares is out of range).
-fn norm2_iter<T: QrElem>(x: impl Iterator<Item = T> + Clone) -> T {
-    let s: T = x.clone().map(|v| v * v).sum();
-    if s.is_finite() && s >= T::MIN_POSITIVE {
-        return s.sqrt();
-    }
-    if s.is_nan() {
-        return s;
-    }
-    let scale = x.clone().fold(T::ZERO, |m, v| if v.abs() > m { v.abs() } else { m });
-    if scale == T::ZERO || !scale.is_finite() {
-        return scale;
-    }
-    let s: T = x.map(|v| (v / scale) * (v / scale)).sum();
-    scale * s.sqrt()
-}
-
 /// Applies `H = I − τ v vᵀ` (`v₀ = 1`, `v_i = w[(j + i) n + j]` for `i >= 1`) from the left
 /// to rows `j..` and columns `c0..` of the row-major block `c` (`ld` columns), with the
 /// row scratch `wv`: `wv = vᵀ C` accumulated row by row, then `C −= τ v wv`. Every inner
@@ -187,21 +170,16 @@ fn geqr2<T: QrElem>(w: &mut [T], m: usize, n: usize, tau: &mut [T], wv: &mut [T]
     let k = m.min(n);
     for j in 0..k {
         let alpha = w[j * n + j];
-        let xnorm = norm2_iter((j + 1..m).map(|i| w[i * n + j]));
-        if xnorm == T::ZERO {
-            tau[j] = T::ZERO;
+        let xnorm = hh::norm2((j + 1..m).map(|i| w[i * n + j]));
+        let (beta, t) = hh::larfg(alpha, xnorm, |f| {
+            for i in j + 1..m {
+                w[i * n + j] *= f;
+            }
+            hh::norm2((j + 1..m).map(|i| w[i * n + j]))
+        });
+        tau[j] = t;
+        if t == T::ZERO {
             continue;
-        }
-        // ‖x‖ with the head: a plain square root when it cannot overflow or underflow
-        // (libm's hypot costs as much as the rest of a 4 x 4 step)
-        let ss = alpha * alpha + xnorm * xnorm;
-        let norm =
-            if ss.is_finite() && ss >= T::MIN_POSITIVE { ss.sqrt() } else { alpha.hypot(xnorm) };
-        let beta = -norm.copysign(alpha);
-        tau[j] = (beta - alpha) / beta;
-        let inv = T::ONE / (alpha - beta);
-        for i in j + 1..m {
-            w[i * n + j] *= inv;
         }
         w[j * n + j] = beta;
         if j + 1 < n {
@@ -260,168 +238,18 @@ struct Scratch<T> {
     tau: Vec<T>,
     tmp: Vec<T>,
     wv: Vec<T>,
-    mem: Option<MemBuffer>,
+    hh: hh::Scratch<T>,
 }
 
 impl<T> Scratch<T> {
     fn new() -> Self {
-        Scratch { w: Vec::new(), tau: Vec::new(), tmp: Vec::new(), wv: Vec::new(), mem: None }
-    }
-}
-
-/// From this `min(m, n)` on, a matrix is factorised by [`qr_split`] and its `Q` formed by
-/// [`form_q_split`] (on any number of threads, so the factors keep their bits).
-const SPLIT_K: usize = 128;
-/// Columns per panel of [`qr_split`] for `k = min(m, n)`: narrow panels leave the other
-/// threads idle for less time, wide ones make larger products (fwd+bwd, 2 threads: n =
-/// 256 with 16 columns 2.51-2.53 ms, 32 2.67-2.69 ms, 64 slower still; n = 1024 forward
-/// with 64 columns 46 ms, 32 and 16 50 ms).
-fn split_panel(k: usize) -> usize {
-    if k >= 512 {
-        64
-    } else {
-        16
-    }
-}
-/// Fewest columns per thread in [`qr_split`] and [`form_q_split`].
-const SPLIT_COLS: usize = 32;
-
-/// How many column ranges `cols` columns are cut into on `parts` threads: at least
-/// [`SPLIT_COLS`] columns each, and at least one range.
-fn col_parts(cols: usize, parts: usize) -> usize {
-    parts.min(cols / SPLIT_COLS).max(1)
-}
-
-/// The widest column range when `cols` columns are cut into [`col_parts`] ranges.
-fn widest(cols: usize, parts: usize) -> usize {
-    cols.div_ceil(col_parts(cols, parts))
-}
-
-/// One scratch buffer per thread for faer's block reflector of `nb` columns applied to
-/// up to `cols` columns.
-fn reflector_scratch<T: QrElem>(
-    nb: usize,
-    cols: usize,
-    parts: usize,
-) -> Vec<std::sync::Mutex<MemBuffer>> {
-    // the same for the reflector and its transpose
-    let req = householder::apply_block_householder_on_the_left_in_place_scratch::<T>(0, nb, cols)
-        .or(householder::apply_block_householder_transpose_on_the_left_in_place_scratch::<T>(
-            0, nb, cols,
-        ));
-    (0..parts).map(|_| std::sync::Mutex::new(MemBuffer::new(req))).collect()
-}
-
-/// The block reflector `I − V T Vᵀ` (its transpose if `transpose`) applied to the last
-/// `v.nrows()` rows of the columns `cols` (column-major, `m` rows each), in one column
-/// range per thread ([`widest`]), each faer's sequential kernel with its own scratch
-/// from `mems` ([`reflector_scratch`]).
-fn reflect_columns<T: QrElem>(
-    v: MatRef<'_, T>,
-    h: MatRef<'_, T>,
-    transpose: bool,
-    cols: &mut [T],
-    m: usize,
-    parts: usize,
-    mems: &[std::sync::Mutex<MemBuffer>],
-) {
-    let j0 = m - v.nrows();
-    let ranges = Parts::new(cols, widest(cols.len() / m, parts) * m);
-    run_tasks(ranges.len(), |t| {
-        let cols = ranges.take(t);
-        let c = cols.len() / m;
-        let dst = MatMut::from_column_major_slice_mut(cols, m, c).subrows_mut(j0, m - j0);
-        let mut mem = mems[t].lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-        let stack = MemStack::new(&mut mem);
-        if transpose {
-            householder::apply_block_householder_transpose_on_the_left_in_place_with_conj(
-                v,
-                h,
-                Conj::No,
-                dst,
-                Par::Seq,
-                stack,
-            );
-        } else {
-            householder::apply_block_householder_on_the_left_in_place_with_conj(
-                v,
-                h,
-                Conj::No,
-                dst,
-                Par::Seq,
-                stack,
-            );
+        Scratch {
+            w: Vec::new(),
+            tau: Vec::new(),
+            tmp: Vec::new(),
+            wv: Vec::new(),
+            hh: hh::Scratch::default(),
         }
-    });
-}
-
-/// Blocked Householder QR of the column-major `m x n` block `w` in place, faer's layout
-/// (reflectors below the diagonal, `R` on and above it; `hf` the `split_panel(k) x k`
-/// triangular factors of the block reflectors): each panel of [`split_panel`] columns is
-/// faer's sequential QR, and the trailing columns are updated by the panel's block
-/// reflector `(I − V T Vᵀ)ᵀ` in `parts` column ranges, one per thread, each faer's
-/// sequential kernel. Why not faer's parallel QR: its two-thread products scale 1.4x over
-/// one thread on a two-core Intel AVX-512 host, against about 1.8x for independent column
-/// ranges. Returns false, with `w` half done, if a panel is numerically rank-deficient
-/// (faer then skips a column, which the panels cannot follow): the caller starts over
-/// with faer's QR.
-fn qr_split<T: QrElem>(w: &mut [T], m: usize, n: usize, hf: &mut [T], parts: usize) -> bool {
-    let k = m.min(n);
-    let nb = split_panel(k);
-    let mut mem =
-        MemBuffer::new(qrf::qr_in_place_scratch::<T>(m, nb, nb, Par::Seq, faer::Spec::default()));
-    let most = (0..k).step_by(nb).map(|j0| widest(n - j0 - nb.min(k - j0), parts)).max();
-    let mems = reflector_scratch::<T>(nb, most.unwrap_or(0), parts);
-    let mut hf = MatMut::from_column_major_slice_mut(hf, nb, k);
-    let mut j0 = 0;
-    while j0 < k {
-        let wd = nb.min(k - j0);
-        let rows = m - j0;
-        let (left, right) = w.split_at_mut((j0 + wd) * m);
-        let mut h = hf.as_mut().submatrix_mut(0, j0, wd, wd);
-        let panel =
-            MatMut::from_column_major_slice_mut(&mut left[j0 * m..], m, wd).subrows_mut(j0, rows);
-        let info = qrf::qr_in_place(
-            panel,
-            h.as_mut(),
-            Par::Seq,
-            MemStack::new(&mut mem),
-            faer::Spec::default(),
-        );
-        if info.rank < wd {
-            return false;
-        }
-        let tc = n - j0 - wd;
-        if tc > 0 {
-            let v = MatRef::from_column_major_slice(&left[j0 * m..], m, wd).subrows(j0, rows);
-            reflect_columns(v, h.as_ref(), true, right, m, parts, &mems);
-        }
-        j0 += wd;
-    }
-    true
-}
-
-/// `Q = H₀ H₁ ⋯ [I; 0]` (`m x kq`, column-major, into `q`) from [`qr_split`]'s reflectors
-/// (`w`, `m x k` at least, and `hf`), LAPACK's `orgqr`: the block reflectors from the last
-/// to the first, each on the columns from its first one (to their left, `Q` is still the
-/// identity's columns, zero in the reflector's rows), in `parts` column ranges.
-fn form_q_split<T: QrElem>(w: &[T], m: usize, k: usize, hf: &[T], q: &mut [T], parts: usize) {
-    let kq = q.len() / m;
-    let nb = split_panel(k);
-    q.fill(T::ZERO);
-    for c in 0..kq.min(m) {
-        q[c * m + c] = T::ONE;
-    }
-    let most = (0..k).step_by(nb).map(|j0| widest(kq - j0, parts)).max();
-    let mems = reflector_scratch::<T>(nb, most.unwrap_or(0), parts);
-    let hf = MatRef::from_column_major_slice(hf, nb, k);
-    let wv = MatRef::from_column_major_slice(&w[..m * k], m, k);
-    for j0 in (0..k).step_by(nb).rev() {
-        let wd = nb.min(k - j0);
-        let rows = m - j0;
-        let v = wv.submatrix(j0, j0, rows, wd);
-        let h = hf.submatrix(0, j0, wd, wd);
-        reflect_columns(v, h, false, &mut q[j0 * m..], m, parts, &mems);
     }
 }
 
@@ -435,7 +263,6 @@ fn one<T: QrElem>(
     r: &mut [T],
     kr: usize,
     s: &mut Scratch<T>,
-    par: Par,
     parts: usize,
 ) {
     let (m, n) = (ba.m, ba.n);
@@ -463,53 +290,14 @@ fn one<T: QrElem>(
                 }
             }
         }
-    } else if k >= SPLIT_K && {
-        ba.load(a, i, &mut s.w);
-        s.tmp.clear();
-        s.tmp.resize(split_panel(k) * k, T::ZERO);
-        qr_split(&mut s.w, m, n, &mut s.tmp, parts)
-    } {
-        if !q.is_empty() {
-            form_q_split(&s.w, m, k, &s.tmp, q, parts);
-        }
     } else {
         ba.load(a, i, &mut s.w);
-        let bs = qrf::recommended_block_size::<T>(m, n);
-        s.tmp.clear();
-        s.tmp.resize(bs * k, T::ZERO);
-        let req = qrf::qr_in_place_scratch::<T>(m, n, bs, par, faer::Spec::default()).or(
-            householder::apply_block_householder_sequence_on_the_left_in_place_scratch::<T>(
-                m,
-                bs,
-                q.len() / m,
-            ),
-        );
-        // every matrix of a batch has one size: one buffer serves them all
-        let mem = s.mem.get_or_insert_with(|| MemBuffer::new(req));
-        let stack = MemStack::new(mem);
-        let mut hf = MatMut::from_column_major_slice_mut(&mut s.tmp, bs, k);
-        qrf::qr_in_place(
-            MatMut::from_column_major_slice_mut(&mut s.w, m, n),
-            hf.as_mut(),
-            par,
-            stack,
-            faer::Spec::default(),
-        );
+        s.tau.clear();
+        s.tau.resize(k, T::ZERO);
+        let nb = hh::block_size(k);
+        hh::geqrf(&mut s.w, m, n, &mut s.tau, nb, parts, &mut s.hh);
         if !q.is_empty() {
-            let kq = q.len() / m;
-            q.fill(T::ZERO);
-            for c in 0..kq.min(m) {
-                q[c * m + c] = T::ONE;
-            }
-            let basis = MatRef::from_column_major_slice(&s.w, m, n).get(.., ..k);
-            householder::apply_block_householder_sequence_on_the_left_in_place_with_conj(
-                basis,
-                hf.as_ref(),
-                Conj::No,
-                MatMut::from_column_major_slice_mut(q, m, kq),
-                par,
-                stack,
-            );
+            hh::orgqr(&s.w, m, &s.tau, q, parts, &mut s.hh);
         }
     }
     // R: the upper triangle of the first kr rows (rows beyond k are zero)
@@ -767,7 +555,7 @@ fn one_rows<T: QrElem>(
     qc.resize(q.len(), T::ZERO);
     rc.clear();
     rc.resize(n * n, T::ZERO);
-    one(a, ba, i, qc, rc, n, s, Par::Seq, 1);
+    one(a, ba, i, qc, rc, n, s, 1);
     for c in 0..n {
         for row in 0..n {
             r[row * n + c] = rc[c * n + row];
@@ -875,7 +663,7 @@ pub(crate) fn qr<T: QrElem>(a: &[T], al: &Layout, spec: QrSpec) -> (Option<Facto
                     Some(qc) => &mut qc[j * qsize..(j + 1) * qsize],
                     None => &mut [],
                 };
-                one(a, &ba, t * per + j, q, r, kr, &mut s, Par::Seq, 1);
+                one(a, &ba, t * per + j, q, r, kr, &mut s, 1);
             }
         };
         if spec.want_q {
@@ -884,22 +672,14 @@ pub(crate) fn qr<T: QrElem>(a: &[T], al: &Layout, spec: QrSpec) -> (Option<Facto
         } else {
             for_each_chunk(&mut rv, rsize * per, |t, rc| run(t, None, rc));
         }
-    } else if k >= SPLIT_K {
-        // each matrix on every thread, by column ranges (run_tasks, from the caller)
-        let parts = rayon::current_num_threads();
+    } else {
+        // a large matrix on every thread, by column ranges (run_tasks, from the caller)
+        let parts = if k >= PAR_K || work >= PAR_WORK { rayon::current_num_threads() } else { 1 };
         let mut s = Scratch::new();
         for i in 0..nb {
             let q = if spec.want_q { &mut qv[i * qsize..(i + 1) * qsize] } else { &mut [] };
-            one(a, &ba, i, q, &mut rv[i * rsize..(i + 1) * rsize], kr, &mut s, Par::Seq, parts);
+            one(a, &ba, i, q, &mut rv[i * rsize..(i + 1) * rsize], kr, &mut s, parts);
         }
-    } else {
-        with_par(work >= PAR_WORK, |par| {
-            let mut s = Scratch::new();
-            for i in 0..nb {
-                let q = if spec.want_q { &mut qv[i * qsize..(i + 1) * qsize] } else { &mut [] };
-                one(a, &ba, i, q, &mut rv[i * rsize..(i + 1) * rsize], kr, &mut s, par, 1);
-            }
-        });
     }
     (q_out(qv), (rv, r_layout))
 }

@@ -2,30 +2,29 @@
 //! gauge: one-sided Jacobi for small matrices (one at a time, or [`LANES`] at a time in
 //! SIMD lanes for batches; round-robin pair order and cached squared column norms, as
 //! LAPACK's `dgesvj`, so one inner product per pair; f64 lanes beyond [`JACOBI_MAX`]
-//! columns start in f32, [`mixed_start`]), our own stages from order [`SPLIT_K`] (by QR
-//! first beyond a ratio of 11/6: [`svd_split`](super::svd_split)), faer's bidiagonal
-//! divide-and-conquer SVD otherwise (with leaves of [`BIDIAG_LEAF`]); and the fused
-//! per-matrix VJP [`svd_backward`] (used when the backward pass is not recorded).
+//! columns start in f32, [`mixed_start`]), our own stages otherwise (the blocked
+//! bidiagonalisation and bidiagonal divide and conquer of
+//! [`svd_split`](super::svd_split), by QR first beyond a ratio of 11/6; a vector by its
+//! scaled norm, [`svd_vector`]); and the fused per-matrix VJP [`svd_backward`] (used
+//! when the backward pass is not recorded).
+//!
+//! faer's `svd` is not used: on rank-deficient matrices and on matrices scaled near
+//! underflow or overflow it returned wrong factors without an error, or failed to
+//! converge (docs/accuracy.md; tests/accuracy.rs has the cases).
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use faer::diag::DiagMut;
-use faer::dyn_stack::{MemBuffer, MemStack};
-use faer::linalg::svd::{self as fsvd, ComputeSvdVectors};
-use faer::{MatMut, Par};
+use faer::Par;
 
-use super::eigh::{rotation_tangent, sine_tau, tiny_pair};
+use super::eigh::{pow2_near, rotation_tangent, sine_tau, tiny_pair};
 use super::lu::{lane_split, LANES};
-use super::svd_split::{self, SPLIT_K};
+use super::svd_split;
 use super::{colmajor_layout, for_each_matrix, Batch, LinalgElem, TASK_WORK};
 use crate::backend::cpu::par::{run_tasks, Parts};
 use crate::backend::cpu::pool;
 use crate::backend::SvdGradFail;
 use crate::layout::Layout;
 use crate::shape::Shape;
-
-/// Work (m n k per matrix) above which faer may use both threads on one matrix.
-const PAR_WORK: usize = 512 * 512 * 512;
 
 /// The factors of a batched SVD: `U` column-major `(*, m, ku)`, `S` contiguous `(*, k)`,
 /// `Vh` contiguous `(*, kv, n)` (`V` column-major), `U` and `Vh` only when asked.
@@ -44,20 +43,13 @@ pub(crate) struct SvdOut<T> {
 const JACOBI_MAX: usize = 8;
 /// Room of the Jacobi kernel's stack arrays (the largest `max(m, n)` it takes).
 const JACOBI_ROOM: usize = 16;
-/// Sweeps after which the Jacobi kernel gives up (faer then factorises the matrix).
+/// Sweeps after which the Jacobi kernel gives up (the matrix then goes to
+/// [`svd_split`](super::svd_split)).
 const JACOBI_SWEEPS: usize = 40;
 /// Sweeps of the f32 start of the f64 lane kernel ([`mixed_start`]). Simulated on 16 x 16
 /// Gaussian matrices (the largest count of a group of eight): 5 f32 sweeps leave 3.1 f64
 /// sweeps, against 8.1 from the start (4: 4.0, 6: 3.1).
 const MIXED_SWEEPS: usize = 5;
-/// Order below which faer's bidiagonal divide and conquer hands a block to its implicit QR
-/// iteration (faer's default is 128; LAPACK's `dbdsdc` uses 25). faer's QR iteration is the
-/// slow part below 128. With 32, forward+backward (minimums of alternating runs): svdvals
-/// from 530-545 to 385-425 us at n = 64 (two threads) and from 10.6-11.9 to 9.5-10.1 ms at
-/// n = 256 (one thread); svd (two threads) from 665-745 to 550-580 us at 64 and from
-/// 13.3-14.7 to 11.6-12.1 ms at 256. n = 1024 moved by less than the noise; 16 was as
-/// fast as 32 at n = 64 and slower at 256.
-const BIDIAG_LEAF: usize = 32;
 
 /// The power-of-two scale for the Jacobi kernels of a matrix whose largest entry in
 /// magnitude is `amax` (so that squared norms neither overflow nor underflow), and its
@@ -182,7 +174,7 @@ fn dot<T: LinalgElem>(x: &[T], y: &[T]) -> T {
 /// the sign gauge of [`fix_gauge`].
 /// Returns `false` (and nothing usable) when singular vectors are asked and a singular
 /// value is numerically zero (no orthonormal completion here), or on no convergence: the
-/// caller then uses faer.
+/// caller then uses [`svd_split`](super::svd_split).
 fn jacobi_small<T: LinalgElem>(
     a: &[T],
     m: usize,
@@ -835,7 +827,7 @@ fn sweep_lanes_n<T: JacobiElem, S: pulp::Simd>(
 /// Elements of the Jacobi lane kernel: [`jacobi_skip`] and [`jacobi_rotation`] over the
 /// lanes in explicit SIMD operations (the compiler leaves their selects, divisions and
 /// square roots scalar).
-pub(crate) trait JacobiElem: LinalgElem {
+pub(crate) trait JacobiElem: LinalgElem + super::qr::QrElem {
     /// Whether the lane kernel starts with f32 sweeps ([`mixed_start`]; f64 only).
     const MIXED: bool;
 
@@ -1472,12 +1464,6 @@ fn fill_inner<T: LinalgElem>(
     Ok(())
 }
 
-thread_local! {
-    /// faer's SVD workspace of this thread, with the requirement it was sized for.
-    static SCRATCH: std::cell::RefCell<Option<(faer::dyn_stack::StackReq, MemBuffer)>> =
-        const { std::cell::RefCell::new(None) };
-}
-
 /// Flips the sign of column `j` of `u` (`m` rows) and of column `j` of `v` (`n` rows,
 /// the row `j` of `Vh`) when the entry of largest magnitude of `u`'s column (the first on
 /// ties) is negative.
@@ -1515,9 +1501,10 @@ fn largest_is_negative<T: LinalgElem>(col: &[T]) -> bool {
 /// up to [`JACOBI_MAX`] (up to [`JACOBI_ROOM`] in batches of at least [`LANES`] matrices,
 /// every matrix of such a batch in lanes, the last partial group padded: up to
 /// [`JACOBI_MAX`] the bits the matrix gets alone; so a matrix of 9 to 16 rows or columns
-/// may differ in the last bits from the same matrix decomposed alone, by faer), faer's
-/// SVD otherwise and for matrices Jacobi does not finish (a zero
-/// singular value with vectors asked, `full`, no convergence). Singular values in
+/// may differ in the last bits from the same matrix decomposed alone),
+/// [`svd_split`](super::svd_split) otherwise and for matrices Jacobi does not finish (a
+/// zero singular value with vectors asked, `full`, no convergence), [`svd_vector`] when
+/// `min(m, n) = 1`. Singular values in
 /// descending order; with `want_uv`, `U` and `V` (`full`: `m x m` and `n x n`, else
 /// `m x k` and `n x k`). Gauge: the entry of largest magnitude of each column of `U` is
 /// positive (the first such entry on ties), the matching column of `V` flipped with it;
@@ -1544,20 +1531,11 @@ pub(crate) fn svd<T: JacobiElem>(
     let len = ba.len();
     let failed = AtomicUsize::new(usize::MAX);
     let work = m * n * k.max(1);
-    let compute = if !want_uv {
-        ComputeSvdVectors::No
-    } else if full {
-        ComputeSvdVectors::Full
-    } else {
-        ComputeSvdVectors::Thin
-    };
     // Jacobi up to JACOBI_MAX, and up to JACOBI_ROOM for batches of a lane group or more
     // (every matrix of such a batch in lanes; alone, the ones the lanes leave)
     let lanes = len >= LANES && m.max(n) <= JACOBI_ROOM && k > 0;
     let jacobi = (m.max(n) <= JACOBI_MAX || lanes) && (!want_uv || ku == k && kv == k);
-    // our own stages (svd_split) from order SPLIT_K (beyond SPLIT_RATIO, by QR first)
-    let split = !jacobi && k >= SPLIT_K;
-    let one = |i: usize, dst: &mut [T], tmp: &mut Vec<T>, par: Par| {
+    let one = |i: usize, dst: &mut [T], tmp: &mut Vec<T>, threaded: bool| {
         let (u, rest) = dst.split_at_mut(usz);
         let (s, v) = rest.split_at_mut(k);
         if k == 0 {
@@ -1584,16 +1562,12 @@ pub(crate) fn svd<T: JacobiElem>(
                 return;
             }
         }
-        if split {
-            let mut sc = svd_split::Scratch::default();
-            let uvs = want_uv.then_some((&mut *u, ku, &mut *v, kv));
-            if !svd_split::svd_split(tmp, m, n, s, uvs, len == 1, &mut sc) {
-                failed.fetch_min(i, Ordering::Relaxed);
-                return;
-            }
+        let uvs = want_uv.then_some((&mut *u, ku, &mut *v, kv));
+        if k == 1 {
+            svd_vector(tmp, m, n, s, uvs);
         } else {
-            let uvs = want_uv.then_some((&mut *u, ku, &mut *v, kv));
-            if !faer_svd(tmp, m, n, s, uvs, compute, par) {
+            let mut sc = svd_split::Scratch::default();
+            if !svd_split::svd_split(tmp, m, n, s, uvs, threaded, &mut sc) {
                 failed.fetch_min(i, Ordering::Relaxed);
                 return;
             }
@@ -1637,7 +1611,7 @@ pub(crate) fn svd<T: JacobiElem>(
                 for (l, _) in bad.iter().enumerate().take(count).filter(|(_, &b)| b) {
                     one_out.clear();
                     one_out.resize(size, T::ZERO);
-                    one(first + l, &mut one_out, &mut sc.tmp, Par::Seq);
+                    one(first + l, &mut one_out, &mut sc.tmp, false);
                     let (i, j) = (at + l, &one_out);
                     u[i * usz..(i + 1) * usz].copy_from_slice(&j[..usz]);
                     s[i * k..(i + 1) * k].copy_from_slice(&j[usz..usz + k]);
@@ -1653,15 +1627,13 @@ pub(crate) fn svd<T: JacobiElem>(
         return Ok(out_of(&ba, (uo, so, vo), want_uv, (m, n, k, ku, kv)));
     }
     let mut packed = pool::filled(len * size, T::ZERO);
-    if len == 1 && split {
+    if len == 1 {
         // from the calling thread, not a worker of the pool: the bidiagonalisation's
         // column ranges then stay with the same threads from one column to the next
-        // (on a worker its tasks are rayon's parallel loop; n = 1024: 180-230 against
-        // 128 ms)
-        let par = if work >= PAR_WORK { Par::rayon(0) } else { Par::Seq };
-        one(0, &mut packed, &mut Vec::new(), par);
+        // (on a worker its tasks are rayon's parallel loop)
+        one(0, &mut packed, &mut Vec::new(), true);
     } else {
-        for_each_matrix(&mut packed, size, work, work >= PAR_WORK, one);
+        for_each_matrix(&mut packed, size, work, false, |i, dst, tmp, _| one(i, dst, tmp, false));
     }
     let f = failed.load(Ordering::Relaxed);
     if f != usize::MAX {
@@ -1672,38 +1644,50 @@ pub(crate) fn svd<T: JacobiElem>(
     Ok(out_of(&ba, (uo, so, vo), want_uv, (m, n, k, ku, kv)))
 }
 
-/// faer's SVD of the `m x n` column-major `a` (finite entries) into `s` and, if given,
-/// `U` (`m x ku`) and `V` (`n x kv`), column-major; false if it fails to converge.
-fn faer_svd<T: LinalgElem>(
-    a: &[T],
+/// The SVD of an `m x n` matrix with `min(m, n) = 1` (a column or a row `x`, finite):
+/// `s = ‖x‖` (computed on `x` divided by a power of two near its largest entry, so that
+/// the squares neither overflow nor underflow), the unit vector `x / s` (`e₀` for `x = 0`)
+/// as the one column of `U` (tall) or `V` (wide), and `1` as the other factor. With
+/// `ku = m` (`kv = n`), the completion columns are the other columns of the Householder
+/// reflector that maps `e₀` to `±x / s`: orthonormal, and orthogonal to `x`.
+fn svd_vector<T: LinalgElem>(
+    x: &[T],
     m: usize,
     n: usize,
     s: &mut [T],
     uv: Option<(&mut [T], usize, &mut [T], usize)>,
-    compute: ComputeSvdVectors,
-    par: Par,
-) -> bool {
-    let am = faer::MatRef::from_column_major_slice(a, m, n);
-    let mut spec: faer::Spec<fsvd::SvdParams, T> = faer::Spec::default();
-    spec.recursion_threshold = BIDIAG_LEAF;
-    let req = fsvd::svd_scratch::<T>(m, n, compute, compute, par, spec);
-    SCRATCH.with_borrow_mut(|cache| {
-        // one buffer per thread, reused while the requirement is the same (a batch)
-        let mem = match cache {
-            Some((r, mem)) if *r == req => mem,
-            _ => &mut cache.insert((req, MemBuffer::new(req))).1,
-        };
-        let stack = MemStack::new(mem);
-        let (um, vm) = match uv {
-            Some((u, ku, v, kv)) => (
-                Some(MatMut::from_column_major_slice_mut(u, m, ku)),
-                Some(MatMut::from_column_major_slice_mut(v, n, kv)),
-            ),
-            None => (None, None),
-        };
-        let sd = DiagMut::from_slice_mut(s);
-        fsvd::svd(am, sd, um, vm, par, stack, spec).is_ok()
-    })
+) {
+    let amax = x.iter().fold(T::ZERO, |a, &v| if v.abs() > a { v.abs() } else { a });
+    let unit = if amax == T::ZERO { T::ONE } else { pow2_near(amax) };
+    let norm = x.iter().map(|&v| (v / unit) * (v / unit)).sum::<T>().sqrt();
+    s[0] = norm * unit;
+    let Some((u, ku, v, kv)) = uv else { return };
+    // the long factor (`len x cols`) takes x / s, the other is [1] (its completion, if
+    // any, is empty: its order is 1)
+    let tall = m >= n;
+    let (long, cols, short) = if tall { (u, ku, v) } else { (v, kv, u) };
+    let len = m.max(n);
+    let col: Vec<T> = if norm == T::ZERO {
+        (0..len).map(|i| if i == 0 { T::ONE } else { T::ZERO }).collect()
+    } else {
+        x.iter().map(|&v| (v / unit) / norm).collect()
+    };
+    short[0] = T::ONE;
+    long[..len].copy_from_slice(&col);
+    if cols > 1 {
+        // H = I − 2 w wᵀ / (wᵀw), w = x̂ + σ e₀ with σ the sign of x̂₀: wᵀw = 2 + 2 |x̂₀|
+        let sigma = if col[0] < T::ZERO { -T::ONE } else { T::ONE };
+        let mut w = col;
+        w[0] += sigma;
+        let f = T::of(2.0) / w.iter().map(|&v| v * v).sum::<T>();
+        for j in 1..cols {
+            let dst = &mut long[j * len..(j + 1) * len];
+            for (i, y) in dst.iter_mut().enumerate() {
+                let e = if i == j { T::ONE } else { T::ZERO };
+                *y = e - f * w[i] * w[j];
+            }
+        }
+    }
 }
 
 /// [`SvdOut`] of a batch `ba` from its factors `U` (`(*, m, ku)` column-major), `S`

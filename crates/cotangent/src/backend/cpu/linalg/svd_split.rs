@@ -1,11 +1,12 @@
-//! The SVD of one matrix of order [`SPLIT_K`] or more from our own stages: the blocked
+//! The SVD of one matrix (`min(m, n) >= 2`) from our own stages: the blocked
 //! bidiagonalisation [`bidiag_split`], the bidiagonal divide and conquer [`bidiag_dc`],
 //! and faer's blocked application of the reflectors to the bidiagonal's singular vectors
 //! (the stages of LAPACK's `dgesdd`). faer's `svd` does the same with its unblocked
 //! bidiagonalisation (`bidiag_in_place`: 232 ms of its 321 ms thin SVD at n = 1024 on two
 //! threads, 220 ms on one) and its bidiagonal solver, which is not public: both are ours.
-//! A matrix taller (wider) than [`SPLIT_RATIO`] is first factorised by faer's QR, and its
-//! `R` goes through the same stages ([`svd_tall`]): 1024 x 512 thin, 2 threads, 32 ms
+//! A matrix taller (wider) than [`SPLIT_RATIO`] is first factorised by LAPACK's blocked
+//! Householder QR ([`householder`](super::householder)), and its `R` goes through the
+//! same stages ([`svd_tall`]): 1024 x 512 thin, 2 threads, 32 ms
 //! against faer's `svd` 45 ms; 2048 x 256 13.5 against 14.9 ms; 1024 x 128 2.9 against
 //! 3.1 ms; 4000 x 100 the same (the QR and the product by `Q` are most of it).
 
@@ -14,20 +15,18 @@ use faer::linalg::householder::{
     apply_block_householder_sequence_on_the_left_in_place_scratch,
     apply_block_householder_sequence_on_the_left_in_place_with_conj,
 };
-use faer::linalg::qr::no_pivoting::factor::{
-    qr_in_place, qr_in_place_scratch, recommended_block_size,
-};
+use faer::linalg::qr::no_pivoting::factor::recommended_block_size;
 use faer::{Conj, MatMut, MatRef, Par};
 
 use super::bidiag_dc::{bidiag_dc, Work};
 use super::bidiag_split::{bidiag_split, Scratch as SplitScratch};
 use super::eigh::pow2_near;
+use super::householder as hh;
+use super::qr::QrElem;
 use super::LinalgElem;
 use crate::backend::cpu::par::with_par;
 use crate::backend::cpu::pool::{self, Pooled};
 
-/// `min(m, n)` from which [`svd_split`] is used (below, faer's `svd`).
-pub(crate) const SPLIT_K: usize = 64;
 /// Largest `max(m, n) / min(m, n)` that [`svd_split`] bidiagonalises directly; a taller
 /// (wider) matrix is first factorised by QR (LQ), and its `R` decomposed ([`svd_tall`]),
 /// as LAPACK's `dgesdd` does from about this ratio (faer's `svd` uses the same, `11 / 6`).
@@ -62,12 +61,13 @@ pub(crate) struct Scratch<T: Pooled> {
     /// for.
     mem: Option<(StackReq, MemBuffer)>,
     mem2: Option<(StackReq, MemBuffer)>,
-    /// [`svd_tall`]: the QR factorisation (`mm x k`) and its block factors, `R`, and `R`'s
+    /// [`svd_tall`]: the QR factorisation (`mm x k`) and its `τ`, `R`, and `R`'s
     /// left singular vectors.
     qa: Vec<T>,
     qh: Vec<T>,
     rk: Vec<T>,
     ur: Vec<T>,
+    hh: hh::Scratch<T>,
 }
 
 impl<T: Pooled> Drop for Scratch<T> {
@@ -90,7 +90,7 @@ impl<T: Pooled> Drop for Scratch<T> {
 /// every thread of the pool (the result does not depend on it). False if the bidiagonal
 /// divide and conquer failed. A matrix taller or wider than [`SPLIT_RATIO`] goes through
 /// [`svd_tall`].
-pub(crate) fn svd_split<T: LinalgElem>(
+pub(crate) fn svd_split<T: QrElem>(
     a: &[T],
     m: usize,
     n: usize,
@@ -217,14 +217,14 @@ pub(crate) fn svd_split<T: LinalgElem>(
 }
 
 /// [`svd_split`] of a matrix taller than [`SPLIT_RATIO`] (or wider, through its
-/// transpose), as LAPACK's `dgesdd` and faer's `svd` do it: `A = Q R` by faer's blocked QR
+/// transpose), as LAPACK's `dgesdd` does it: `A = Q R` by the blocked Householder QR
 /// of the taller of `A` and `Aᵀ` (`mm x k`), the SVD `R = U_R S Vᵀ` of the `k x k`
 /// triangle by [`svd_split`], then `U = Q [U_R; 0]` (thin) or `Q [U_R, 0; 0, I]` (full)
-/// by faer's blocked application of the QR's reflectors. The bidiagonalisation then
+/// by the blocked application of the QR's reflectors. The bidiagonalisation then
 /// works on `k x k` instead of `mm x k`: `4 k³ / 3` of its flops instead of
 /// `4 mm k² − 4 k³ / 3`, for `2 mm k² − 2 k³ / 3` of the QR's, at GEMM speed. Same
 /// arguments and result as [`svd_split`].
-fn svd_tall<T: LinalgElem>(
+fn svd_tall<T: QrElem>(
     a: &[T],
     m: usize,
     n: usize,
@@ -239,25 +239,11 @@ fn svd_tall<T: LinalgElem>(
     // (scaled, so that the QR's norms neither overflow nor lose digits to underflow)
     let mut qa = std::mem::take(&mut sc.qa);
     let scale = load_taller(a, m, n, &mut qa);
-    let bs = recommended_block_size::<T>(mm, k);
-    let mut qh = std::mem::take(&mut sc.qh);
-    qh.clear();
-    qh.resize(bs * k, T::ZERO);
-    let big = threads && mm * k * k >= BACK_PAR;
-    {
-        let (qa, qh) = (&mut qa, &mut qh);
-        with_par(big, move |par| {
-            let req = qr_in_place_scratch::<T>(mm, k, bs, par, faer::Spec::default());
-            let mut mem = MemBuffer::new(req);
-            qr_in_place(
-                MatMut::from_column_major_slice_mut(qa, mm, k),
-                MatMut::from_column_major_slice_mut(qh, bs, k),
-                par,
-                MemStack::new(&mut mem),
-                faer::Spec::default(),
-            );
-        });
-    }
+    let mut tau = std::mem::take(&mut sc.qh);
+    tau.clear();
+    tau.resize(k, T::ZERO);
+    let parts = if threads && mm * k * k >= BACK_PAR { rayon::current_num_threads() } else { 1 };
+    hh::geqrf(&mut qa, mm, k, &mut tau, hh::block_size(k), parts, &mut sc.hh);
     // R, the upper triangle of the first k rows
     let mut rk = std::mem::take(&mut sc.rk);
     rk.clear();
@@ -285,26 +271,12 @@ fn svd_tall<T: LinalgElem>(
                 for j in k..kq {
                     q[j * mm + j] = T::ONE;
                 }
-                let (qa, qh) = (&qa, &qh);
-                with_par(big, move |par| {
-                    let req = apply_block_householder_sequence_on_the_left_in_place_scratch::<T>(
-                        mm, bs, kq,
-                    );
-                    let mut mem = MemBuffer::new(req);
-                    apply_block_householder_sequence_on_the_left_in_place_with_conj(
-                        MatRef::from_column_major_slice(qa, mm, k),
-                        MatRef::from_column_major_slice(qh, bs, k),
-                        Conj::No,
-                        MatMut::from_column_major_slice_mut(q, mm, kq),
-                        par,
-                        MemStack::new(&mut mem),
-                    );
-                });
+                hh::apply_q(&qa, mm, &tau, q, false, parts, &mut sc.hh);
             }
             ok
         }
     };
-    (sc.qa, sc.qh, sc.rk, sc.ur) = (qa, qh, rk, ur);
+    (sc.qa, sc.qh, sc.rk, sc.ur) = (qa, tau, rk, ur);
     if ok {
         for x in s.iter_mut() {
             *x *= scale;
