@@ -5,7 +5,9 @@
 //! loop ([`lu_unblocked`]); larger ones through faer's recursive blocked LU, whose row
 //! permutation is converted back to LAPACK's interchange sequence. faer divides by a zero
 //! pivot (filling the rest with NaN) where LAPACK skips the column, so a factorisation
-//! that meets an exactly zero pivot is redone by the unblocked loop, which matches LAPACK.
+//! that meets an exactly zero pivot is redone by the unblocked loop, which matches LAPACK;
+//! so is one with a subnormal pivot, whose reciprocal overflows (the unblocked loop then
+//! divides by it, as LAPACK's `dgetf2` does).
 //!
 //! Batches of small square matrices (`n <=` `LANES_MAX`, at least [`LANES`] of them) run
 //! [`LANES`] at a time, one matrix per SIMD lane ([`factor_lanes`], [`solve_lanes`],
@@ -84,9 +86,17 @@ fn lu_unblocked_n<T: LinalgElem, const N: usize>(
                     col.swap(j, p);
                 }
             }
-            let inv = T::ONE / a[cj + j];
-            for v in &mut a[cj + j + 1..cj + m] {
-                *v *= inv;
+            let d = a[cj + j];
+            if d.abs() >= <T as faer::traits::RealField>::min_positive_impl() {
+                let inv = T::ONE / d;
+                for v in &mut a[cj + j + 1..cj + m] {
+                    *v *= inv;
+                }
+            } else {
+                // (a subnormal pivot's reciprocal overflows: LAPACK's dgetf2 divides)
+                for v in &mut a[cj + j + 1..cj + m] {
+                    *v /= d;
+                }
             }
         } else if info == 0 {
             info = (j + 1) as i64;
@@ -754,7 +764,7 @@ fn crout_rows<T: LinalgElem, const R: usize>(
 }
 
 /// faer's blocked LU of `a` (column-major, `m x n`) with LAPACK's outputs; `None` when a
-/// pivot is exactly zero (the caller then redoes it with [`lu_unblocked`]).
+/// pivot is exactly zero or subnormal (the caller then redoes it with [`lu_unblocked`]).
 fn lu_blocked<T: LinalgElem>(
     a: &mut [T],
     m: usize,
@@ -774,7 +784,8 @@ fn lu_blocked<T: LinalgElem>(
         MemStack::new(&mut mem),
         Spec::default(),
     );
-    if (0..k).any(|i| a[i * m + i] == T::ZERO) {
+    if (0..k).any(|i| a[i * m + i].abs() < <T as faer::traits::RealField>::min_positive_impl()) {
+        // (a zero pivot, or a subnormal one whose reciprocal overflowed in L)
         return None;
     }
     interchanges(&perm, 0, &mut ipiv[..k]);
@@ -806,7 +817,8 @@ const SPLIT_LU_PANEL: usize = 64;
 
 /// Right-looking blocked LU with partial pivoting of `a` (column-major `m x n`) with
 /// LAPACK's outputs, its trailing updates split across threads by column ranges; `None`
-/// when a pivot is exactly zero (the caller then redoes it with [`lu_unblocked`]).
+/// when a pivot is exactly zero or subnormal (the caller then redoes it with
+/// [`lu_unblocked`]).
 ///
 /// Per panel of [`SPLIT_LU_PANEL`] columns: faer's sequential LU of the panel (rows
 /// `j0..`), then, each thread on its own range of the trailing columns, the panel's row
@@ -883,7 +895,8 @@ fn lu_split<T: LinalgElem>(a: &mut [T], m: usize, n: usize, ipiv: &mut [i64]) ->
         }
         j0 += w;
     }
-    if (0..k).any(|i| a[i * m + i] == T::ZERO) {
+    if (0..k).any(|i| a[i * m + i].abs() < <T as faer::traits::RealField>::min_positive_impl()) {
+        // (a zero pivot, or a subnormal one whose reciprocal overflowed in L)
         return None;
     }
     // the interchanges of later panels on each panel's columns
