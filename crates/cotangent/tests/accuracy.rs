@@ -1,0 +1,618 @@
+//! The accuracy suite: LAPACK's test ratios of every decomposition on hard matrices
+//! (prescribed spectra, rank-deficient, graded, scaled near underflow and overflow, the
+//! named matrices), in f64 and f32, one matrix at a time and in batches; a ratio of 30 or
+//! more fails, as in LAPACK's testing. The matrices and the ratios are in
+//! `hard/mod.rs`; docs/accuracy.md holds the table and the full sweep's command
+//! (`COTANGENT_ACCURACY=full`), which takes every order that crosses a kernel's threshold.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::needless_range_loop,
+    missing_docs
+)]
+
+mod hard;
+
+use cotangent::linalg::{
+    cholesky, det, eigh, eigvalsh, inv, lstsq, lu, pinv, qr, slogdet, solve, svd, svdvals,
+    LstsqDriver, QrMode, Side, Uplo,
+};
+use cotangent::{DType, Tensor};
+use hard::{
+    backward_ratio, eps, general_cases, orthogonality, pow2_near, spd_cases, symmetric_cases,
+    value_ratio, Case, Mat, THRESH,
+};
+use std::collections::HashMap;
+use std::sync::OnceLock;
+
+/// Whether the full sweep was asked (`COTANGENT_ACCURACY=full`).
+fn full() -> bool {
+    std::env::var("COTANGENT_ACCURACY").is_ok_and(|v| v == "full")
+}
+
+/// The shapes of the general tests: every order to 20 and across the kernels' thresholds
+/// (Jacobi 8 / 16, the SVD's own stages 64, the QR's 16 / 48² / 128), tall and wide; the
+/// full sweep takes every order to 70 and 127-129, 255-257, 383-385, 511-513.
+fn shapes() -> Vec<(usize, usize)> {
+    let orders: Vec<usize> = if full() {
+        (1..=70).chain(127..=129).chain(255..=257).chain(383..=385).chain(511..=513).collect()
+    } else {
+        (1..=20).chain([24, 31, 32, 33, 40, 47, 48, 49, 55, 63, 64, 65, 127, 128, 129]).collect()
+    };
+    let mut s: Vec<(usize, usize)> = orders.iter().map(|&n| (n, n)).collect();
+    let rect: &[(usize, usize)] = &[
+        (33, 17),
+        (17, 33),
+        (512, 16),
+        (16, 512),
+        (70, 300),
+        (300, 70),
+        (130, 64),
+        (9, 5),
+        (40, 20),
+        (20, 40),
+        (100, 60),
+    ];
+    s.extend_from_slice(rect);
+    s
+}
+
+/// One case's ratios (each named), or the error the op returned.
+type Ratios = Result<Vec<(&'static str, f64)>, String>;
+
+/// One case of one op: its key (`dtype|mxn|family`, as the LAPACK reference data names
+/// it) and its ratios.
+struct Outcome {
+    key: String,
+    ratios: Ratios,
+}
+
+/// The worst ratio of LAPACK on each case, by `op|dtype|mxn|family`
+/// (`tests/fixtures/lapack_accuracy.json`, made by `scripts/lapack_accuracy.py`).
+fn lapack() -> &'static HashMap<String, f64> {
+    static DATA: OnceLock<HashMap<String, f64>> = OnceLock::new();
+    DATA.get_or_init(|| {
+        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/lapack_accuracy.json");
+        let text = std::fs::read_to_string(path).unwrap();
+        let v: serde_json::Value = serde_json::from_str(&text).unwrap();
+        v["ratios"]
+            .as_object()
+            .unwrap()
+            .iter()
+            .map(|(k, x)| (k.clone(), x.as_f64().unwrap_or(f64::INFINITY)))
+            .collect()
+    })
+}
+
+/// A worst ratio below this passes whatever LAPACK's on the same matrix (a third of
+/// LAPACK's own pass mark): LAPACK's ratio can be far below one where its rounding happens
+/// to cancel exactly (the all-ones matrix's trailing columns become exact zeros in its QR,
+/// rounding noise of the order of eps in ours: orthogonality ratios 0.15-0.4 against 2-5),
+/// and a factor of ten on such a ratio says nothing of the algorithm.
+const FLOOR: f64 = 10.0;
+
+/// Whether a ratio fails LAPACK's test (a NaN fails).
+fn fails(x: f64) -> bool {
+    x.is_nan() || x >= THRESH
+}
+
+/// Asserts that every case of `test` (`op-dtype`) passes: no error, every ratio below 30,
+/// and the worst within ten times LAPACK's on the same matrix, or below [`FLOOR`].
+/// Writes the worst ratios to `target/accuracy/<test>.json` (for docs/accuracy.md's
+/// table).
+fn report(test: &str, outcomes: Vec<Outcome>) {
+    let op = test.rsplit_once('-').map_or(test, |x| x.0);
+    let reference = lapack();
+    let mut fails_out = Vec::new();
+    let mut ours = serde_json::Map::new();
+    let mut compared = 0;
+    for o in outcomes {
+        let key = format!("{op}|{}", o.key);
+        match o.ratios {
+            Err(e) => {
+                fails_out.push(format!("{key}: error {e}"));
+                ours.insert(key, serde_json::Value::String(format!("error: {e}")));
+            }
+            Ok(r) => {
+                let worst = r.iter().map(|x| x.1).fold(0.0f64, |m, x| {
+                    if x.is_nan() {
+                        f64::NAN
+                    } else {
+                        m.max(x)
+                    }
+                });
+                for (name, x) in &r {
+                    if fails(*x) {
+                        fails_out.push(format!("{key}: {name} ratio {x:.3e}"));
+                    }
+                }
+                if let Some(&l) = reference.get(&key) {
+                    compared += 1;
+                    if worst > (10.0 * l).max(FLOOR) {
+                        fails_out.push(format!("{key}: worst ratio {worst:.3e}, LAPACK's {l:.3e}"));
+                    }
+                }
+                ours.insert(
+                    key,
+                    serde_json::json!(if worst.is_finite() { worst } else { f64::MAX }),
+                );
+            }
+        }
+    }
+    let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/../../target/accuracy");
+    if std::fs::create_dir_all(dir).is_ok() {
+        let text = serde_json::to_string_pretty(&serde_json::Value::Object(ours)).unwrap();
+        let _ = std::fs::write(format!("{dir}/{test}.json"), text);
+    }
+    assert!(compared > 0 || full(), "{op}: no case has LAPACK's reference ratio");
+    assert!(fails_out.is_empty(), "{} failing ratios:\n{}", fails_out.len(), fails_out.join("\n"));
+}
+
+/// The worst of LAPACK's SVD ratios (`dbdt01`/`dort01`-style) of `svd` and `svdvals` on one
+/// matrix, given its factors: the backward error, the orthogonality of `U` and `V`, the
+/// order and signs of `S`, `S` against the prescribed values, and `svdvals` against `S`.
+fn svd_ratios(
+    c: &Case,
+    u: &Mat,
+    s: &[f64],
+    vh: &Mat,
+    vals: &[f64],
+    e: f64,
+) -> Vec<(&'static str, f64)> {
+    let (m, n) = (c.a.m, c.a.n);
+    let k = m.min(n);
+    let order = m.max(n);
+    let unit = pow2_near(c.a.amax());
+    let mut us = u.clone();
+    for i in 0..m {
+        for j in 0..k {
+            us.set(i, j, u.at(i, j) * (s[j] / unit));
+        }
+    }
+    let back = us.matmul(vh);
+    let smax = s.first().copied().unwrap_or(0.0);
+    let sorted = s.windows(2).all(|w| w[0] >= w[1]) && s.iter().all(|&x| x >= 0.0);
+    let mut r = vec![
+        ("A - U S Vh", backward_ratio(&c.a, &back, unit, order, e)),
+        ("I - U'U", orthogonality(u, e)),
+        ("I - V'V", orthogonality(&vh.t(), e)),
+        ("S sorted, >= 0", if sorted { 0.0 } else { f64::INFINITY }),
+        ("svdvals - S", value_ratio(vals, s, smax.max(f64::MIN_POSITIVE), k, e)),
+    ];
+    if let Some(want) = &c.values {
+        let top = want[0] * (c.a.amax() / c.a.amax().max(f64::MIN_POSITIVE));
+        r.push(("S - prescribed", value_ratio(s, want, top, order, e)));
+    }
+    r
+}
+
+/// Runs `check` on every general case of every shape in `dtype`, one matrix at a time.
+fn sweep(
+    dtype: DType,
+    shapes: &[(usize, usize)],
+    check: impl Fn(&Case, DType) -> Ratios,
+) -> Vec<Outcome> {
+    let mut out = Vec::new();
+    for &(m, n) in shapes {
+        for c in general_cases(m, n, dtype, 1) {
+            out.push(Outcome {
+                key: format!("{dtype:?}|{m}x{n}|{}", c.name),
+                ratios: check(&c, dtype),
+            });
+        }
+    }
+    out
+}
+
+fn svd_check(c: &Case, dtype: DType) -> Ratios {
+    let t = c.a.tensor(dtype);
+    let f = svd(&t, false).map_err(|e| e.to_string())?;
+    let vals = svdvals(&t).map_err(|e| e.to_string())?.to_vec_f64();
+    let u = &Mat::of_tensor(&f.u)[0];
+    let vh = &Mat::of_tensor(&f.vh)[0];
+    Ok(svd_ratios(c, u, &f.s.to_vec_f64(), vh, &vals, eps(dtype)))
+}
+
+#[test]
+fn svd_f64() {
+    report("svd-f64", sweep(DType::F64, &shapes(), svd_check));
+}
+
+#[test]
+fn svd_f32() {
+    report("svd-f32", sweep(DType::F32, &shapes(), svd_check));
+}
+
+/// Every case of one order in one batch (so that the batched kernels, the SIMD lanes of
+/// the small Jacobi included, take them), checked matrix by matrix.
+fn svd_batched(dtype: DType) -> Vec<Outcome> {
+    let mut out = Vec::new();
+    for n in [4, 16, 32] {
+        let cases = general_cases(n, n, dtype, 2);
+        let mut data = Vec::new();
+        for c in &cases {
+            data.extend_from_slice(&c.a.a);
+        }
+        let t = match dtype {
+            DType::F32 => Tensor::from_vec(
+                data.iter().map(|&x| x as f32).collect::<Vec<f32>>(),
+                (cases.len(), n, n),
+            ),
+            _ => Tensor::from_vec(data, (cases.len(), n, n)),
+        }
+        .unwrap();
+        let f = match svd(&t, false) {
+            Ok(f) => f,
+            Err(e) => {
+                let key = format!("{dtype:?}|{n}x{n}|the batch");
+                out.push(Outcome { key, ratios: Err(e.to_string()) });
+                continue;
+            }
+        };
+        let vals = svdvals(&t).unwrap().to_vec_f64();
+        let (us, vhs) = (Mat::of_tensor(&f.u), Mat::of_tensor(&f.vh));
+        let s = f.s.to_vec_f64();
+        for (i, c) in cases.iter().enumerate() {
+            let r = svd_ratios(
+                c,
+                &us[i],
+                &s[i * n..(i + 1) * n],
+                &vhs[i],
+                &vals[i * n..(i + 1) * n],
+                eps(dtype),
+            );
+            out.push(Outcome { key: format!("{dtype:?}|{n}x{n}|{}", c.name), ratios: Ok(r) });
+        }
+    }
+    out
+}
+
+#[test]
+fn svd_batched_f64() {
+    report("svd-batched-f64", svd_batched(DType::F64));
+}
+
+#[test]
+fn svd_batched_f32() {
+    report("svd-batched-f32", svd_batched(DType::F32));
+}
+
+/// LAPACK's QR ratios (`dqrt01`): `‖A − QR‖ / (‖A‖ m eps)`, `‖I − QᵀQ‖ / (m eps)`, and `R`
+/// upper triangular.
+fn qr_check(c: &Case, dtype: DType) -> Ratios {
+    let t = c.a.tensor(dtype);
+    let f = qr(&t, QrMode::Reduced).map_err(|e| e.to_string())?;
+    let q = &Mat::of_tensor(&f.q)[0];
+    let r = &Mat::of_tensor(&f.r)[0];
+    let e = eps(dtype);
+    let unit = pow2_near(c.a.amax());
+    let back = q.matmul(&r.scaled(1.0 / unit));
+    let upper = (0..r.m).all(|i| (0..i.min(r.n)).all(|j| r.at(i, j) == 0.0));
+    Ok(vec![
+        ("A - QR", backward_ratio(&c.a, &back, unit, c.a.m, e)),
+        ("I - Q'Q", orthogonality(q, e)),
+        ("R upper", if upper { 0.0 } else { f64::INFINITY }),
+    ])
+}
+
+#[test]
+fn qr_f64() {
+    report("qr-f64", sweep(DType::F64, &shapes(), qr_check));
+}
+
+#[test]
+fn qr_f32() {
+    report("qr-f32", sweep(DType::F32, &shapes(), qr_check));
+}
+
+/// Runs `check` on every case that `cases` makes at each order, one matrix at a time.
+fn sweep_square(
+    dtype: DType,
+    orders: &[usize],
+    cases: fn(usize, DType, u64) -> Vec<Case>,
+    check: impl Fn(&Case, DType) -> Ratios,
+) -> Vec<Outcome> {
+    let mut out = Vec::new();
+    for &n in orders {
+        for c in cases(n, dtype, 1) {
+            out.push(Outcome {
+                key: format!("{dtype:?}|{n}x{n}|{}", c.name),
+                ratios: check(&c, dtype),
+            });
+        }
+    }
+    out
+}
+
+/// The orders of the square tests: every order to 20 and across the kernels' thresholds
+/// (the small Jacobi and QL kernels, the blocked reductions, the divide and conquer);
+/// the full sweep as [`shapes`].
+fn orders() -> Vec<usize> {
+    if full() {
+        (1..=70).chain(127..=129).chain(255..=257).chain(383..=385).chain(511..=513).collect()
+    } else {
+        (1..=20).chain([24, 25, 26, 31, 32, 33, 47, 48, 63, 64, 65, 127, 128, 129]).collect()
+    }
+}
+
+/// LAPACK's symmetric eigenproblem ratios (`dsyt21`, `ddrvst`): `‖A − V Λ Vᵀ‖ / (‖A‖ n
+/// eps)`, `‖I − VᵀV‖ / (n eps)`, `Λ` ascending, `Λ` against the prescribed eigenvalues
+/// (over `max |λ| n eps`), and `eigvalsh` against `eigh`'s `Λ`.
+fn eigh_check(c: &Case, dtype: DType) -> Ratios {
+    let t = c.a.tensor(dtype);
+    let f = eigh(&t, Uplo::Lower).map_err(|e| e.to_string())?;
+    let vals = eigvalsh(&t, Uplo::Lower).map_err(|e| e.to_string())?.to_vec_f64();
+    let lam = f.eigenvalues.to_vec_f64();
+    let v = &Mat::of_tensor(&f.eigenvectors)[0];
+    let n = c.a.n;
+    let e = eps(dtype);
+    let unit = pow2_near(c.a.amax());
+    let mut vl = v.clone();
+    for i in 0..n {
+        for j in 0..n {
+            vl.set(i, j, v.at(i, j) * (lam[j] / unit));
+        }
+    }
+    let back = vl.matmul(&v.t());
+    let top = lam.iter().fold(0.0f64, |m, x| m.max(x.abs()));
+    let sorted = lam.windows(2).all(|w| w[0] <= w[1]);
+    let mut r = vec![
+        ("A - V L V'", backward_ratio(&c.a, &back, unit, n, e)),
+        ("I - V'V", orthogonality(v, e)),
+        ("L sorted", if sorted { 0.0 } else { f64::INFINITY }),
+        ("eigvalsh - L", value_ratio(&vals, &lam, top.max(f64::MIN_POSITIVE), n, e)),
+    ];
+    if let Some(want) = &c.values {
+        let wtop = want.iter().fold(0.0f64, |m, x| m.max(x.abs()));
+        r.push(("L - prescribed", value_ratio(&lam, want, wtop, n, e)));
+    }
+    Ok(r)
+}
+
+#[test]
+fn eigh_f64() {
+    report("eigh-f64", sweep_square(DType::F64, &orders(), symmetric_cases, eigh_check));
+}
+
+#[test]
+fn eigh_f32() {
+    report("eigh-f32", sweep_square(DType::F32, &orders(), symmetric_cases, eigh_check));
+}
+
+/// LAPACK's Cholesky ratio (`dpot01`): `‖A − L Lᵀ‖ / (‖A‖ n eps)`, `L` lower triangular.
+fn cholesky_check(c: &Case, dtype: DType) -> Ratios {
+    let t = c.a.tensor(dtype);
+    let l = &Mat::of_tensor(&cholesky(&t, Uplo::Lower).map_err(|e| e.to_string())?)[0];
+    let unit = pow2_near(c.a.amax());
+    let ls = l.scaled(1.0 / unit.sqrt());
+    let back = ls.matmul(&ls.t());
+    let lower = (0..l.m).all(|i| (i + 1..l.n).all(|j| l.at(i, j) == 0.0));
+    Ok(vec![
+        ("A - L L'", backward_ratio(&c.a, &back, unit, c.a.n, eps(dtype))),
+        ("L lower", if lower { 0.0 } else { f64::INFINITY }),
+    ])
+}
+
+#[test]
+fn cholesky_f64() {
+    report("cholesky-f64", sweep_square(DType::F64, &orders(), spd_cases, cholesky_check));
+}
+
+#[test]
+fn cholesky_f32() {
+    report("cholesky-f32", sweep_square(DType::F32, &orders(), spd_cases, cholesky_check));
+}
+
+/// LAPACK's LU ratio (`dget01`): `‖P L U − A‖ / (‖A‖ n eps)` from `lu` (the factors of
+/// `lu_factor`, unpacked).
+fn lu_check(c: &Case, dtype: DType) -> Ratios {
+    let t = c.a.tensor(dtype);
+    let f = lu(&t).map_err(|e| e.to_string())?;
+    let (p, l, u) = (&Mat::of_tensor(&f.p)[0], &Mat::of_tensor(&f.l)[0], &Mat::of_tensor(&f.u)[0]);
+    let unit = pow2_near(c.a.amax());
+    let back = p.matmul(&l.matmul(&u.scaled(1.0 / unit)));
+    let tri = (0..l.m).all(|i| (i..l.n).all(|j| l.at(i, j) == if i == j { 1.0 } else { 0.0 }))
+        && (0..u.m).all(|i| (0..i.min(u.n)).all(|j| u.at(i, j) == 0.0))
+        && (0..l.m).all(|i| (0..i.min(l.n)).all(|j| l.at(i, j).abs() <= 1.0));
+    Ok(vec![
+        ("P L U - A", backward_ratio(&c.a, &back, unit, c.a.m.max(c.a.n), eps(dtype))),
+        ("L unit lower, |l| <= 1, U upper", if tri { 0.0 } else { f64::INFINITY }),
+    ])
+}
+
+#[test]
+fn lu_f64() {
+    report("lu-f64", sweep(DType::F64, &shapes(), lu_check));
+}
+
+#[test]
+fn lu_f32() {
+    report("lu-f32", sweep(DType::F32, &shapes(), lu_check));
+}
+
+/// Whether an error is the singular-matrix error that LAPACK's `getrf` reports for an
+/// exactly zero pivot (which the same partial pivoting meets on the same matrix).
+fn singular(e: &cotangent::Error) -> bool {
+    e.to_string().contains("singular")
+}
+
+/// The solvers on a square matrix: LAPACK's `dget02` for `solve` (`‖B − A X‖ / (‖A‖ ‖X‖ n
+/// eps)`, two right-hand sides), `dget03` for `inv` (`‖I − A A⁻¹‖ / (‖A‖ ‖A⁻¹‖ n eps)`),
+/// and `slogdet`/`det` against the prescribed singular values (`|log|det| − Σ log σᵢ|`
+/// over `κ n eps`, the first-order bound) and against each other. A singular-matrix
+/// error passes (see [`singular`]).
+fn solvers_check(c: &Case, dtype: DType) -> Ratios {
+    if c.a.m != c.a.n {
+        return Ok(Vec::new());
+    }
+    let n = c.a.n;
+    let e = eps(dtype);
+    let t = c.a.tensor(dtype);
+    let mut r = Vec::new();
+    let mut rng = hard::Rng::new(n as u64);
+    let b = Mat { m: n, n: 2, a: rng.normals(2 * n) }.rounded(dtype);
+    // numerically singular (a pivot below n eps ‖A‖): the solution may overflow, as
+    // LAPACK's does, and a non-finite one is not counted
+    let pivots = Mat::of_tensor(&lu(&t).map_err(|e| e.to_string())?.u)[0].clone();
+    let small = (0..n).map(|i| pivots.at(i, i).abs()).fold(f64::INFINITY, f64::min);
+    let near_singular = small <= c.a.amax() * n as f64 * e;
+    let finite = |x: &Mat| x.a.iter().all(|v| v.is_finite());
+    match solve(&t, &b.tensor(dtype), Side::Left) {
+        Err(err) if singular(&err) => {}
+        Err(err) => return Err(err.to_string()),
+        Ok(x) if near_singular && !finite(&Mat::of_tensor(&x)[0]) => {}
+        Ok(x) => {
+            let x = &Mat::of_tensor(&x)[0];
+            // (all divided by powers of two near ‖A‖ and ‖X‖: exact)
+            let (ua, ux) = (pow2_near(c.a.amax()), pow2_near(x.amax()));
+            let ax = c.a.scaled(1.0 / ua).matmul(&x.scaled(1.0 / ux));
+            let res = b.scaled(1.0 / (ua * ux)).sub(&ax).norm1();
+            let den = c.a.scaled(1.0 / ua).norm1() * x.scaled(1.0 / ux).norm1() * n as f64 * e;
+            r.push(("B - A X", if den == 0.0 { 0.0 } else { res / den }));
+        }
+    }
+    match inv(&t) {
+        Err(err) if singular(&err) => {}
+        Err(err) => return Err(err.to_string()),
+        Ok(x) if near_singular && !finite(&Mat::of_tensor(&x)[0]) => {}
+        Ok(x) => {
+            let x = &Mat::of_tensor(&x)[0];
+            let (ua, ux) = (pow2_near(c.a.amax()), pow2_near(x.amax()));
+            // (dget03's I − A⁻¹ A: the residual the LU-based inverse keeps small)
+            let xa = x.scaled(1.0 / ux).matmul(&c.a.scaled(1.0 / ua));
+            let res = Mat::eye(n).scaled(1.0 / (ua * ux)).sub(&xa).norm1();
+            let den = c.a.scaled(1.0 / ua).norm1() * x.scaled(1.0 / ux).norm1() * n as f64 * e;
+            r.push(("I - inv(A) A", if den == 0.0 { 0.0 } else { res / den }));
+        }
+    }
+    let sl = slogdet(&t).map_err(|e| e.to_string())?;
+    let (sign, logabs) = (sl.sign.to_vec_f64()[0], sl.logabsdet.to_vec_f64()[0]);
+    let d = det(&t).map_err(|e| e.to_string())?.to_vec_f64()[0];
+    if let Some(s) = &c.values {
+        let want: f64 = s.iter().map(|x| x.ln()).sum();
+        let kappa = s[0] / s[s.len() - 1];
+        // (the first-order bound κ n eps on the relative change of det; beyond one the
+        // rounded matrix may be singular)
+        if kappa * (n as f64) * e < 0.5 {
+            let err = (logabs - want).abs();
+            r.push(("log|det| - sum log s", err / (kappa * n as f64 * e)));
+        }
+    }
+    // det = sign exp(log|det|) where that is finite and normal (exp multiplies log|det|'s
+    // rounding by |log|det||)
+    let via = sign * logabs.exp();
+    let normal =
+        f64::from(if dtype == DType::F32 { f32::MIN_POSITIVE } else { 0.0 }).max(f64::MIN_POSITIVE);
+    if via.is_finite() && via.abs() >= normal && d.is_finite() {
+        let scale = via.abs() * (1.0 + logabs.abs());
+        r.push(("det - sign exp(logabsdet)", value_ratio(&[d], &[via], scale, n, e)));
+    }
+    Ok(r)
+}
+
+#[test]
+fn solvers_f64() {
+    report("solvers-f64", sweep(DType::F64, &shapes(), solvers_check));
+}
+
+#[test]
+fn solvers_f32() {
+    report("solvers-f32", sweep(DType::F32, &shapes(), solvers_check));
+}
+
+/// `pinv` by the Moore-Penrose conditions and `lstsq` (`gelsd`) by LAPACK's `dqrt17`,
+/// each over `κ max(m, n) eps` with `κ = ‖A‖ ‖A⁺‖` (as `dget03` normalises the inverse's
+/// residual by `‖A‖ ‖A⁻¹‖`: the computed pseudo-inverse of a backward-stable SVD is
+/// accurate to `κ eps`, and so is the test's own arithmetic on `A X A`):
+/// `‖A X A − A‖ / ‖A‖`, `‖X A X − X‖ / ‖X‖`, `‖Aᵀ (B − A X)‖ / (‖A‖ ‖B‖)`.
+fn pinv_lstsq_check(c: &Case, dtype: DType) -> Ratios {
+    let (m, n) = (c.a.m, c.a.n);
+    let order = m.max(n);
+    let e = eps(dtype);
+    let t = c.a.tensor(dtype);
+    let x = &Mat::of_tensor(&pinv(&t, None, None, false).map_err(|e| e.to_string())?)[0];
+    let (ua, ux) = (pow2_near(c.a.amax()), pow2_near(x.amax()));
+    let (a1, x1) = (c.a.scaled(1.0 / ua), x.scaled(1.0 / ux));
+    let kappa = (a1.norm1() * ua * x1.norm1() * ux).max(1.0);
+    let ek = e * kappa;
+    let axa = a1.matmul(&x1).matmul(&a1).scaled(ua * ux);
+    let xax = x1.matmul(&a1).matmul(&x1).scaled(ua * ux);
+    let mut r = vec![
+        ("A X A - A", backward_ratio(&c.a, &axa, ua, order, ek)),
+        ("X A X - X", backward_ratio(x, &xax, ux, order, ek)),
+    ];
+    let mut rng = hard::Rng::new(order as u64);
+    let b = Mat { m, n: 2, a: rng.normals(2 * m) }.rounded(dtype);
+    let s =
+        lstsq(&t, &b.tensor(dtype), None, Some(LstsqDriver::Gelsd)).map_err(|e| e.to_string())?;
+    let sol = &Mat::of_tensor(&s.solution)[0];
+    let us = pow2_near(sol.amax());
+    let res = b.sub(&a1.matmul(&sol.scaled(1.0 / us)).scaled(ua * us));
+    let ur = pow2_near(res.amax());
+    let atr = a1.t().matmul(&res.scaled(1.0 / ur)).norm1();
+    let den = a1.norm1() * b.scaled(1.0 / ur).norm1() * order as f64 * ek;
+    r.push(("A'(B - A X)", if den == 0.0 { 0.0 } else { atr / den }));
+    Ok(r)
+}
+
+#[test]
+fn pinv_lstsq_f64() {
+    report("pinv-lstsq-f64", sweep(DType::F64, &shapes(), pinv_lstsq_check));
+}
+
+#[test]
+fn pinv_lstsq_f32() {
+    report("pinv-lstsq-f32", sweep(DType::F32, &shapes(), pinv_lstsq_check));
+}
+
+/// Writes every case of the sweep (the full one with `COTANGENT_ACCURACY=full`) to
+/// `target/accuracy/cases.json` (an index: set, key, shape, dtype, prescribed values,
+/// offset) and `cases.bin` (the matrices, row-major little-endian f64, as rounded to
+/// their dtype), for `scripts/lapack_accuracy.py`, which computes LAPACK's ratios on
+/// them. Run by that script; not part of the suite.
+#[test]
+#[ignore = "writes the cases for scripts/lapack_accuracy.py"]
+fn dump_cases() {
+    let mut index = Vec::new();
+    let mut bin: Vec<u8> = Vec::new();
+    let mut put = |set: &str, dtype: DType, c: &Case| {
+        index.push(serde_json::json!({
+            "set": set,
+            "key": format!("{dtype:?}|{}x{}|{}", c.a.m, c.a.n, c.name),
+            "dtype": format!("{dtype:?}"),
+            "m": c.a.m,
+            "n": c.a.n,
+            "values": c.values,
+            "offset": bin.len() / 8,
+        }));
+        for x in &c.a.a {
+            bin.extend_from_slice(&x.to_le_bytes());
+        }
+    };
+    for dtype in [DType::F64, DType::F32] {
+        for (m, n) in shapes() {
+            for c in general_cases(m, n, dtype, 1) {
+                put("general", dtype, &c);
+            }
+        }
+        for n in [4, 16, 32] {
+            for c in general_cases(n, n, dtype, 2) {
+                put("batch", dtype, &c);
+            }
+        }
+        for n in orders() {
+            for c in symmetric_cases(n, dtype, 1) {
+                put("symmetric", dtype, &c);
+            }
+            for c in spd_cases(n, dtype, 1) {
+                put("spd", dtype, &c);
+            }
+        }
+    }
+    let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/../../target/accuracy");
+    std::fs::create_dir_all(dir).unwrap();
+    std::fs::write(format!("{dir}/cases.bin"), bin).unwrap();
+    let text = serde_json::to_string(&serde_json::Value::Array(index)).unwrap();
+    std::fs::write(format!("{dir}/cases.json"), text).unwrap();
+}
