@@ -26,12 +26,14 @@ const LEAF: usize = 8;
 /// Fewest columns of a trailing update per thread.
 const PAR_COLS: usize = 32;
 
-/// Columns per block of [`geqrf`] for a matrix with `k = min(m, n)`.
+/// Columns per block of [`geqrf`] for a matrix with `k = min(m, n)`: narrow blocks
+/// below 512 (more of the work in the trailing products, whose small shapes are cheap
+/// there), wider ones above (docs/benchmarks.md, 2026-12-06).
 pub(crate) fn block_size(k: usize) -> usize {
     if k >= 512 {
-        64
-    } else {
         32
+    } else {
+        16
     }
 }
 
@@ -106,7 +108,7 @@ pub(crate) struct Scratch<T> {
     /// `T` of the block reflector, and the Gram matrix `VᵀV`.
     t: Vec<T>,
     g: Vec<T>,
-    /// `W = Vᵀ C` of each column range.
+    /// `W = Vᵀ C` and `op(T) W` of each column range.
     w: Vec<T>,
 }
 
@@ -144,6 +146,24 @@ pub(crate) fn geqrf<T: QrElem>(
     }
 }
 
+/// `xᵀ y` in four interleaved partial sums (independent chains, which the compiler can
+/// keep in vector registers; one running sum is bound by the addition's latency).
+fn dot<T: QrElem>(x: &[T], y: &[T]) -> T {
+    let mut acc = [T::ZERO; 4];
+    let (xc, xr) = x.as_chunks::<4>();
+    let (yc, yr) = y[..x.len()].as_chunks::<4>();
+    for (a, b) in xc.iter().zip(yc) {
+        for k in 0..4 {
+            acc[k] += a[k] * b[k];
+        }
+    }
+    let mut tail = T::ZERO;
+    for (&a, &b) in xr.iter().zip(yr) {
+        tail += a * b;
+    }
+    (acc[0] + acc[1]) + (acc[2] + acc[3]) + tail
+}
+
 /// Factorises the `w` columns from `j0` (rows `j0..m`) of `a`: column by column up to
 /// [`LEAF`], else its left half, the left half's block reflector applied to the right
 /// half, then the right half (most of the work in matrix products, as LAPACK's recursive
@@ -175,11 +195,7 @@ fn panel<T: QrElem>(
             // H (the rest of the panel): c −= τ v (vᵀ c)
             let v = &col[j + 1..];
             for c in rest.chunks_exact_mut(m).take(j0 + w - j - 1) {
-                let mut dot = c[j];
-                for (&vi, &ci) in v.iter().zip(&c[j + 1..]) {
-                    dot += vi * ci;
-                }
-                let f = dot * t;
+                let f = (c[j] + dot(v, &c[j + 1..])) * t;
                 c[j] -= f;
                 for (ci, &vi) in c[j + 1..].iter_mut().zip(v) {
                     *ci -= f * vi;
@@ -258,43 +274,35 @@ fn apply_block<T: QrElem>(
     let tasks = parts.min(cols / PAR_COLS).max(1);
     let per = cols.div_ceil(tasks);
     sc.w.clear();
-    sc.w.resize(b * cols, T::ZERO);
+    sc.w.resize(2 * b * cols, T::ZERO);
     let (v, t) = (&sc.v[..rows * b], &sc.t[..b * b]);
     let one = |c: &mut [T], w: &mut [T]| {
         let nc = c.len() / m;
-        let w = &mut w[..b * nc];
+        let (w, tw) = w[..2 * b * nc].split_at_mut(b * nc);
         let v = MatRef::from_column_major_slice(v, rows, b);
+        let t = MatRef::from_column_major_slice(t, b, b);
         let cm = MatRef::from_column_major_slice(&*c, m, nc).subrows(j0, rows);
         let wm = MatMut::from_column_major_slice_mut(&mut *w, b, nc);
         matmul(wm, Accum::Replace, v.transpose(), cm, T::ONE, Par::Seq);
-        // W = op(T) W, column by column in place
-        for x in w.chunks_exact_mut(b) {
-            if transpose {
-                // (Tᵀ is lower triangular: row i takes x[..=i], so from the last row up)
-                for i in (0..b).rev() {
-                    let mut acc = T::ZERO;
-                    for p in 0..=i {
-                        acc += t[i * b + p] * x[p];
-                    }
-                    x[i] = acc;
-                }
-            } else {
-                for i in 0..b {
-                    let mut acc = T::ZERO;
-                    for p in i..b {
-                        acc += t[p * b + i] * x[p];
-                    }
-                    x[i] = acc;
-                }
-            }
-        }
+        // op(T) W as a full product (T's zeros included: a matrix product's kernels beat
+        // a triangular loop's dependent sums)
+        let op_t = if transpose { t.transpose() } else { t };
+        let w = MatRef::from_column_major_slice(&*w, b, nc);
+        matmul(
+            MatMut::from_column_major_slice_mut(&mut *tw, b, nc),
+            Accum::Replace,
+            op_t,
+            w,
+            T::ONE,
+            Par::Seq,
+        );
         let cm = MatMut::from_column_major_slice_mut(c, m, nc).subrows_mut(j0, rows);
-        matmul(cm, Accum::Add, v, MatRef::from_column_major_slice(&*w, b, nc), -T::ONE, Par::Seq);
+        matmul(cm, Accum::Add, v, MatRef::from_column_major_slice(&*tw, b, nc), -T::ONE, Par::Seq);
     };
     if tasks == 1 {
         one(c, &mut sc.w);
     } else {
-        let (pc, pw) = (Parts::new(c, per * m), Parts::new(&mut sc.w, per * b));
+        let (pc, pw) = (Parts::new(c, per * m), Parts::new(&mut sc.w, 2 * per * b));
         run_tasks(pc.len(), |i| one(pc.take(i), pw.take(i)));
     }
 }
