@@ -21,7 +21,7 @@
 //! | [`tensorinv`], [`tensorsolve`] | implicit composites of `inv` / `solve` and reshapes | inherited |
 //! | [`qr()`] (`Reduced`, `Complete`, `R`) | primitive (Householder: own loops for small matrices, faer blocked above) | `gA = (gQ + Q Φ*(gR Rᵀ − Qᵀ gQ)) R⁻ᵀ` (wide: `A = [X \| Y]`); none for `R` mode and complete tall |
 //! | [`householder_product`] | implicit composite (compact WY form, `T` by a unit triangular solve) | inherited; zero on and above the diagonal of `v` |
-//! | [`svd()`] (`full_matrices`), [`svdvals`] | primitive (one-sided Jacobi up to 8 x 8, and 16 x 16 in batches (8 matrices in SIMD lanes), faer's SVD above; sign gauge: largest entry of each column of `U` positive) | PyTorch's `svd_backward` (tall, wide, square); `U diag(gS) Vh` for `S` only (no gaps); `NotDifferentiable` at a zero gap where the loss depends on the basis |
+//! | [`svd()`] (`full_matrices`), [`svdvals`] | primitive (one-sided Jacobi up to 8 x 8, and 16 x 16 in batches (8 matrices in SIMD lanes), LAPACK's `gesdd` stages (our own) above; sign gauge: largest entry of each column of `U` positive) | PyTorch's `svd_backward` (tall, wide, square); `U diag(gS) Vh` for `S` only (no gaps); `NotDifferentiable` at a zero gap where the loss depends on the basis |
 //! | [`pinv`] (`atol`, `rtol`, `hermitian`) | explicit composite (SVD under no-grad) | PyTorch's `pinv_backward` in tensor ops |
 //! | [`matrix_rank`] | singular values above the tolerance | none (`I64`) |
 //! | [`lstsq`] (`rcond`, `driver`) | explicit composite (QR/LQ for `Gels`, the SVD for `Gelsy`, `Gelsd`, `Gelss`) | of the solution: `pinv(A) B`'s (PyTorch's) |

@@ -153,9 +153,12 @@ impl Op for QrOp {
 ///
 /// Math: `Q` has orthonormal columns (`QᵀQ = I`) and `R` is upper triangular (upper
 /// trapezoidal when `m < n`). Computed by Householder reflections, LAPACK's algorithm
-/// (`geqrf`, then `orgqr` for `Q`): own unblocked loops for small matrices, faer's blocked
-/// QR above, and from `min(m, n)` = 128 panels of faer's QR whose updates of the trailing
-/// columns are split across threads by column ranges.
+/// (`geqrf`, then `orgqr` for `Q`, with `dlarfg`'s reflectors: a scaled norm, and a tiny
+/// column scaled up before it is reflected): own unblocked loops for small matrices, own
+/// blocked ones above (recursive panels, block reflectors applied by matrix products),
+/// whose updates of the trailing columns are split across threads by column ranges from
+/// `min(m, n)` = 128. Every column is reflected, as LAPACK does, however small its
+/// remaining norm (docs/accuracy.md has the test ratios, ours and LAPACK's).
 ///
 /// Shapes, for `a: (*, m, n)` and `k = min(m, n)`:
 /// - [`QrMode::Reduced`]: `q: (*, m, k)`, `r: (*, k, n)`;

@@ -316,21 +316,23 @@ fn svdvals_grad(u: &Tensor, gs: &Tensor, vh: &Tensor) -> Result<Tensor> {
 /// allocation-free one-sided Jacobi loop (rotations of the columns until they are
 /// orthogonal to working precision), and so up to 16 x 16 in batches of 8 matrices or more
 /// (8 matrices at a time, one per SIMD lane; up to 8 x 8 each gets the bits it would get
-/// alone from the Jacobi loop); above, by the stages of LAPACK's `gesdd`: from
-/// `min(m, n) = 64` our own blocked Householder bidiagonalisation, our divide and conquer
-/// SVD of the bidiagonal (Gu and Eisenstat's scheme, LAPACK's `dbdsdc`), then the
+/// alone from the Jacobi loop); above, and for the matrices the Jacobi loop gives back (a
+/// zero singular value with vectors asked, a `full_matrices` completion), by the stages
+/// of LAPACK's `gesdd`: our own blocked Householder bidiagonalisation, our divide and
+/// conquer SVD of the bidiagonal (Gu and Eisenstat's scheme, LAPACK's `dbdsdc`), then the
 /// reflectors applied to its vectors (a matrix with `max(m, n) > 11/6 min(m, n)` is first
-/// reduced by faer's QR of the taller of `A` and `Aᵀ`, and these stages decompose its
-/// `R`); below that, faer's SVD, which also serves small matrices with a zero singular
-/// value or a `full_matrices` completion. In
+/// reduced by our Householder QR of the taller of `A` and `Aᵀ`, and these stages decompose
+/// its `R`); a matrix with `min(m, n) = 1` by its scaled norm. In
 /// f64 batches whose `min(m, n)` is 9 to 16, the Jacobi lanes start with five sweeps in
 /// f32 and go on in f64 from the rotation they found (made orthonormal in f64), about a
-/// third less work than all in f64 (3 f64 sweeps instead of 8 on random matrices). The results are as accurate as faer's and LAPACK's
-/// `gesdd`: orthonormal factors to working precision and singular values to about
+/// third less work than all in f64 (3 f64 sweeps instead of 8 on random matrices). The
+/// results are as accurate as LAPACK's `gesdd` (docs/accuracy.md: LAPACK's test ratios on
+/// hard matrices, ours and LAPACK's): orthonormal factors to working precision and singular values to about
 /// `ε σ_max` (`ε` the dtype's machine epsilon), so a singular value far below `σ_max`
 /// has a relative error up to `ε σ_max / σ` (all-f64 one-sided Jacobi can do better on
 /// matrices whose columns are badly scaled; this is not promised). A matrix of 9 to 16
-/// rows or columns decomposed alone (by faer) and in a batch (by Jacobi) may differ in
+/// rows or columns decomposed alone (by the bidiagonal stages) and in a batch (by Jacobi)
+/// may differ in
 /// the last bits; a given batch always gives the same bits, whatever the number of
 /// threads, and on the Jacobi paths `svdvals` gives the same bits as `svd` (elsewhere
 /// `svdvals` without gradient takes a values-only path and may differ in the last bits).

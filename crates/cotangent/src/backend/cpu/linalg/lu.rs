@@ -1745,22 +1745,26 @@ fn substitute_lanes<T: LinalgElem>(
 /// The cofactor matrix `C` (`C_ij = (-1)^(i+j) M_ij`, so `d det A = <C, dA>`) of each
 /// square `a: (*, n, n)`, computed from an SVD `A = U S Vᵀ` as
 /// `C = det(U) det(V) U diag(prod_{j != i} s_j) Vᵀ`, which stays exact at singular
-/// matrices. Row-major result. `Err(batch index)` if faer's SVD does not converge.
-pub(crate) fn cofactor<T: LinalgElem>(a: &[T], al: &Layout) -> Result<Vec<T>, usize> {
+/// matrices. Row-major result. `Err(batch index)` if the SVD does not converge (our own:
+/// [`svd`](super::svd::svd), not faer's, which is wrong on hard matrices).
+pub(crate) fn cofactor<T: super::svd::JacobiElem>(a: &[T], al: &Layout) -> Result<Vec<T>, usize> {
     let ba = Batch::of(al);
     let n = ba.n;
     let size = n * n;
     let mut out = vec![T::ZERO; ba.len() * size];
-    let mut tmp = Vec::new();
-    for (i, dst) in out.chunks_exact_mut(size.max(1)).enumerate().take(ba.len()) {
-        if n == 0 {
-            break;
-        }
-        let m = ba.mat(a, i, &mut tmp);
-        let svd = m.svd().map_err(|_| i)?;
-        let (u, s, v) = (svd.U(), svd.S(), svd.V());
+    if n == 0 {
+        return Ok(out);
+    }
+    let f = super::svd::svd(a, al, true, false)?;
+    let (Some((uo, _)), (so, _), Some((vo, _))) = (f.u, f.s, f.vh) else {
+        unreachable!("the vectors were asked")
+    };
+    for (i, dst) in out.chunks_exact_mut(size).enumerate() {
+        // U and V column-major (V's columns are Vh's rows)
+        let u = MatRef::from_column_major_slice(&uo[i * size..(i + 1) * size], n, n);
+        let v = MatRef::from_column_major_slice(&vo[i * size..(i + 1) * size], n, n);
+        let s = &so[i * n..(i + 1) * n];
         let sign = det_sign(u) * det_sign(v);
-        let s: Vec<T> = (0..n).map(|j| s[j]).collect();
         // prod_{j != i} s_j without division (exact with zeros)
         let mut d = vec![T::ONE; n];
         let mut acc = T::ONE;
