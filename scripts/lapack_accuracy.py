@@ -297,7 +297,9 @@ def pinv_lstsq_ratios(a, values, dtype):
 OPS = {
     "general": [("svd", svd_ratios), ("qr", qr_ratios), ("lu", lu_ratios),
                 ("solvers", solvers_ratios), ("pinv-lstsq", pinv_lstsq_ratios)],
-    "batch": [("svd-batched", svd_ratios)],
+    "batch": [("svd-batched", svd_ratios), ("qr-batched", qr_ratios), ("lu-batched", lu_ratios)],
+    "symmetric-batch": [("eigh-batched", eigh_ratios)],
+    "spd-batch": [("cholesky-batched", cholesky_ratios)],
     "symmetric": [("eigh", eigh_ratios)],
     "spd": [("cholesky", cholesky_ratios)],
 }

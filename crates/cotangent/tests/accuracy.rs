@@ -9,6 +9,9 @@
     clippy::expect_used,
     clippy::panic,
     clippy::needless_range_loop,
+    // (the per-matrix ratio functions share `batched`'s fn-pointer signature, which takes
+    // a Result for the ops that can fail)
+    clippy::unnecessary_wraps,
     missing_docs
 )]
 
@@ -225,67 +228,46 @@ fn svd_f32() {
     report("svd-f32", sweep(DType::F32, &shapes(), svd_check));
 }
 
-/// Every case of one order in one batch (so that the batched kernels, the SIMD lanes of
-/// the small Jacobi included, take them), checked matrix by matrix.
-fn svd_batched(dtype: DType) -> Vec<Outcome> {
-    let mut out = Vec::new();
-    for n in [4, 16, 32] {
-        let cases = general_cases(n, n, dtype, 2);
-        let mut data = Vec::new();
-        for c in &cases {
-            data.extend_from_slice(&c.a.a);
-        }
-        let t = match dtype {
-            DType::F32 => Tensor::from_vec(
-                data.iter().map(|&x| x as f32).collect::<Vec<f32>>(),
-                (cases.len(), n, n),
-            ),
-            _ => Tensor::from_vec(data, (cases.len(), n, n)),
-        }
-        .unwrap();
-        let f = match svd(&t, false) {
-            Ok(f) => f,
-            Err(e) => {
-                let key = format!("{dtype:?}|{n}x{n}|the batch");
-                out.push(Outcome { key, ratios: Err(e.to_string()) });
-                continue;
-            }
-        };
-        let vals = svdvals(&t).unwrap().to_vec_f64();
-        let (us, vhs) = (Mat::of_tensor(&f.u), Mat::of_tensor(&f.vh));
-        let s = f.s.to_vec_f64();
-        for (i, c) in cases.iter().enumerate() {
-            let r = svd_ratios(
-                c,
-                &us[i],
-                &s[i * n..(i + 1) * n],
-                &vhs[i],
-                &vals[i * n..(i + 1) * n],
-                eps(dtype),
-            );
-            out.push(Outcome { key: format!("{dtype:?}|{n}x{n}|{}", c.name), ratios: Ok(r) });
-        }
-    }
-    out
+fn svd_op(t: &Tensor) -> Result<Vec<Tensor>, String> {
+    let f = svd(t, false).map_err(|e| e.to_string())?;
+    let vals = svdvals(t).map_err(|e| e.to_string())?;
+    Ok(vec![f.u, f.s, f.vh, vals])
+}
+
+/// [`svd_ratios`] of matrix `i` of the outputs `[U, S, Vh, svdvals]` of a square batch.
+fn svd_ratios_of(c: &Case, dtype: DType, outs: &[Tensor], i: usize) -> Ratios {
+    let n = c.a.n;
+    let (s, vals) = (outs[1].to_vec_f64(), outs[3].to_vec_f64());
+    let (u, vh) = (&Mat::of_tensor(&outs[0])[i], &Mat::of_tensor(&outs[2])[i]);
+    let (s, vals) = (&s[i * n..(i + 1) * n], &vals[i * n..(i + 1) * n]);
+    Ok(svd_ratios(c, u, s, vh, vals, eps(dtype)))
 }
 
 #[test]
 fn svd_batched_f64() {
-    report("svd-batched-f64", svd_batched(DType::F64));
+    report("svd-batched-f64", batched(DType::F64, square, svd_op, svd_ratios_of));
 }
 
 #[test]
 fn svd_batched_f32() {
-    report("svd-batched-f32", svd_batched(DType::F32));
+    report("svd-batched-f32", batched(DType::F32, square, svd_op, svd_ratios_of));
 }
 
 /// LAPACK's QR ratios (`dqrt01`): `‖A − QR‖ / (‖A‖ m eps)`, `‖I − QᵀQ‖ / (m eps)`, and `R`
 /// upper triangular.
 fn qr_check(c: &Case, dtype: DType) -> Ratios {
-    let t = c.a.tensor(dtype);
-    let f = qr(&t, QrMode::Reduced).map_err(|e| e.to_string())?;
-    let q = &Mat::of_tensor(&f.q)[0];
-    let r = &Mat::of_tensor(&f.r)[0];
+    qr_ratios(c, dtype, &qr_op(&c.a.tensor(dtype))?, 0)
+}
+
+fn qr_op(t: &Tensor) -> Result<Vec<Tensor>, String> {
+    let f = qr(t, QrMode::Reduced).map_err(|e| e.to_string())?;
+    Ok(vec![f.q, f.r])
+}
+
+/// [`qr_check`]'s ratios of matrix `i` of the outputs `[Q, R]`.
+fn qr_ratios(c: &Case, dtype: DType, outs: &[Tensor], i: usize) -> Ratios {
+    let q = &Mat::of_tensor(&outs[0])[i];
+    let r = &Mat::of_tensor(&outs[1])[i];
     let e = eps(dtype);
     let unit = pow2_near(c.a.amax());
     let back = q.matmul(&r.scaled(1.0 / unit));
@@ -341,12 +323,21 @@ fn orders() -> Vec<usize> {
 /// eps)`, `‖I − VᵀV‖ / (n eps)`, `Λ` ascending, `Λ` against the prescribed eigenvalues
 /// (over `max |λ| n eps`), and `eigvalsh` against `eigh`'s `Λ`.
 fn eigh_check(c: &Case, dtype: DType) -> Ratios {
-    let t = c.a.tensor(dtype);
-    let f = eigh(&t, Uplo::Lower).map_err(|e| e.to_string())?;
-    let vals = eigvalsh(&t, Uplo::Lower).map_err(|e| e.to_string())?.to_vec_f64();
-    let lam = f.eigenvalues.to_vec_f64();
-    let v = &Mat::of_tensor(&f.eigenvectors)[0];
+    eigh_ratios(c, dtype, &eigh_op(&c.a.tensor(dtype))?, 0)
+}
+
+fn eigh_op(t: &Tensor) -> Result<Vec<Tensor>, String> {
+    let f = eigh(t, Uplo::Lower).map_err(|e| e.to_string())?;
+    let vals = eigvalsh(t, Uplo::Lower).map_err(|e| e.to_string())?;
+    Ok(vec![f.eigenvalues, f.eigenvectors, vals])
+}
+
+/// [`eigh_check`]'s ratios of matrix `i` of the outputs `[Λ, V, eigvalsh]`.
+fn eigh_ratios(c: &Case, dtype: DType, outs: &[Tensor], i: usize) -> Ratios {
     let n = c.a.n;
+    let lam = outs[0].to_vec_f64()[i * n..(i + 1) * n].to_vec();
+    let v = &Mat::of_tensor(&outs[1])[i];
+    let vals = outs[2].to_vec_f64()[i * n..(i + 1) * n].to_vec();
     let e = eps(dtype);
     let unit = pow2_near(c.a.amax());
     let mut vl = v.clone();
@@ -383,8 +374,16 @@ fn eigh_f32() {
 
 /// LAPACK's Cholesky ratio (`dpot01`): `‖A − L Lᵀ‖ / (‖A‖ n eps)`, `L` lower triangular.
 fn cholesky_check(c: &Case, dtype: DType) -> Ratios {
-    let t = c.a.tensor(dtype);
-    let l = &Mat::of_tensor(&cholesky(&t, Uplo::Lower).map_err(|e| e.to_string())?)[0];
+    cholesky_ratios(c, dtype, &cholesky_op(&c.a.tensor(dtype))?, 0)
+}
+
+fn cholesky_op(t: &Tensor) -> Result<Vec<Tensor>, String> {
+    Ok(vec![cholesky(t, Uplo::Lower).map_err(|e| e.to_string())?])
+}
+
+/// [`cholesky_check`]'s ratios of matrix `i` of the output `[L]`.
+fn cholesky_ratios(c: &Case, dtype: DType, outs: &[Tensor], i: usize) -> Ratios {
+    let l = &Mat::of_tensor(&outs[0])[i];
     let unit = pow2_near(c.a.amax());
     let ls = l.scaled(1.0 / unit.sqrt());
     let back = ls.matmul(&ls.t());
@@ -408,9 +407,18 @@ fn cholesky_f32() {
 /// LAPACK's LU ratio (`dget01`): `‖P L U − A‖ / (‖A‖ n eps)` from `lu` (the factors of
 /// `lu_factor`, unpacked).
 fn lu_check(c: &Case, dtype: DType) -> Ratios {
-    let t = c.a.tensor(dtype);
-    let f = lu(&t).map_err(|e| e.to_string())?;
-    let (p, l, u) = (&Mat::of_tensor(&f.p)[0], &Mat::of_tensor(&f.l)[0], &Mat::of_tensor(&f.u)[0]);
+    lu_ratios(c, dtype, &lu_op(&c.a.tensor(dtype))?, 0)
+}
+
+fn lu_op(t: &Tensor) -> Result<Vec<Tensor>, String> {
+    let f = lu(t).map_err(|e| e.to_string())?;
+    Ok(vec![f.p, f.l, f.u])
+}
+
+/// [`lu_check`]'s ratios of matrix `i` of the outputs `[P, L, U]`.
+fn lu_ratios(c: &Case, dtype: DType, outs: &[Tensor], i: usize) -> Ratios {
+    let (p, l, u) =
+        (&Mat::of_tensor(&outs[0])[i], &Mat::of_tensor(&outs[1])[i], &Mat::of_tensor(&outs[2])[i]);
     let unit = pow2_near(c.a.amax());
     let back = p.matmul(&l.matmul(&u.scaled(1.0 / unit)));
     let tri = (0..l.m).all(|i| (i..l.n).all(|j| l.at(i, j) == if i == j { 1.0 } else { 0.0 }))
@@ -567,6 +575,79 @@ fn pinv_lstsq_f32() {
     report("pinv-lstsq-f32", sweep(DType::F32, &shapes(), pinv_lstsq_check));
 }
 
+/// The general cases of the square order `n`.
+fn square(n: usize, dtype: DType, seed: u64) -> Vec<Case> {
+    general_cases(n, n, dtype, seed)
+}
+
+/// Every case that `cases` makes at orders 4, 16 and 32 (seed 2) in one batch, so that
+/// the batched kernels (the SIMD lanes of the SVD's Jacobi, QR, LU, Cholesky and the
+/// symmetric eigensolver up to 16 x 16) take them; `op` on the batch, `ratios` per
+/// matrix.
+fn batched(
+    dtype: DType,
+    cases: fn(usize, DType, u64) -> Vec<Case>,
+    op: fn(&Tensor) -> Result<Vec<Tensor>, String>,
+    ratios: fn(&Case, DType, &[Tensor], usize) -> Ratios,
+) -> Vec<Outcome> {
+    let mut out = Vec::new();
+    for n in [4, 16, 32] {
+        let cs = cases(n, dtype, 2);
+        let data: Vec<f64> = cs.iter().flat_map(|c| c.a.a.iter().copied()).collect();
+        let t = match dtype {
+            DType::F32 => Tensor::from_vec(
+                data.iter().map(|&x| x as f32).collect::<Vec<f32>>(),
+                (cs.len(), n, n),
+            ),
+            _ => Tensor::from_vec(data, (cs.len(), n, n)),
+        }
+        .unwrap();
+        match op(&t) {
+            Err(e) => {
+                let key = format!("{dtype:?}|{n}x{n}|the batch");
+                out.push(Outcome { key, ratios: Err(e) });
+            }
+            Ok(outs) => {
+                for (i, c) in cs.iter().enumerate() {
+                    let key = format!("{dtype:?}|{n}x{n}|{}", c.name);
+                    out.push(Outcome { key, ratios: ratios(c, dtype, &outs, i) });
+                }
+            }
+        }
+    }
+    out
+}
+
+#[test]
+fn qr_batched() {
+    for dtype in [DType::F64, DType::F32] {
+        report(&format!("qr-batched-{dtype:?}"), batched(dtype, square, qr_op, qr_ratios));
+    }
+}
+
+#[test]
+fn lu_batched() {
+    for dtype in [DType::F64, DType::F32] {
+        report(&format!("lu-batched-{dtype:?}"), batched(dtype, square, lu_op, lu_ratios));
+    }
+}
+
+#[test]
+fn eigh_batched() {
+    for dtype in [DType::F64, DType::F32] {
+        let o = batched(dtype, symmetric_cases, eigh_op, eigh_ratios);
+        report(&format!("eigh-batched-{dtype:?}"), o);
+    }
+}
+
+#[test]
+fn cholesky_batched() {
+    for dtype in [DType::F64, DType::F32] {
+        let o = batched(dtype, spd_cases, cholesky_op, cholesky_ratios);
+        report(&format!("cholesky-batched-{dtype:?}"), o);
+    }
+}
+
 /// Writes every case of the sweep (the full one with `COTANGENT_ACCURACY=full`) to
 /// `target/accuracy/cases.json` (an index: set, key, shape, dtype, prescribed values,
 /// offset) and `cases.bin` (the matrices, row-major little-endian f64, as rounded to
@@ -600,6 +681,12 @@ fn dump_cases() {
         for n in [4, 16, 32] {
             for c in general_cases(n, n, dtype, 2) {
                 put("batch", dtype, &c);
+            }
+            for c in symmetric_cases(n, dtype, 2) {
+                put("symmetric-batch", dtype, &c);
+            }
+            for c in spd_cases(n, dtype, 2) {
+                put("spd-batch", dtype, &c);
             }
         }
         for n in orders() {
