@@ -73,6 +73,16 @@ impl Mat {
         self.a[i * self.n + j] = x;
     }
 
+    /// The `m x n` matrix with entries `f(i, j)`.
+    pub fn from_fn(m: usize, n: usize, f: impl Fn(usize, usize) -> f64) -> Mat {
+        Mat { m, n, a: (0..m * n).map(|p| f(p / n, p % n)).collect() }
+    }
+
+    /// Hilbert's matrix, `1 / (i + j + 1)`.
+    pub fn hilbert(m: usize, n: usize) -> Mat {
+        Mat::from_fn(m, n, |i, j| 1.0 / (i + j + 1) as f64)
+    }
+
     pub fn eye(n: usize) -> Mat {
         let mut e = Mat::zeros(n, n);
         for i in 0..n {
@@ -362,26 +372,11 @@ pub fn general_cases(m: usize, n: usize, dtype: DType, seed: u64) -> Vec<Case> {
         push(format!("rank-half-scaled{s:e}"), r.scaled(s), None);
     }
     // named matrices
-    let mut hilbert = Mat::zeros(m, n);
-    let mut ones = Mat::zeros(m, n);
-    let mut frank = Mat::zeros(m, n);
-    let mut eye = Mat::zeros(m, n);
-    for i in 0..m {
-        for j in 0..n {
-            hilbert.set(i, j, 1.0 / (i + j + 1) as f64);
-            ones.set(i, j, 1.0);
-            // Frank: a_ij = n + 1 - max(i, j) on and above the subdiagonal
-            let (ii, jj) = (i + 1, j + 1);
-            if ii <= jj + 1 {
-                frank.set(i, j, (n + 1 - ii.max(jj)) as f64);
-            }
-            if i == j {
-                eye.set(i, j, 1.0);
-            }
-        }
-    }
-    push("hilbert".into(), hilbert, None);
-    push("ones".into(), ones, None);
+    // Frank: a_ij = n + 1 - max(i, j) (1-based) on and above the subdiagonal
+    let frank = Mat::from_fn(m, n, |i, j| if i <= j + 1 { (n - i.max(j)) as f64 } else { 0.0 });
+    let eye = Mat::from_fn(m, n, |i, j| if i == j { 1.0 } else { 0.0 });
+    push("hilbert".into(), Mat::hilbert(m, n), None);
+    push("ones".into(), Mat::from_fn(m, n, |_, _| 1.0), None);
     push("frank".into(), frank, None);
     push("identity".into(), eye, None);
     push("zero".into(), Mat::zeros(m, n), None);
@@ -403,7 +398,7 @@ pub fn general_cases(m: usize, n: usize, dtype: DType, seed: u64) -> Vec<Case> {
 }
 
 /// The symmetric families at order `n`: prescribed eigenvalues (modes 1-5, both signs
-/// for mode 3, at conditions 1e1, 1e8, 1e15), repeated and clustered, rank `n / 2`,
+/// for mode 3, at conditions 1e1, 1e8, 1e15), repeated, rank `n / 2`,
 /// scaled Gaussian symmetric matrices, Wilkinson's `W⁺`, Hilbert, all-ones, zero,
 /// identity.
 pub fn symmetric_cases(n: usize, dtype: DType, seed: u64) -> Vec<Case> {
@@ -444,24 +439,20 @@ pub fn symmetric_cases(n: usize, dtype: DType, seed: u64) -> Vec<Case> {
     for &s in scales {
         push(format!("scaled{s:e}"), sym.scaled(s), None);
     }
-    let mut wilk = Mat::zeros(n, n);
-    let mut hilbert = Mat::zeros(n, n);
-    let mut ones = Mat::zeros(n, n);
+    // Wilkinson's W⁺: |i − (n − 1)/2| on the diagonal, ones beside it
     let half = (n as f64 - 1.0) / 2.0;
-    for i in 0..n {
-        wilk.set(i, i, (i as f64 - half).abs());
-        if i + 1 < n {
-            wilk.set(i, i + 1, 1.0);
-            wilk.set(i + 1, i, 1.0);
+    let wilk = Mat::from_fn(n, n, |i, j| {
+        if i == j {
+            (i as f64 - half).abs()
+        } else if i.abs_diff(j) == 1 {
+            1.0
+        } else {
+            0.0
         }
-        for j in 0..n {
-            hilbert.set(i, j, 1.0 / (i + j + 1) as f64);
-            ones.set(i, j, 1.0);
-        }
-    }
+    });
     push("wilkinson".into(), wilk, None);
-    push("hilbert".into(), hilbert, None);
-    push("ones".into(), ones, None);
+    push("hilbert".into(), Mat::hilbert(n, n), None);
+    push("ones".into(), Mat::from_fn(n, n, |_, _| 1.0), None);
     push("identity".into(), Mat::eye(n), None);
     push("zero".into(), Mat::zeros(n, n), None);
     out.into_iter().map(|c| Case { a: c.a.rounded(dtype), ..c }).collect()
@@ -548,13 +539,7 @@ pub fn spd_cases(n: usize, dtype: DType, seed: u64) -> Vec<Case> {
     push("gram".into(), g, None);
     push("identity".into(), Mat::eye(n), None);
     if n <= if dtype == DType::F32 { 4 } else { 8 } {
-        let mut h = Mat::zeros(n, n);
-        for i in 0..n {
-            for j in 0..n {
-                h.set(i, j, 1.0 / (i + j + 1) as f64);
-            }
-        }
-        push("hilbert".into(), h, None);
+        push("hilbert".into(), Mat::hilbert(n, n), None);
     }
     out.into_iter().map(|c| Case { a: c.a.rounded(dtype), ..c }).collect()
 }

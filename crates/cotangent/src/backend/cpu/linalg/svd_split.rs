@@ -1,14 +1,11 @@
 //! The SVD of one matrix (`min(m, n) >= 2`) from our own stages: the blocked
 //! bidiagonalisation [`bidiag_split`], the bidiagonal divide and conquer [`bidiag_dc`],
 //! and faer's blocked application of the reflectors to the bidiagonal's singular vectors
-//! (the stages of LAPACK's `dgesdd`). faer's `svd` does the same with its unblocked
-//! bidiagonalisation (`bidiag_in_place`: 232 ms of its 321 ms thin SVD at n = 1024 on two
-//! threads, 220 ms on one) and its bidiagonal solver, which is not public: both are ours.
-//! A matrix taller (wider) than [`SPLIT_RATIO`] is first factorised by LAPACK's blocked
-//! Householder QR ([`householder`](super::householder)), and its `R` goes through the
-//! same stages ([`svd_tall`]): 1024 x 512 thin, 2 threads, 32 ms
-//! against faer's `svd` 45 ms; 2048 x 256 13.5 against 14.9 ms; 1024 x 128 2.9 against
-//! 3.1 ms; 4000 x 100 the same (the QR and the product by `Q` are most of it).
+//! (the stages of LAPACK's `dgesdd`; faer's own `svd` bidiagonalises unblocked, and its
+//! bidiagonal solver is not public). A matrix taller (wider) than [`SPLIT_RATIO`] is first
+//! factorised by LAPACK's blocked Householder QR ([`householder`](super::householder)),
+//! and its `R` goes through the same stages ([`svd_tall`]), as `dgesdd` does
+//! (docs/benchmarks.md has the timings).
 
 use faer::dyn_stack::{MemBuffer, MemStack, StackReq};
 use faer::linalg::householder::{
