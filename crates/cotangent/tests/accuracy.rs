@@ -19,13 +19,13 @@ mod hard;
 
 use cotangent::autograd::{gradcheck, GradcheckOptions};
 use cotangent::linalg::{
-    cholesky, det, eigh, eigvalsh, inv, lstsq, lu, pinv, qr, slogdet, solve, svd, svdvals,
-    LstsqDriver, QrMode, Side, Uplo,
+    cholesky, det, eigh, eigvalsh, inv, lstsq, lu, matrix_exp, pinv, qr, slogdet, solve, svd,
+    svdvals, LstsqDriver, QrMode, Side, Uplo,
 };
 use cotangent::{DType, Tensor};
 use hard::{
-    backward_ratio, eps, general_cases, orthogonality, pow2_near, spd_cases, symmetric_cases,
-    value_ratio, Case, Mat, THRESH,
+    backward_ratio, eps, exp_cases, general_cases, orthogonality, pow2_near, spd_cases,
+    symmetric_cases, value_ratio, Case, Mat, THRESH,
 };
 use std::collections::HashMap;
 use std::sync::OnceLock;
@@ -455,49 +455,81 @@ fn solvers_check(c: &Case, dtype: DType) -> Ratios {
     if c.a.m != c.a.n {
         return Ok(Vec::new());
     }
+    let t = c.a.tensor(dtype);
+    let lu_u = lu(&t).map_err(|e| e.to_string())?.u;
+    let b = solvers_rhs(c.a.n).tensor(dtype);
+    let e = t.zeros_like().unwrap();
+    let x = match solve(&t, &b, Side::Left) {
+        Err(err) if singular(&err) => b.zeros_like().unwrap().mul_scalar(f64::NAN).unwrap(),
+        Err(err) => return Err(err.to_string()),
+        Ok(x) => x,
+    };
+    let xi = match inv(&t) {
+        Err(err) if singular(&err) => e.mul_scalar(f64::NAN).unwrap(),
+        Err(err) => return Err(err.to_string()),
+        Ok(x) => x,
+    };
+    let sl = slogdet(&t).map_err(|e| e.to_string())?;
+    let d = det(&t).map_err(|e| e.to_string())?;
+    solvers_ratios(c, dtype, &[lu_u, x, xi, sl.sign, sl.logabsdet, d], 0)
+}
+
+/// The two right-hand sides of [`solvers_check`] at order `n`.
+fn solvers_rhs(n: usize) -> Mat {
+    Mat { m: n, n: 2, a: hard::Rng::new(n as u64).normals(2 * n) }
+}
+
+/// `lu`'s `U`, `solve`'s `X` (NaN where it refused a singular matrix), `inv` (the same),
+/// `slogdet`'s sign and log, and `det`, of a square batch.
+fn solvers_op(t: &Tensor) -> Result<Vec<Tensor>, String> {
+    let n = t.dims()[t.rank() - 1];
+    let b = solvers_rhs(n).tensor(t.dtype());
+    let sl = slogdet(t).map_err(|e| e.to_string())?;
+    Ok(vec![
+        lu(t).map_err(|e| e.to_string())?.u,
+        solve(t, &b, Side::Left).map_err(|e| e.to_string())?,
+        inv(t).map_err(|e| e.to_string())?,
+        sl.sign,
+        sl.logabsdet,
+        det(t).map_err(|e| e.to_string())?,
+    ])
+}
+
+/// [`solvers_check`]'s ratios of matrix `i` of [`solvers_op`]'s outputs (a NaN `X` or
+/// inverse: refused as singular, not counted).
+fn solvers_ratios(c: &Case, dtype: DType, outs: &[Tensor], i: usize) -> Ratios {
     let n = c.a.n;
     let e = eps(dtype);
-    let t = c.a.tensor(dtype);
     let mut r = Vec::new();
-    let mut rng = hard::Rng::new(n as u64);
-    let b = Mat { m: n, n: 2, a: rng.normals(2 * n) }.rounded(dtype);
+    let b = solvers_rhs(n).rounded(dtype);
     // numerically singular (a pivot below n eps ‖A‖): the solution may overflow, as
     // LAPACK's does, and a non-finite one is not counted
-    let pivots = Mat::of_tensor(&lu(&t).map_err(|e| e.to_string())?.u)[0].clone();
+    let pivots = &Mat::of_tensor(&outs[0])[i];
     let small = (0..n).map(|i| pivots.at(i, i).abs()).fold(f64::INFINITY, f64::min);
     let near_singular = small <= c.a.amax() * n as f64 * e;
     let finite = |x: &Mat| x.a.iter().all(|v| v.is_finite());
-    match solve(&t, &b.tensor(dtype), Side::Left) {
-        Err(err) if singular(&err) => {}
-        Err(err) => return Err(err.to_string()),
-        Ok(x) if near_singular && !finite(&Mat::of_tensor(&x)[0]) => {}
-        Ok(x) => {
-            let x = &Mat::of_tensor(&x)[0];
-            // (all divided by powers of two near ‖A‖ and ‖X‖: exact)
-            let (ua, ux) = (pow2_near(c.a.amax()), pow2_near(x.amax()));
-            let ax = c.a.scaled(1.0 / ua).matmul(&x.scaled(1.0 / ux));
-            let res = b.scaled(1.0 / (ua * ux)).sub(&ax).norm1();
-            let den = c.a.scaled(1.0 / ua).norm1() * x.scaled(1.0 / ux).norm1() * n as f64 * e;
-            r.push(("B - A X", if den == 0.0 { 0.0 } else { res / den }));
-        }
+    let refused = |x: &Mat| x.a.iter().any(|v| v.is_nan()) && small == 0.0;
+    let counted = |x: &Mat| !refused(x) && (!near_singular || finite(x));
+    let x = &Mat::of_tensor(&outs[1])[i];
+    if counted(x) {
+        // (all divided by powers of two near ‖A‖ and ‖X‖: exact)
+        let (ua, ux) = (pow2_near(c.a.amax()), pow2_near(x.amax()));
+        let ax = c.a.scaled(1.0 / ua).matmul(&x.scaled(1.0 / ux));
+        let res = b.scaled(1.0 / (ua * ux)).sub(&ax).norm1();
+        let den = c.a.scaled(1.0 / ua).norm1() * x.scaled(1.0 / ux).norm1() * n as f64 * e;
+        r.push(("B - A X", if den == 0.0 { 0.0 } else { res / den }));
     }
-    match inv(&t) {
-        Err(err) if singular(&err) => {}
-        Err(err) => return Err(err.to_string()),
-        Ok(x) if near_singular && !finite(&Mat::of_tensor(&x)[0]) => {}
-        Ok(x) => {
-            let x = &Mat::of_tensor(&x)[0];
-            let (ua, ux) = (pow2_near(c.a.amax()), pow2_near(x.amax()));
-            // (dget03's I − A⁻¹ A: the residual the LU-based inverse keeps small)
-            let xa = x.scaled(1.0 / ux).matmul(&c.a.scaled(1.0 / ua));
-            let res = Mat::eye(n).scaled(1.0 / (ua * ux)).sub(&xa).norm1();
-            let den = c.a.scaled(1.0 / ua).norm1() * x.scaled(1.0 / ux).norm1() * n as f64 * e;
-            r.push(("I - inv(A) A", if den == 0.0 { 0.0 } else { res / den }));
-        }
+    let x = &Mat::of_tensor(&outs[2])[i];
+    if counted(x) {
+        let (ua, ux) = (pow2_near(c.a.amax()), pow2_near(x.amax()));
+        // (dget03's I − A⁻¹ A: the residual the LU-based inverse keeps small)
+        let xa = x.scaled(1.0 / ux).matmul(&c.a.scaled(1.0 / ua));
+        let res = Mat::eye(n).scaled(1.0 / (ua * ux)).sub(&xa).norm1();
+        let den = c.a.scaled(1.0 / ua).norm1() * x.scaled(1.0 / ux).norm1() * n as f64 * e;
+        r.push(("I - inv(A) A", if den == 0.0 { 0.0 } else { res / den }));
     }
-    let sl = slogdet(&t).map_err(|e| e.to_string())?;
-    let (sign, logabs) = (sl.sign.to_vec_f64()[0], sl.logabsdet.to_vec_f64()[0]);
-    let d = det(&t).map_err(|e| e.to_string())?.to_vec_f64()[0];
+    let (sign, logabs) = (outs[3].to_vec_f64()[i], outs[4].to_vec_f64()[i]);
+    let d = outs[5].to_vec_f64()[i];
     if let Some(s) = &c.values {
         let want: f64 = s.iter().map(|x| x.ln()).sum();
         let kappa = s[0] / s[s.len() - 1];
@@ -580,6 +612,18 @@ fn square(n: usize, dtype: DType, seed: u64) -> Vec<Case> {
     general_cases(n, n, dtype, seed)
 }
 
+/// The `n x n` matrices of `cs` as one `(len, n, n)` tensor of `dtype`.
+fn stack(cs: &[Case], n: usize, dtype: DType) -> Tensor {
+    let data: Vec<f64> = cs.iter().flat_map(|c| c.a.a.iter().copied()).collect();
+    match dtype {
+        DType::F32 => {
+            Tensor::from_vec(data.iter().map(|&x| x as f32).collect::<Vec<f32>>(), (cs.len(), n, n))
+        }
+        _ => Tensor::from_vec(data, (cs.len(), n, n)),
+    }
+    .unwrap()
+}
+
 /// Every case that `cases` makes at orders 4, 16 and 32 (seed 2) in one batch, so that
 /// the batched kernels (the SIMD lanes of the SVD's Jacobi, QR, LU, Cholesky and the
 /// symmetric eigensolver up to 16 x 16) take them; `op` on the batch, `ratios` per
@@ -593,16 +637,7 @@ fn batched(
     let mut out = Vec::new();
     for n in [4, 16, 32] {
         let cs = cases(n, dtype, 2);
-        let data: Vec<f64> = cs.iter().flat_map(|c| c.a.a.iter().copied()).collect();
-        let t = match dtype {
-            DType::F32 => Tensor::from_vec(
-                data.iter().map(|&x| x as f32).collect::<Vec<f32>>(),
-                (cs.len(), n, n),
-            ),
-            _ => Tensor::from_vec(data, (cs.len(), n, n)),
-        }
-        .unwrap();
-        match op(&t) {
+        match op(&stack(&cs, n, dtype)) {
             Err(e) => {
                 let key = format!("{dtype:?}|{n}x{n}|the batch");
                 out.push(Outcome { key, ratios: Err(e) });
@@ -648,6 +683,71 @@ fn cholesky_batched() {
     }
 }
 
+/// The general square cases at order `n` that the batched `solve` and `inv` do not refuse
+/// as singular (they refuse the whole batch for one matrix with an exactly zero pivot, as
+/// PyTorch's; which matrices that is depends on the rounding of the kernel that takes the
+/// batch): dropped one at a time as they are named.
+fn invertible(n: usize, dtype: DType, seed: u64) -> Vec<Case> {
+    let mut cs = general_cases(n, n, dtype, seed);
+    loop {
+        let t = stack(&cs, n, dtype);
+        let b = solvers_rhs(n).tensor(dtype);
+        match solve(&t, &b, Side::Left).and_then(|_| inv(&t)) {
+            Err(cotangent::Error::Singular { batch, .. }) => {
+                cs.remove(batch);
+            }
+            _ => return cs,
+        }
+    }
+}
+
+#[test]
+fn solvers_batched() {
+    for dtype in [DType::F64, DType::F32] {
+        let o = batched(dtype, invertible, solvers_op, solvers_ratios);
+        report(&format!("solvers-batched-{dtype:?}"), o);
+    }
+}
+
+/// The matrix exponential against the exact `exp(A)` of [`hard::exp_cases`]:
+/// `‖exp(A) − E‖₁ / (‖E‖₁ max(1, ‖A‖₁) n eps)`, the relative error over the first-order
+/// bound of a backward-stable method (the exponential's relative condition number at a
+/// normal matrix is `‖A‖₂`).
+fn exp_ratios(c: &Case, dtype: DType, outs: &[Tensor], i: usize) -> Ratios {
+    let want = c.reference.as_ref().unwrap();
+    let got = &Mat::of_tensor(&outs[0])[i];
+    let unit = pow2_near(want.amax());
+    let err = got.scaled(1.0 / unit).sub(&want.scaled(1.0 / unit)).norm1();
+    let den = want.scaled(1.0 / unit).norm1() * c.a.norm1().max(1.0) * c.a.n as f64 * eps(dtype);
+    Ok(vec![("exp(A) - E", if err == 0.0 { 0.0 } else { err / den })])
+}
+
+fn exp_op(t: &Tensor) -> Result<Vec<Tensor>, String> {
+    Ok(vec![matrix_exp(t).map_err(|e| e.to_string())?])
+}
+
+fn exp_check(c: &Case, dtype: DType) -> Ratios {
+    exp_ratios(c, dtype, &exp_op(&c.a.tensor(dtype))?, 0)
+}
+
+#[test]
+fn matrix_exp_f64() {
+    report("matrix_exp-f64", sweep_square(DType::F64, &orders(), exp_cases, exp_check));
+}
+
+#[test]
+fn matrix_exp_f32() {
+    report("matrix_exp-f32", sweep_square(DType::F32, &orders(), exp_cases, exp_check));
+}
+
+#[test]
+fn matrix_exp_batched() {
+    for dtype in [DType::F64, DType::F32] {
+        let o = batched(dtype, exp_cases, exp_op, exp_ratios);
+        report(&format!("matrix_exp-batched-{dtype:?}"), o);
+    }
+}
+
 /// Writes every case of the sweep (the full one with `COTANGENT_ACCURACY=full`) to
 /// `target/accuracy/cases.json` (an index: set, key, shape, dtype, prescribed values,
 /// offset) and `cases.bin` (the matrices, row-major little-endian f64, as rounded to
@@ -659,6 +759,13 @@ fn dump_cases() {
     let mut index = Vec::new();
     let mut bin: Vec<u8> = Vec::new();
     let mut put = |set: &str, dtype: DType, c: &Case| {
+        let reference = c.reference.as_ref().map(|e| {
+            let at = bin.len() / 8;
+            for x in &e.a {
+                bin.extend_from_slice(&x.to_le_bytes());
+            }
+            at
+        });
         index.push(serde_json::json!({
             "set": set,
             "key": format!("{dtype:?}|{}x{}|{}", c.a.m, c.a.n, c.name),
@@ -666,6 +773,7 @@ fn dump_cases() {
             "m": c.a.m,
             "n": c.a.n,
             "values": c.values,
+            "reference": reference,
             "offset": bin.len() / 8,
         }));
         for x in &c.a.a {
@@ -688,6 +796,12 @@ fn dump_cases() {
             for c in spd_cases(n, dtype, 2) {
                 put("spd-batch", dtype, &c);
             }
+            for c in invertible(n, dtype, 2) {
+                put("invertible-batch", dtype, &c);
+            }
+            for c in exp_cases(n, dtype, 2) {
+                put("exp-batch", dtype, &c);
+            }
         }
         for n in orders() {
             for c in symmetric_cases(n, dtype, 1) {
@@ -695,6 +809,9 @@ fn dump_cases() {
             }
             for c in spd_cases(n, dtype, 1) {
                 put("spd", dtype, &c);
+            }
+            for c in exp_cases(n, dtype, 1) {
+                put("exp", dtype, &c);
             }
         }
     }

@@ -230,11 +230,17 @@ pub fn with_singular_values(m: usize, n: usize, sigma: &[f64], rng: &mut Rng) ->
     t.t()
 }
 
+/// A Haar-random orthogonal `n x n` matrix.
+pub fn haar(n: usize, rng: &mut Rng) -> Mat {
+    let mut q = Mat::eye(n);
+    random_orthogonal_left(&mut q, rng);
+    q
+}
+
 /// `Q diag(lambda) Qᵀ` (symmetric, `n x n`) with a Haar-random orthogonal `Q`.
 pub fn with_eigenvalues(lambda: &[f64], rng: &mut Rng) -> Mat {
     let n = lambda.len();
-    let mut q = Mat::eye(n);
-    random_orthogonal_left(&mut q, rng);
+    let q = haar(n, rng);
     let mut a = Mat::zeros(n, n);
     for i in 0..n {
         for j in 0..n {
@@ -304,13 +310,16 @@ pub fn of_rank(m: usize, n: usize, r: usize, rng: &mut Rng) -> Mat {
     gaussian(m, r, rng).matmul(&gaussian(r, n, rng))
 }
 
-/// A test matrix: its family's name, the matrix, and its singular values (eigenvalues for
-/// the symmetric families) when prescribed.
+/// A test matrix: its family's name, the matrix, its singular values (eigenvalues for the
+/// symmetric families) when prescribed, and its op's exact result when known.
 #[derive(Clone, Debug)]
 pub struct Case {
     pub name: String,
     pub a: Mat,
     pub values: Option<Vec<f64>>,
+    /// The exact result of the op the family is built for, where the test knows it
+    /// (`exp(A)` of [`exp_cases`]), computed in `f64`.
+    pub reference: Option<Mat>,
 }
 
 /// The general (rectangular) families at `m x n`: prescribed spectra (modes 1-5 at
@@ -322,8 +331,9 @@ pub fn general_cases(m: usize, n: usize, dtype: DType, seed: u64) -> Vec<Case> {
     let mut rng = Rng::new(seed ^ ((m as u64) << 32) ^ (n as u64));
     let k = m.min(n);
     let mut out = Vec::new();
-    let mut push =
-        |name: String, a: Mat, values: Option<Vec<f64>>| out.push(Case { name, a, values });
+    let mut push = |name: String, a: Mat, values: Option<Vec<f64>>| {
+        out.push(Case { name, a, values, reference: None });
+    };
     for mode in 1..=5 {
         for cond in [1e1, 1e8, 1e15] {
             if dtype == DType::F32 && cond > 1e8 {
@@ -404,8 +414,9 @@ pub fn general_cases(m: usize, n: usize, dtype: DType, seed: u64) -> Vec<Case> {
 pub fn symmetric_cases(n: usize, dtype: DType, seed: u64) -> Vec<Case> {
     let mut rng = Rng::new(seed ^ ((n as u64) << 40) ^ 0x5157);
     let mut out = Vec::new();
-    let mut push =
-        |name: String, a: Mat, values: Option<Vec<f64>>| out.push(Case { name, a, values });
+    let mut push = |name: String, a: Mat, values: Option<Vec<f64>>| {
+        out.push(Case { name, a, values, reference: None });
+    };
     for mode in 1..=5 {
         for cond in [1e1, 1e8, 1e15] {
             if dtype == DType::F32 && cond > 1e8 {
@@ -515,8 +526,9 @@ pub fn value_ratio(x: &[f64], y: &[f64], scale: f64, order: usize, e: f64) -> f6
 pub fn spd_cases(n: usize, dtype: DType, seed: u64) -> Vec<Case> {
     let mut rng = Rng::new(seed ^ ((n as u64) << 40) ^ 0x59d);
     let mut out = Vec::new();
-    let mut push =
-        |name: String, a: Mat, values: Option<Vec<f64>>| out.push(Case { name, a, values });
+    let mut push = |name: String, a: Mat, values: Option<Vec<f64>>| {
+        out.push(Case { name, a, values, reference: None });
+    };
     let conds: &[f64] = if dtype == DType::F32 { &[1e1, 1e3] } else { &[1e1, 1e6] };
     for mode in 1..=5 {
         for &cond in conds {
@@ -541,5 +553,91 @@ pub fn spd_cases(n: usize, dtype: DType, seed: u64) -> Vec<Case> {
     if n <= if dtype == DType::F32 { 4 } else { 8 } {
         push("hilbert".into(), Mat::hilbert(n, n), None);
     }
+    out.into_iter().map(|c| Case { a: c.a.rounded(dtype), ..c }).collect()
+}
+
+/// The matrix exponential's families at order `n`, each with its exponential computed
+/// independently in `f64` from a known decomposition `A = Q D Qᵀ` (`Q` Haar-random
+/// orthogonal, `exp(A) = Q exp(D) Qᵀ`): symmetric with prescribed eigenvalues (modes 1, 3,
+/// 5 at condition 1e4, alternating in sign, scaled so that the largest is 1, 30, or near
+/// the exponent's limit: 700 in f64, 80 in f32); skew-symmetric (`D` of 2 x 2 rotation
+/// generators, `exp(D)` their rotations); a Jordan block `J = −I/2 + N` rotated (defective,
+/// `exp(J)ᵢⱼ = e^{−1/2} / (j − i)!`); the unrotated shift `2N` (`exp(2N)ᵢⱼ = 2^{j−i} /
+/// (j − i)!`); a symmetric Gaussian scaled near underflow (`exp(A) = I + A` to the last
+/// bit); zero and the identity.
+pub fn exp_cases(n: usize, dtype: DType, seed: u64) -> Vec<Case> {
+    let mut rng = Rng::new(seed ^ ((n as u64) << 40) ^ 0xe4a);
+    let mut out = Vec::new();
+    let conj = |q: &Mat, d: &Mat| q.matmul(d).matmul(&q.t());
+    let mut push = |name: String, a: Mat, e: Mat| {
+        out.push(Case { name, a, values: None, reference: Some(e) });
+    };
+    let big = if dtype == DType::F32 { 80.0 } else { 700.0 };
+    for mode in [1, 3, 5] {
+        for t in [1.0, 30.0, big] {
+            let l: Vec<f64> = spectrum(mode, n, 1e4, &mut rng)
+                .iter()
+                .enumerate()
+                .map(|(i, x)| if i % 2 == 1 { -t * x } else { t * x })
+                .collect();
+            let q = haar(n, &mut rng);
+            let diag = |f: fn(f64) -> f64| {
+                let mut d = Mat::zeros(n, n);
+                for (i, &x) in l.iter().enumerate() {
+                    d.set(i, i, f(x));
+                }
+                d
+            };
+            let mut a = conj(&q, &diag(|x| x));
+            for i in 0..n {
+                for j in 0..i {
+                    let x = 0.5 * (a.at(i, j) + a.at(j, i));
+                    a.set(i, j, x);
+                    a.set(j, i, x);
+                }
+            }
+            push(format!("sym-mode{mode}-norm{t}"), a, conj(&q, &diag(f64::exp)));
+        }
+    }
+    // rotation generators of angles up to 10
+    let (mut d, mut e) = (Mat::zeros(n, n), Mat::eye(n));
+    for k in 0..n / 2 {
+        let th = 10.0 * rng.uniform();
+        let (i, j) = (2 * k, 2 * k + 1);
+        d.set(i, j, -th);
+        d.set(j, i, th);
+        e.set(i, i, th.cos());
+        e.set(j, j, th.cos());
+        e.set(i, j, -th.sin());
+        e.set(j, i, th.sin());
+    }
+    let q = haar(n, &mut rng);
+    push("skew".into(), conj(&q, &d), conj(&q, &e));
+    let mut fact = vec![1.0f64; n];
+    for k in 1..n {
+        fact[k] = fact[k - 1] * k as f64;
+    }
+    let jordan = Mat::from_fn(n, n, |i, j| match j.checked_sub(i) {
+        Some(0) => -0.5,
+        Some(1) => 1.0,
+        _ => 0.0,
+    });
+    let ej = Mat::from_fn(n, n, |i, j| j.checked_sub(i).map_or(0.0, |k| (-0.5f64).exp() / fact[k]));
+    let q = haar(n, &mut rng);
+    push("jordan".into(), conj(&q, &jordan), conj(&q, &ej));
+    let shift = Mat::from_fn(n, n, |i, j| if j == i + 1 { 2.0 } else { 0.0 });
+    let es =
+        Mat::from_fn(n, n, |i, j| j.checked_sub(i).map_or(0.0, |k| 2f64.powi(k as i32) / fact[k]));
+    push("shift".into(), shift, es);
+    let g = gaussian(n, n, &mut rng);
+    let tiny = if dtype == DType::F32 { 1e-35 } else { 1e-300 };
+    let sym = g.t().sub(&g.scaled(-1.0)).scaled(0.5 * tiny).rounded(dtype);
+    let mut e = sym.clone();
+    for i in 0..n {
+        e.set(i, i, 1.0 + e.at(i, i));
+    }
+    push("tiny".into(), sym, e);
+    push("zero".into(), Mat::zeros(n, n), Mat::eye(n));
+    push("identity".into(), Mat::eye(n), Mat::eye(n).scaled(1f64.exp()));
     out.into_iter().map(|c| Case { a: c.a.rounded(dtype), ..c }).collect()
 }
