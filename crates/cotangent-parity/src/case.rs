@@ -193,6 +193,12 @@ enum Grad {
     List(Vec<Option<Tensor>>),
 }
 
+/// The floating outputs, by op and index, that PyTorch does not differentiate: LU's
+/// permutation, lstsq's singular values, and slogdet's sign (which PyTorch records, with a
+/// gradient that is zero for real input). A cotangent on one adds nothing.
+const NOT_DIFFERENTIATED: &[(&str, usize)] =
+    &[("linalg.lu", 0), ("lu_unpack", 0), ("linalg.lstsq", 3), ("linalg.slogdet", 0)];
+
 /// `dL/d input` for `L = Σ_o sum(G_o * o)`, through `autograd::grad`. Inputs that require
 /// grad but do not reach any output get zeros (the gradient is zero), as PyTorch with
 /// `materialize_grads`.
@@ -209,6 +215,14 @@ fn gradients(
             outputs.len()
         )));
     }
+    let leaves: Vec<&Tensor> = inputs
+        .iter()
+        .flat_map(|a| match a {
+            Arg::One(t) => std::slice::from_ref(t),
+            Arg::List(ts) => ts.as_slice(),
+        })
+        .filter(|t| t.requires_grad())
+        .collect();
     let mut roots = Vec::new();
     let mut seeds = Vec::new();
     for (k, (o, c)) in outputs.iter().zip(cotangents).enumerate() {
@@ -225,22 +239,22 @@ fn gradients(
         if o.requires_grad() {
             roots.push(o);
             seeds.push(Some(c));
-        } else if !o.dtype().is_differentiable() {
-            return Err(bad(format!(
-                "{op}: output {k} is {} and takes no cotangent (give null)",
-                o.dtype()
-            )));
+        } else if o.dtype().is_differentiable()
+            && o.numel() > 0
+            && !leaves.is_empty()
+            && !NOT_DIFFERENTIATED.contains(&(op, k))
+        {
+            // never a silently dropped gradient: an output PyTorch differentiates that
+            // comes back without history is the library's gap, and says so
+            return Err(Fail::Kind(
+                Kind::Unsupported,
+                format!("{op}: output {k} carries no gradient in the library"),
+            ));
         }
-        // a floating output that does not require grad is a constant: it adds nothing
+        // an integer or boolean output, one PyTorch does not differentiate, an empty one,
+        // or one of inputs that require no grad: its cotangent adds nothing (PyTorch's harness drops
+        // it: `torch.autograd.grad` takes only outputs that require grad)
     }
-    let leaves: Vec<&Tensor> = inputs
-        .iter()
-        .flat_map(|a| match a {
-            Arg::One(t) => std::slice::from_ref(t),
-            Arg::List(ts) => ts.as_slice(),
-        })
-        .filter(|t| t.requires_grad())
-        .collect();
     let found = if roots.is_empty() || leaves.is_empty() {
         vec![None; leaves.len()]
     } else {

@@ -171,3 +171,33 @@ fn linalg_outputs_beyond_the_limits_are_refused_before_computing() {
         run(&format!(r#"{{"op": "linalg.vander", "inputs": [{}], "attrs": {{"N": 1}}}}"#, vec(3)));
     assert_eq!(r["error"]["kind"], "InvalidArgument", "{r}");
 }
+
+#[test]
+fn cotangents_on_outputs_pytorch_does_not_differentiate_are_ignored() {
+    // lstsq: the residuals are differentiable (their cotangent counts); the rank (an
+    // integer) and the singular values (PyTorch records no gradient) add nothing
+    let case = |cot_rank: &str, cot_sv: &str| {
+        format!(
+            r#"{{"op": "linalg.lstsq", "attrs": {{"driver": "gelsd"}}, "inputs": [
+            {{"dtype": "f64", "shape": [3, 2], "data": [1, 0, 0, 1, 1, 1]}},
+            {{"dtype": "f64", "shape": [3, 1], "data": [1, 2, 4]}}],
+            "cotangents": [null, {{"dtype": "f64", "shape": [1], "data": [1]}}, {cot_rank}, {cot_sv}]}}"#
+        )
+    };
+    let bare = run(&case("null", "null"));
+    assert!(bare["error"].is_null(), "{bare}");
+    let with = run(&case(
+        r#"{"dtype": "i64", "shape": [], "data": [7]}"#,
+        r#"{"dtype": "f64", "shape": [2], "data": [3, 4]}"#,
+    ));
+    assert!(with["error"].is_null(), "{with}");
+    assert_eq!(bare["grads"], with["grads"]);
+    // the residual's gradient w.r.t. B is −2 (A x − b): nonzero here
+    assert!(data(&bare["grads"][1]).iter().any(|x| x != "0.0" && x != "-0.0"));
+    // an integer output's cotangent on an op with no differentiable output: no gradient
+    let r = run(r#"{"op": "eq", "inputs": [{"dtype": "f64", "shape": [2], "data": [1, 2]},
+        {"dtype": "f64", "shape": [2], "data": [1, 3]}],
+        "cotangents": [{"dtype": "bool", "shape": [2], "data": [true, false]}]}"#);
+    assert!(r["error"].is_null(), "{r}");
+    assert_eq!(data(&r["grads"][0]), ["0.0", "0.0"]);
+}

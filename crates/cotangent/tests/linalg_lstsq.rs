@@ -191,11 +191,56 @@ fn gradients_first_and_second_order() {
             });
         }
     }
-    // outputs other than the solution carry no history
+    // the residuals, where a driver returns them (tall, full rank; not gelsy), as PyTorch:
+    // alone and with the solution, batched, broadcast and with a vector b
+    for (ad, bd) in [
+        (vec![5, 3], vec![5, 2]),
+        (vec![2, 4, 3], vec![2, 4, 2]),
+        (vec![1, 4, 3], vec![2, 4, 2]),
+        (vec![4, 3], vec![4]),
+        (vec![6, 1], vec![6, 3]),
+    ] {
+        for d in [LstsqDriver::Gels, LstsqDriver::Gelsd, LstsqDriver::Gelss] {
+            let a = rg(randn(&ad, 43));
+            let b = rg(randn(&bd, 44));
+            check2(&format!("lstsq residuals {ad:?} {bd:?} {d:?}"), &[a, b], move |x| {
+                let r = lstsq(&x[0], &x[1], None, Some(d))?;
+                assert!(r.residuals.numel() > 0, "residuals returned");
+                Ok(vec![r.residuals, r.solution])
+            });
+        }
+    }
+    // rank and singular values carry no history; residuals do
     let a = rg(randn(&[5, 3], 1));
     let r = lstsq(&a, &randn(&[5, 2], 2), None, Some(LstsqDriver::Gelsd)).unwrap();
-    assert!(r.solution.requires_grad());
-    assert!(!r.residuals.requires_grad() && !r.singular_values.requires_grad());
+    assert!(r.solution.requires_grad() && r.residuals.requires_grad());
+    assert!(!r.singular_values.requires_grad());
+}
+
+#[test]
+fn residual_gradient_is_two_r_xt() {
+    // the closed form, against values computed here: gA = 2 R diag(g) Xᵀ, gB = −2 R diag(g)
+    let a = rg(randn(&[6, 3], 5));
+    let b = rg(randn(&[6, 2], 6));
+    let r = lstsq(&a, &b, None, Some(LstsqDriver::Gelsd)).unwrap();
+    let g = Tensor::from_vec(vec![0.7f64, -1.3], 2).unwrap();
+    let grads = r.residuals.mul(&g).unwrap().sum().unwrap().backward().unwrap();
+    let (av, bv, xv) = (a.to_vec_f64(), b.to_vec_f64(), r.solution.to_vec_f64());
+    let res: Vec<f64> = (0..6)
+        .flat_map(|i| (0..2).map(move |j| (i, j)))
+        .map(|(i, j)| (0..3).map(|p| av[i * 3 + p] * xv[p * 2 + j]).sum::<f64>() - bv[i * 2 + j])
+        .collect();
+    let gv = [0.7, -1.3];
+    let want_a: Vec<f64> = (0..6)
+        .flat_map(|i| (0..3).map(move |p| (i, p)))
+        .map(|(i, p)| (0..2).map(|j| 2.0 * res[i * 2 + j] * gv[j] * xv[p * 2 + j]).sum())
+        .collect();
+    let want_b: Vec<f64> = (0..12).map(|k| -2.0 * res[k] * gv[k % 2]).collect();
+    let ga = grads.get(&a).unwrap().to_vec_f64();
+    let gb = grads.get(&b).unwrap().to_vec_f64();
+    for (x, y) in ga.iter().zip(&want_a).chain(gb.iter().zip(&want_b)) {
+        assert!((x - y).abs() < 1e-12, "{x} vs {y}");
+    }
 }
 
 #[test]

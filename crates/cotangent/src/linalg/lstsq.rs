@@ -37,7 +37,7 @@ pub struct Lstsq {
     pub solution: Tensor,
     /// `‖A x − b‖²` per column, `(*, k)` (`(*, 1)` for a vector `b`), when `m > n`, the
     /// driver is not `Gelsy`, and (except for `Gels`) every matrix has full rank `n`;
-    /// else empty. Not differentiable (as PyTorch).
+    /// else empty. Differentiable (as PyTorch).
     pub residuals: Tensor,
     /// The numerical rank, `I64` of `A`'s own batch shape (`Gelsy`, `Gelsd`, `Gelss`);
     /// empty for `Gels`.
@@ -80,6 +80,32 @@ impl Op for LstsqOp {
         };
         let gb = if cx.needs_input_grad(1) { Some(p.mT()?.matmul(g)?) } else { None };
         Ok(vec![ga, gb])
+    }
+}
+
+/// The residuals `ρ_j = ‖A x_j − b_j‖²` of a least-squares solution `X` (full column rank,
+/// `m > n`), recorded with `A`, `B` and the (recorded) solution as inputs.
+#[derive(Debug)]
+struct ResidualsOp;
+
+impl Op for ResidualsOp {
+    fn name(&self) -> &'static str {
+        OP
+    }
+
+    // ρ = Σ_rows (A X − B)² with X = A⁺B. With R = A X − B, dρ_j = 2 r_jᵀ (dA x_j + A dx_j
+    // − db_j), and A dx_j drops out: r_jᵀ A = 0 at the least-squares solution (the normal
+    // equations), for every full-rank (A, B). So
+    //   gA = 2 R diag(g) Xᵀ,  gB = −2 R diag(g),  gX = 0 (exactly, not dropped).
+    // R and X are recomputed from the recorded A, B and solution, so with create_graph the
+    // backward is differentiated through X(A, B) as well: any order.
+    fn vjp(&self, cx: &VjpCtx<'_>, g: &[Option<Tensor>]) -> Result<Vec<Option<Tensor>>> {
+        let Some(g) = &g[0] else { return Ok(vec![None, None, None]) };
+        let (a, b, x) = (cx.input(0), cx.input(1), cx.input(2));
+        let rg = a.matmul(x)?.sub(b)?.mul(&g.unsqueeze(-2)?)?.mul_scalar(2.0)?;
+        let ga = cx.needs_input_grad(0).then(|| rg.matmul(&x.mT()?)).transpose()?;
+        let gb = cx.needs_input_grad(1).then(|| rg.neg()).transpose()?;
+        Ok(vec![ga, gb, None])
     }
 }
 
@@ -135,9 +161,11 @@ fn zero_for_zero_a(a: &Tensor, x: &Tensor) -> Result<Tensor> {
 /// Dtypes: f32, f64 (one for both); bf16 and f16 are computed in f32 and rounded back
 /// (PyTorch refuses them).
 ///
-/// Gradient: of `solution` only, PyTorch's: that of `pinv(A) B` with pinv's default
-/// tolerance, for every driver; differentiable to any order. `residuals`, `rank` and
-/// `singular_values` carry no gradient.
+/// Gradient: of `solution` and `residuals`, to any order, as PyTorch. The solution's is
+/// PyTorch's: that of `pinv(A) B` with pinv's default tolerance, for every driver. The
+/// residuals' is that of `ρ = Σ_rows (A X − B)²` at the least-squares `X`, where `X`'s own
+/// variation drops out (`Aᵀ (A X − B) = 0`): `gA = 2 R diag(g) Xᵀ`, `gB = −2 R diag(g)`
+/// with `R = A X − B`. `rank` and `singular_values` carry no gradient (as PyTorch).
 ///
 /// Divergences: `Gelsy`'s rank is that of the singular values (certified by the bound
 /// above, or counted from the SVD) rather than LAPACK's column-pivoted QR with
@@ -239,14 +267,17 @@ pub fn lstsq(
             (x, Some(Tensor::from_vec(ranks, batch)?), parts.sv, full_rank, p_fwd)
         }
     };
+    let solution = record1(LstsqOp { pinv: p_fwd }, &[&ab, &bb], x, false);
     let residuals = if m > n && driver != LstsqDriver::Gelsy && full_rank {
-        let _guard = no_grad();
-        let r = ab.detach().matmul(&x)?.sub(&bb.detach())?;
-        r.mul(&r)?.sum_dims(&[-2], false)?
+        let rho = {
+            let _guard = no_grad();
+            let r = ab.detach().matmul(&solution.detach())?.sub(&bb.detach())?;
+            r.mul(&r)?.sum_dims(&[-2], false)?
+        };
+        record1(ResidualsOp, &[&ab, &bb, &solution], rho, false)
     } else {
         empty(dt)?
     };
-    let solution = record1(LstsqOp { pinv: p_fwd }, &[&ab, &bb], x, false);
     let solution = if vector { solution.squeeze_dim(-1)? } else { solution };
     let rank = match (driver, rank) {
         (LstsqDriver::Gels, _) | (_, None) => Tensor::zeros(vec![0], DType::I64)?,
