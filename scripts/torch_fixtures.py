@@ -239,9 +239,29 @@ def call_torch(op, inputs, attrs):
     if names and len(inputs) == 1 + len(names):
         kw.update(zip(names, inputs[1:]))
         inputs = inputs[:1]
+    if op in ("linalg.lu", "linalg.lu_factor", "linalg.lu_factor_ex") and kw.get("pivot") is False:
+        return lu_without_pivoting(op, inputs, kw)
     outs = torch_fn(op)(*inputs, **kw)
     outs = list(outs) if isinstance(outs, (tuple, list)) else [outs]
     # int32 outputs (LAPACK's info and pivots) are compared as the library's int64
+    return [o.to(torch.int64) if o.dtype == torch.int32 else o for o in outs]
+
+
+def lu_without_pivoting(op, inputs, kw):
+    """PyTorch computes pivot=False on CUDA only. On a matrix where partial pivoting
+    interchanges no row (checked: its pivots are 1..k), the LU without pivoting is the
+    same function of A near A (P = I throughout a neighbourhood), so CPU PyTorch's pivoted
+    factors and gradients are the unpivoted ones; linalg.lu then returns an empty P, as
+    PyTorch documents."""
+    kw = dict(kw, pivot=True)
+    outs = list(torch_fn(op)(*inputs, **kw))
+    a = inputs[0]
+    k = min(a.shape[-2], a.shape[-1])
+    _, piv = torch.linalg.lu_factor(a.detach())
+    if not bool((piv == torch.arange(1, k + 1, dtype=piv.dtype)).all()):
+        raise SystemExit(f"{op} pivot=False: partial pivoting interchanges rows here; pick another matrix")
+    if op == "linalg.lu":
+        outs[0] = torch.empty(0, dtype=a.dtype)
     return [o.to(torch.int64) if o.dtype == torch.int32 else o for o in outs]
 
 
@@ -1029,7 +1049,7 @@ cases("cholesky_inverse", [
 CYCLE3 = [1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0, 10.0]
 SING2 = [1.0, 2.0, 2.0, 4.0]
 # float outputs PyTorch does not differentiate: they get a null cotangent
-NO_GRAD_OUTPUTS = {"linalg.lu": (0,), "lu_unpack": (0,), "linalg.slogdet": (0,), "linalg.lstsq": (1, 3)}
+NO_GRAD_OUTPUTS = {"linalg.lu": (0,), "lu_unpack": (0,), "linalg.slogdet": (0,), "linalg.lstsq": (3,)}
 
 
 def piv(values, shape=None):
@@ -1049,6 +1069,9 @@ cases("linalg.lu_factor", [
     Case("zeros", [F((2, 2), values=[0.0] * 4)], dtypes=F64, error="Singular"),
     Case("singular-wide", [F((2, 3), values=[1.0, 2.0, 3.0, 2.0, 4.0, 7.0])], dtypes=F64, error="Singular"),
     Case("vector", [F((3,))], dtypes=F64, error="ShapeMismatch"),
+    Case("nopivot-square", [W((4, 4))], {"pivot": False}),
+    Case("nopivot-tall", [W((5, 3))], {"pivot": False}),
+    Case("nopivot-batched", [W((2, 3, 3))], {"pivot": False}, dtypes=F64),
 ])
 cases("linalg.lu_factor_ex", [
     Case("square", [W((4, 4))]),
@@ -1057,6 +1080,11 @@ cases("linalg.lu_factor_ex", [
     Case("batched", [W((2, 2, 3, 3))]),
     Case("singular", [F((2, 2), values=SING2)], dtypes=F64, grad=False),
     Case("zero-column", [F((2, 2), values=[0.0, 1.0, 0.0, 1.0])], dtypes=F64, grad=False),
+    # without pivoting (PyTorch: CUDA only; see lu_without_pivoting)
+    Case("nopivot-square", [W((4, 4))], {"pivot": False}),
+    Case("nopivot-wide", [W((2, 4))], {"pivot": False}),
+    Case("nopivot-tall", [W((4, 2))], {"pivot": False}, dtypes=F64),
+    Case("nopivot-batched", [W((2, 2, 3, 3))], {"pivot": False}),
 ])
 cases("linalg.lu", [
     Case("3cycle", [F((3, 3), values=CYCLE3)]),
@@ -1067,6 +1095,9 @@ cases("linalg.lu", [
     Case("1x1", [W((1, 1))], dtypes=F64),
     Case("singular", [F((3, 3), values=[1.0, 2.0, 3.0, 2.0, 4.0, 6.0, 1.0, 1.0, 1.0])], dtypes=F64, grad=False),
     Case("empty-batch", [W((0, 2, 2))], dtypes=F64),
+    Case("nopivot-square", [W((4, 4))], {"pivot": False}),
+    Case("nopivot-wide", [W((3, 5))], {"pivot": False}),
+    Case("nopivot-batched", [W((2, 3, 3))], {"pivot": False}, dtypes=F64),
 ])
 cases("lu_unpack", [
     Case("square", [W((3, 3)), piv([3, 3, 3])]),
@@ -1372,8 +1403,9 @@ cases("linalg.matrix_rank", [
     Case("nan", [F((3, 3), values=NAN33)], dtypes=F64, error="NoConvergence"),
 ])
 
-# lstsq: (solution, residuals, rank, singular_values); residuals and singular values get
-# no cotangent (PyTorch does not differentiate them)
+# lstsq: (solution, residuals, rank, singular_values); the residuals (tall, full rank, not
+# gelsy) are differentiable and get a cotangent; the singular values get none (PyTorch
+# does not differentiate them)
 RANKDEF_53 = [1.0, 2.0, 3.0, 0.5, 1.0, 1.5, -1.0, 0.0, 1.0, 2.0, 1.0, 0.0, 0.0, 3.0, 6.0]
 cases("linalg.lstsq", [
     Case("tall", [W((5, 3)), F((5, 2))]),

@@ -203,7 +203,7 @@ fn forward(op: &str, xs: &[Tensor]) -> Result<Vec<Tensor>> {
             vec![r.q, r.r]
         }
         "lu_factor" => {
-            let r = linalg::lu_factor(&xs[0])?;
+            let r = linalg::lu_factor(&xs[0], true)?;
             vec![r.lu, r.pivots]
         }
         "svd" => {

@@ -411,7 +411,7 @@ fn lu_check(c: &Case, dtype: DType) -> Ratios {
 }
 
 fn lu_op(t: &Tensor) -> Result<Vec<Tensor>, String> {
-    let f = lu(t).map_err(|e| e.to_string())?;
+    let f = lu(t, true).map_err(|e| e.to_string())?;
     Ok(vec![f.p, f.l, f.u])
 }
 
@@ -456,7 +456,7 @@ fn solvers_check(c: &Case, dtype: DType) -> Ratios {
         return Ok(Vec::new());
     }
     let t = c.a.tensor(dtype);
-    let lu_u = lu(&t).map_err(|e| e.to_string())?.u;
+    let lu_u = lu(&t, true).map_err(|e| e.to_string())?.u;
     let b = solvers_rhs(c.a.n).tensor(dtype);
     let e = t.zeros_like().unwrap();
     let x = match solve(&t, &b, Side::Left) {
@@ -486,7 +486,7 @@ fn solvers_op(t: &Tensor) -> Result<Vec<Tensor>, String> {
     let b = solvers_rhs(n).tensor(t.dtype());
     let sl = slogdet(t).map_err(|e| e.to_string())?;
     Ok(vec![
-        lu(t).map_err(|e| e.to_string())?.u,
+        lu(t, true).map_err(|e| e.to_string())?.u,
         solve(t, &b, Side::Left).map_err(|e| e.to_string())?,
         inv(t).map_err(|e| e.to_string())?,
         sl.sign,

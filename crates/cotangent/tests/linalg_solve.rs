@@ -515,7 +515,7 @@ fn det_from_factors(a: &Tensor) -> Vec<(f64, f64, f64)> {
     let n = a.dims()[a.rank() - 1];
     let row_major = n > 1 && a.strides()[a.rank() - 1] == 1;
     let at = if row_major { a.mT().unwrap() } else { a.clone() };
-    let f = cotangent::linalg::lu_factor_ex(&at).unwrap();
+    let f = cotangent::linalg::lu_factor_ex(&at, true).unwrap();
     let lu = f.lu.to_vec_f64();
     let piv = f.pivots.to_vec::<i64>().unwrap();
     let count: usize = a.dims()[..a.rank() - 2].iter().product();
@@ -662,7 +662,7 @@ fn batched_inverses_match_one_at_a_time() {
             let a = Tensor::from_vec(v, vec![batch, n, n]).unwrap();
             for a in [a.clone(), a.mT().unwrap()] {
                 let r = inv_ex(&a).unwrap();
-                let info = cotangent::linalg::lu_factor_ex(&a.mT().unwrap()).unwrap().info;
+                let info = cotangent::linalg::lu_factor_ex(&a.mT().unwrap(), true).unwrap().info;
                 assert_eq!(r.info.to_vec::<i64>().unwrap(), info.to_vec::<i64>().unwrap());
                 let got = r.inverse.to_vec_f64();
                 for b in [0, 1, 2, 3, 6, batch - 1] {
@@ -724,7 +724,8 @@ fn batched_solves_match_one_at_a_time() {
             for a in [a.clone(), a.mT().unwrap()] {
                 for (b, side) in &rhs {
                     let r = solve_ex(&a, b, *side).unwrap();
-                    let info = cotangent::linalg::lu_factor_ex(&a.mT().unwrap()).unwrap().info;
+                    let info =
+                        cotangent::linalg::lu_factor_ex(&a.mT().unwrap(), true).unwrap().info;
                     assert_eq!(r.info.to_vec::<i64>().unwrap(), info.to_vec::<i64>().unwrap());
                     let got = r.result;
                     for i in [0, 1, 2, 3, 6, batch - 1] {

@@ -8,13 +8,10 @@ use cotangent::Tensor;
 use crate::dispatch::{guard, one, Args, Attrs, Fail, Res};
 use crate::Kind;
 
-/// `pivot=False` (LU without pivoting) is not implemented on the CPU by PyTorch either.
-fn pivot(at: &Attrs<'_>, op: &str) -> Res<()> {
-    if at.bool_or("pivot", true)? {
-        Ok(())
-    } else {
-        Err(Fail::Kind(Kind::Unsupported, format!("{op}: LU without pivoting is not implemented")))
-    }
+/// `pivot` (default true); `pivot=False` is LU without interchanges (PyTorch computes it
+/// on CUDA only).
+fn pivot(at: &Attrs<'_>) -> Res<bool> {
+    at.bool_or("pivot", true)
 }
 
 fn side(at: &Attrs<'_>) -> Res<Side> {
@@ -24,21 +21,20 @@ fn side(at: &Attrs<'_>) -> Res<Side> {
 /// `linalg.lu_factor(A, *, pivot=True)` -> (LU, pivots).
 pub(crate) fn lu_factor(a: &Args<'_>, at: &Attrs<'_>) -> Res<Vec<Tensor>> {
     a.count(1, 1)?;
-    pivot(at, "linalg.lu_factor")?;
-    let f = linalg::lu_factor(a.t(0)?)?;
+    let f = linalg::lu_factor(a.t(0)?, pivot(at)?)?;
     Ok(vec![f.lu, f.pivots])
 }
 
 /// `linalg.lu_factor_ex(A, *, pivot=True, check_errors=False)` -> (LU, pivots, info).
 pub(crate) fn lu_factor_ex(a: &Args<'_>, at: &Attrs<'_>) -> Res<Vec<Tensor>> {
     a.count(1, 1)?;
-    pivot(at, "linalg.lu_factor_ex")?;
+    let p = pivot(at)?;
     let f = if at.bool_or("check_errors", false)? {
-        let f = linalg::lu_factor(a.t(0)?)?;
-        let info = linalg::lu_factor_ex(a.t(0)?)?.info;
+        let f = linalg::lu_factor(a.t(0)?, p)?;
+        let info = linalg::lu_factor_ex(a.t(0)?, p)?.info;
         linalg::LuFactorEx { lu: f.lu, pivots: f.pivots, info }
     } else {
-        linalg::lu_factor_ex(a.t(0)?)?
+        linalg::lu_factor_ex(a.t(0)?, p)?
     };
     Ok(vec![f.lu, f.pivots, f.info])
 }
@@ -57,9 +53,11 @@ fn guard_p(op: &str, t: &Tensor) -> Res<()> {
 /// `linalg.lu(A, *, pivot=True)` -> (P, L, U).
 pub(crate) fn lu(a: &Args<'_>, at: &Attrs<'_>) -> Res<Vec<Tensor>> {
     a.count(1, 1)?;
-    pivot(at, "linalg.lu")?;
-    guard_p("linalg.lu", a.t(0)?)?;
-    let f = linalg::lu(a.t(0)?)?;
+    let p = pivot(at)?;
+    if p {
+        guard_p("linalg.lu", a.t(0)?)?;
+    }
+    let f = linalg::lu(a.t(0)?, p)?;
     Ok(vec![f.p, f.l, f.u])
 }
 

@@ -137,10 +137,12 @@ pub(crate) trait BackendStorage: Sized {
         upper: bool,
     ) -> Result<(Self, Layout)>;
 
-    /// LU with partial pivoting of `self: (*, m, n)` (LAPACK `getrf`): the packed factors
-    /// (column-major, with their layout), the 1-based interchanges `(*, min(m, n))` and
-    /// `info` `(*)`, both `I64` and contiguous.
-    fn lu_factor(&self, l: &Layout) -> Result<(Self, Layout, Self, Self)>;
+    /// LU of `self: (*, m, n)`, with partial pivoting (LAPACK `getrf`) or, if `!pivot`,
+    /// none (`A = L U`): the packed factors (column-major, with their layout), the 1-based
+    /// interchanges `(*, min(m, n))` (`1, 2, ..., k` without pivoting) and `info` `(*)`
+    /// (the 1-based index of the first exactly zero pivot, or 0), both `I64` and
+    /// contiguous.
+    fn lu_factor(&self, l: &Layout, pivot: bool) -> Result<(Self, Layout, Self, Self)>;
 
     /// [`BackendStorage::lu_factor`] of square `self: (*, n, n)` with each matrix's
     /// determinant read off its factors in the same pass (see [`LuDet`]).

@@ -1,6 +1,6 @@
-//! LU factorisation with partial pivoting, `A = P L U` (`linalg.lu_factor`,
-//! `linalg.lu_factor_ex`, `linalg.lu`, `lu_unpack`) and its solver (`linalg.lu_solve`),
-//! for rectangular `(*, m, n)` matrices.
+//! LU factorisation with partial pivoting, `A = P L U`, or without (`A = L U`, `pivot =
+//! false`) (`linalg.lu_factor`, `linalg.lu_factor_ex`, `linalg.lu`, `lu_unpack`) and its
+//! solver (`linalg.lu_solve`), for rectangular `(*, m, n)` matrices.
 //!
 //! Conventions are LAPACK's and PyTorch's: the packed factors hold `L` strictly below the
 //! diagonal (its unit diagonal implied) and `U` on and above it; `pivots` are the 1-based
@@ -54,7 +54,8 @@ pub struct LuFactorEx {
 /// The result of [`lu`] and [`lu_unpack`]: `A = P L U` (PyTorch's `(P, L, U)`).
 #[derive(Debug, Clone)]
 pub struct Lu {
-    /// `(*, m, m)`: the permutation matrix, in the input's dtype, without gradient.
+    /// `(*, m, m)`: the permutation matrix, in the input's dtype, without gradient (empty,
+    /// `(0,)`, from [`lu`] without pivoting).
     pub p: Tensor,
     /// `(*, m, k)`, `k = min(m, n)`: unit lower triangular (trapezoidal when `m > n`).
     pub l: Tensor,
@@ -85,10 +86,10 @@ pub(crate) fn contiguous_cpu(t: &Tensor) -> std::borrow::Cow<'_, crate::backend:
     }
 }
 
-/// The packed LU of `a` (f32 or f64, at least 2 dims) without recording: `(lu, pivots,
-/// info)`.
-pub(crate) fn factor_raw(a: &Tensor) -> Result<(Tensor, Tensor, Tensor)> {
-    let (s, l, p, i) = a.storage().cpu().lu_factor(a.layout())?;
+/// The packed LU of `a` (f32 or f64, at least 2 dims) without recording, with partial
+/// pivoting or none: `(lu, pivots, info)`.
+pub(crate) fn factor_raw(a: &Tensor, pivot: bool) -> Result<(Tensor, Tensor, Tensor)> {
+    let (s, l, p, i) = a.storage().cpu().lu_factor(a.layout(), pivot)?;
     let r = a.rank();
     let (m, n) = (a.dims()[r - 2], a.dims()[r - 1]);
     let mut pdims = a.dims()[..r - 2].to_vec();
@@ -253,14 +254,14 @@ fn lu_backward(gl: &Tensor, gu: &Tensor, l: &Tensor, u: &Tensor) -> Result<Tenso
     }
 }
 
-fn factor_ex(op: &'static str, a: &Tensor) -> Result<LuFactorEx> {
+fn factor_ex(op: &'static str, a: &Tensor, pivot: bool) -> Result<LuFactorEx> {
     check_float(op, a)?;
     check_matrix(op, a)?;
     if a.dtype().is_half() {
-        let f = factor_ex(op, &a.to_dtype(DType::F32)?)?;
+        let f = factor_ex(op, &a.to_dtype(DType::F32)?, pivot)?;
         return Ok(LuFactorEx { lu: f.lu.to_dtype(a.dtype())?, ..f });
     }
-    let (lu, pivots, info) = factor_raw(a)?;
+    let (lu, pivots, info) = factor_raw(a, pivot)?;
     let mut outs = record(LuFactorOp, &[a], vec![lu, pivots, info], true).into_iter();
     match (outs.next(), outs.next(), outs.next()) {
         (Some(lu), Some(pivots), Some(info)) => Ok(LuFactorEx { lu, pivots, info }),
@@ -268,19 +269,25 @@ fn factor_ex(op: &'static str, a: &Tensor) -> Result<LuFactorEx> {
     }
 }
 
-/// LU factorisation with partial pivoting, without error checks
-/// (`torch.linalg.lu_factor_ex(A, pivot=True)`; a primitive).
+/// LU factorisation, without error checks (`torch.linalg.lu_factor_ex(A, pivot=...)`; a
+/// primitive).
 ///
 /// Math: `A = P L U` for `a: (*, m, n)`, `k = min(m, n)`; returns the packed factors
 /// `(*, m, n)`, the 1-based interchanges `(*, k)` (`I64`, LAPACK's `ipiv`) and `info: (*)`
 /// (`I64`, LAPACK's: `i > 0` when `U[i-1, i-1]` is exactly zero; the factors are still
-/// completed, as LAPACK does, skipping that column). Rows are chosen by largest absolute
-/// value (the first one on ties), as LAPACK's `getrf`.
+/// completed, as LAPACK does, skipping that column).
+/// - `pivot = true`: partial pivoting; rows are chosen by largest absolute value (the
+///   first one on ties), as LAPACK's `getrf`.
+/// - `pivot = false`: no interchanges, `A = L U` (Doolittle), the pivots `1, 2, ..., k`
+///   (as PyTorch's CUDA build returns them; its CPU build refuses `pivot=False`). It
+///   exists when the leading principal minors it divides by are nonsingular, and is
+///   stable for diagonally dominant and positive-definite matrices; on others its growth
+///   is unbounded. After a zero pivot (`info > 0`) the factors are not an LU of `A`.
 ///
 /// Gradient (w.r.t. `a`, through `lu`): PyTorch's `linalg_lu_backward` for square, wide
-/// and tall matrices; infinite or NaN where `U` is singular (it divides by `U`'s
-/// diagonal), as PyTorch. `pivots` and `info` have no gradient. Differentiable to any
-/// order.
+/// and tall matrices (with `P = I` without pivoting); infinite or NaN where `U` is
+/// singular (it divides by `U`'s diagonal), as PyTorch. `pivots` and `info` have no
+/// gradient. Differentiable to any order.
 ///
 /// Dtypes: f32, f64 (bf16 and f16 computed in f32). Batches of size 0 and empty matrices
 /// give empty results.
@@ -292,20 +299,25 @@ fn factor_ex(op: &'static str, a: &Tensor) -> Result<LuFactorEx> {
 /// # use cotangent::Tensor;
 /// use cotangent::linalg::lu_factor_ex;
 /// let a = Tensor::from_vec(vec![0.0f64, 1.0, 0.0, 1.0], (2, 2))?;
-/// let f = lu_factor_ex(&a)?;
+/// let f = lu_factor_ex(&a, true)?;
 /// assert_eq!(f.info.to_vec::<i64>()?, vec![1]); // U[0, 0] = 0
 /// assert_eq!(f.pivots.to_vec::<i64>()?, vec![1, 2]);
+/// // without pivoting: A = L U with no interchange
+/// let b = Tensor::from_vec(vec![1.0f64, 2.0, 3.0, 4.0], (2, 2))?;
+/// let g = lu_factor_ex(&b, false)?;
+/// assert_eq!(g.lu.to_vec::<f64>()?, vec![1.0, 2.0, 3.0, -2.0]);
+/// assert_eq!(g.info.to_vec::<i64>()?, vec![0]);
 /// # Ok::<(), cotangent::Error>(())
 /// ```
-pub fn lu_factor_ex(a: &Tensor) -> Result<LuFactorEx> {
-    factor_ex(OP_FACTOR_EX, a)
+pub fn lu_factor_ex(a: &Tensor, pivot: bool) -> Result<LuFactorEx> {
+    factor_ex(OP_FACTOR_EX, a, pivot)
 }
 
-/// LU factorisation with partial pivoting (`torch.linalg.lu_factor(A, pivot=True)`; a
-/// primitive: [`lu_factor_ex`] with an error check).
+/// LU factorisation (`torch.linalg.lu_factor(A, pivot=...)`; a primitive: [`lu_factor_ex`]
+/// with an error check).
 ///
-/// Math, shapes, dtypes and gradient as [`lu_factor_ex`]: `A = P L U` packed in
-/// `lu: (*, m, n)`, `pivots: (*, min(m, n))` (`I64`, 1-based).
+/// Math, shapes, dtypes, `pivot` and gradient as [`lu_factor_ex`]: `A = P L U` packed in
+/// `lu: (*, m, n)`, `pivots: (*, min(m, n))` (`I64`, 1-based; `1..=k` without pivoting).
 ///
 /// Errors: `Singular { batch, index }` where PyTorch raises: a matrix (`batch`, its index
 /// in the flattened batch) whose `U[index-1, index-1]` is exactly zero (`index` is
@@ -316,12 +328,14 @@ pub fn lu_factor_ex(a: &Tensor) -> Result<LuFactorEx> {
 /// # use cotangent::Tensor;
 /// use cotangent::linalg::lu_factor;
 /// let a = Tensor::from_vec(vec![1.0f64, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0, 10.0], (3, 3))?;
-/// let f = lu_factor(&a)?;
+/// let f = lu_factor(&a, true)?;
 /// assert_eq!(f.pivots.to_vec::<i64>()?, vec![3, 3, 3]);
+/// // without pivoting the first pivot is 1, and the interchanges are none
+/// assert_eq!(lu_factor(&a, false)?.pivots.to_vec::<i64>()?, vec![1, 2, 3]);
 /// # Ok::<(), cotangent::Error>(())
 /// ```
-pub fn lu_factor(a: &Tensor) -> Result<LuFactor> {
-    let f = factor_ex(OP_FACTOR, a)?;
+pub fn lu_factor(a: &Tensor, pivot: bool) -> Result<LuFactor> {
+    let f = factor_ex(OP_FACTOR, a, pivot)?;
     check_info(OP_FACTOR, &f.info)?;
     Ok(LuFactor { lu: f.lu, pivots: f.pivots })
 }
@@ -345,7 +359,7 @@ pub fn lu_factor(a: &Tensor) -> Result<LuFactor> {
 /// # use cotangent::Tensor;
 /// use cotangent::linalg::{lu_factor, lu_unpack};
 /// let a = Tensor::from_vec(vec![1.0f64, 2.0, 3.0, 4.0], (2, 2))?;
-/// let f = lu_factor(&a)?;
+/// let f = lu_factor(&a, true)?;
 /// let r = lu_unpack(&f.lu, &f.pivots)?;
 /// let back = r.p.matmul(&r.l)?.matmul(&r.u)?;
 /// assert_eq!(back.to_vec::<f64>()?, vec![1.0, 2.0, 3.0, 4.0]);
@@ -373,12 +387,14 @@ pub fn lu_unpack(lu: &Tensor, pivots: &Tensor) -> Result<Lu> {
     Ok(Lu { p, l, u })
 }
 
-/// LU factorisation with partial pivoting as explicit factors (`torch.linalg.lu(A,
-/// pivot=True)`; an implicit composite of [`lu_factor_ex`] and [`lu_unpack`]).
+/// LU factorisation as explicit factors (`torch.linalg.lu(A, pivot=...)`; an implicit
+/// composite of [`lu_factor_ex`] and [`lu_unpack`]).
 ///
 /// Math: `A = P L U` (PyTorch's convention) for `a: (*, m, n)`, `k = min(m, n)`:
 /// `P: (*, m, m)` a permutation matrix, `L: (*, m, k)` unit lower, `U: (*, k, n)` upper.
 /// Singular input is factorised without error (a zero on `U`'s diagonal), as PyTorch.
+/// With `pivot = false`, `A = L U` without interchanges ([`lu_factor_ex`] says when that
+/// exists) and `P` is empty (shape `(0,)`), as PyTorch.
 ///
 /// Gradient: w.r.t. `a` through `L` and `U` (PyTorch's `linalg_lu_backward`, square,
 /// wide and tall); `P` has none. Infinite or NaN where `U` is singular. Any order.
@@ -391,14 +407,21 @@ pub fn lu_unpack(lu: &Tensor, pivots: &Tensor) -> Result<Lu> {
 /// # use cotangent::Tensor;
 /// use cotangent::linalg::lu;
 /// let a = Tensor::from_vec(vec![1.0f64, 2.0, 3.0, 4.0, 5.0, 6.0], (2, 3))?;
-/// let f = lu(&a)?;
+/// let f = lu(&a, true)?;
 /// assert_eq!(f.l.dims(), &[2, 2]);
 /// assert_eq!(f.u.dims(), &[2, 3]);
+/// let g = lu(&a, false)?;
+/// assert_eq!(g.p.dims(), &[0]);
+/// assert_eq!(g.l.matmul(&g.u)?.to_vec::<f64>()?, a.to_vec::<f64>()?);
 /// # Ok::<(), cotangent::Error>(())
 /// ```
-pub fn lu(a: &Tensor) -> Result<Lu> {
-    let f = factor_ex(OP_LU, a)?;
-    lu_unpack(&f.lu, &f.pivots)
+pub fn lu(a: &Tensor, pivot: bool) -> Result<Lu> {
+    let f = factor_ex(OP_LU, a, pivot)?;
+    if pivot {
+        return lu_unpack(&f.lu, &f.pivots);
+    }
+    let (l, u) = unpack_lu(&f.lu)?;
+    Ok(Lu { p: Tensor::zeros(vec![0], a.dtype())?, l, u })
 }
 
 #[derive(Debug)]

@@ -12,7 +12,7 @@
 //! | [`cholesky`], [`cholesky_ex`] | primitive (direct loop for small `n`, faer above) | symmetric `gA = L⁻ᵀ Φ*(Lᵀ gL) L⁻¹` |
 //! | [`cholesky_solve`], [`cholesky_inverse`] | explicit composites (triangular solves) | PyTorch's full-matrix gradient for the factor |
 //! | [`Tensor::cross`](crate::Tensor::cross), [`Tensor::vander`](crate::Tensor::vander), [`Tensor::matrix_power`](crate::Tensor::matrix_power) (`n < 0` through `inv`) | implicit composites | inherited |
-//! | [`lu_factor`], [`lu_factor_ex`] | primitive (LU with partial pivoting; allocation-free loop for small matrices, faer above) | PyTorch's `linalg_lu_backward` (square, wide, tall) |
+//! | [`lu_factor`], [`lu_factor_ex`] (`pivot`) | primitive (LU with partial pivoting: allocation-free loop for small matrices, faer above; without pivoting: our blocked right-looking loop) | PyTorch's `linalg_lu_backward` (square, wide, tall; `P = I` without pivoting) |
 //! | [`lu`], [`lu_unpack`] | implicit composites of `lu_factor_ex`, `tril`, `triu` | inherited; `P` has none |
 //! | [`lu_solve`] | primitive | `gB` a solve with the same factors, `gLU` through `A = P L U` |
 //! | [`solve`], [`solve_ex`], [`inv`], [`inv_ex`] | explicit composites (one LU, one solve) | `gB = A⁻ᵀ G` reusing the factors, `gA = −gB Xᵀ`; `gA = −Xᵀ G Xᵀ` |
@@ -24,7 +24,7 @@
 //! | [`svd()`] (`full_matrices`), [`svdvals`] | primitive (one-sided Jacobi up to 8 x 8, and 16 x 16 in batches (8 matrices in SIMD lanes), LAPACK's `gesdd` stages (our own) above; sign gauge: largest entry of each column of `U` positive) | PyTorch's `svd_backward` (tall, wide, square); `U diag(gS) Vh` for `S` only (no gaps); `NotDifferentiable` at a zero gap where the loss depends on the basis |
 //! | [`pinv`] (`atol`, `rtol`, `hermitian`) | explicit composite (SVD under no-grad) | PyTorch's `pinv_backward` in tensor ops |
 //! | [`matrix_rank`] | singular values above the tolerance | none (`I64`) |
-//! | [`lstsq`] (`rcond`, `driver`) | explicit composite (QR/LQ for `Gels`, the SVD for `Gelsy`, `Gelsd`, `Gelss`) | of the solution: `pinv(A) B`'s (PyTorch's) |
+//! | [`lstsq`] (`rcond`, `driver`) | explicit composite (QR/LQ for `Gels`, the SVD for `Gelsy`, `Gelsd`, `Gelss`) | of the solution: `pinv(A) B`'s (PyTorch's); of the residuals: `2 R diag(g) Xᵀ`, `−2 R diag(g)` |
 //! | [`vector_norm`] (every `ord`: `2`, `1`, `±inf`, `0`, any `p`) | explicit composite (one reduction kernel: plain multiply-adds, rescaled only on overflow/underflow) | PyTorch's `norm_backward`: 0 at `x = 0`, ties of `±inf` share evenly, none for `0` |
 //! | [`matrix_norm`] (`Fro`, `Nuc`, `±1`, `±2`, `±inf`), [`norm`] | implicit composites of `vector_norm`, `amax`/`amin` and the singular values | inherited (the spectral orders gap-free, through `svdvals`) |
 //! | [`cond`] (every `p`) | implicit composite: `σ_max/σ_min`, or `‖A‖ ‖A⁻¹‖` through `inv_ex` (`inf` when singular) | inherited, for every `p` |

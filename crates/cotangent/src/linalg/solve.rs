@@ -141,7 +141,7 @@ impl Op for SolveOp {
 /// The LU of `aᵀ` (PyTorch factorises `Aᵀ` for contiguous `A`, and its `info` follows):
 /// `(lu, pivots, info)`.
 fn factor_t(a: &Tensor) -> Result<(Tensor, Tensor, Tensor)> {
-    factor_raw(&a.detach().mT()?)
+    factor_raw(&a.detach().mT()?, true)
 }
 
 fn solve_impl(

@@ -1087,14 +1087,26 @@ impl BackendStorage for CpuStorage {
         })
     }
 
-    fn lu_factor(&self, l: &Layout) -> Result<(CpuStorage, Layout, CpuStorage, CpuStorage)> {
+    fn lu_factor(
+        &self,
+        l: &Layout,
+        pivot: bool,
+    ) -> Result<(CpuStorage, Layout, CpuStorage, CpuStorage)> {
         Ok(match self {
             CpuStorage::F32(a) => {
-                let (lu, ll, p, i) = linalg::lu::lu_factor(a, l);
+                let (lu, ll, p, i) = if pivot {
+                    linalg::lu::lu_factor(a, l)
+                } else {
+                    linalg::lu_nopivot::lu_factor_nopivot(a, l)
+                };
                 (CpuStorage::F32(lu), ll, CpuStorage::I64(p), CpuStorage::I64(i))
             }
             CpuStorage::F64(a) => {
-                let (lu, ll, p, i) = linalg::lu::lu_factor(a, l);
+                let (lu, ll, p, i) = if pivot {
+                    linalg::lu::lu_factor(a, l)
+                } else {
+                    linalg::lu_nopivot::lu_factor_nopivot(a, l)
+                };
                 (CpuStorage::F64(lu), ll, CpuStorage::I64(p), CpuStorage::I64(i))
             }
             _ => return Err(unsupported("linalg.lu_factor", self.dtype())),

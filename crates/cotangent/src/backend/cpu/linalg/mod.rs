@@ -17,6 +17,7 @@ pub(crate) mod cholesky;
 pub(crate) mod eigh;
 pub(crate) mod householder;
 pub(crate) mod lu;
+pub(crate) mod lu_nopivot;
 #[cfg(target_arch = "x86_64")]
 mod lu_wide;
 pub(crate) mod matrix_exp;
