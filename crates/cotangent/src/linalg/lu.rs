@@ -491,7 +491,7 @@ impl Op for LuSolveOp {
 /// use cotangent::linalg::{lu_factor, lu_solve, Side};
 /// let a = Tensor::from_vec(vec![2.0f64, 1.0, 1.0, 3.0], (2, 2))?;
 /// let b = Tensor::from_vec(vec![3.0f64, 5.0], (2, 1))?;
-/// let f = lu_factor(&a)?;
+/// let f = lu_factor(&a, true)?;
 /// let x = lu_solve(&f.lu, &f.pivots, &b, Side::Left, false)?;
 /// let v = x.to_vec::<f64>()?;
 /// assert!((v[0] - 0.8).abs() < 1e-12 && (v[1] - 1.4).abs() < 1e-12);
