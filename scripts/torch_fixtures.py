@@ -1099,6 +1099,56 @@ cases("linalg.lu", [
     Case("nopivot-wide", [W((3, 5))], {"pivot": False}),
     Case("nopivot-batched", [W((2, 3, 3))], {"pivot": False}, dtypes=F64),
 ])
+# the Bunch–Kaufman family (crates/cotangent/src/linalg/ldl.rs). Forward only: PyTorch
+# defines no derivative for ldl_factor or ldl_solve (the library differentiates ldl_solve
+# w.r.t. B, checked by gradcheck in tests/linalg_ldl.rs; through LD both refuse).
+def SYM(shape, **kw):
+    return F(shape, "sym", **kw)
+
+
+# indefinite with a zero diagonal entry: 2 x 2 pivots and interchanges
+INDEF4 = [0.0, 2.0, 1.0, -1.0, 2.0, 0.5, 3.0, 0.0, 1.0, 3.0, -0.2, 4.0, -1.0, 0.0, 4.0, 0.1]
+
+
+def ldl_of(values, n):
+    """LD and pivots of a fixed symmetric matrix, computed here by PyTorch: inputs of
+    ldl_solve cases."""
+    a = torch.tensor(np.asarray(values, dtype=np.float64).reshape(n, n))
+    ld, piv = torch.linalg.ldl_factor(a)
+    return ld.reshape(-1).tolist(), piv.tolist()
+
+
+LD4, PIV4 = ldl_of(INDEF4, 4)
+SYM3 = [2.0, -1.0, 0.5, -1.0, -3.0, 1.5, 0.5, 1.5, 0.2]
+LD3, PIV3 = ldl_of(SYM3, 3)
+cases("linalg.ldl_factor", [
+    Case("sym", [SYM((5, 5))], grad=False),
+    Case("indefinite-2x2", [F((4, 4), values=INDEF4)], grad=False),
+    Case("batched", [SYM((2, 3, 4, 4))], grad=False),
+    Case("large", [SYM((12, 12))], dtypes=F64, grad=False),
+    Case("lower-only", [F((2, 2), values=[1.0, 2.0, 3.0, 4.0])], dtypes=F64, grad=False),
+    Case("hermitian", [SYM((4, 4))], {"hermitian": True}, dtypes=F64, grad=False),
+    Case("1x1", [SYM((1, 1))], dtypes=F64, grad=False),
+    Case("empty", [F((0, 0))], dtypes=F64, grad=False),
+    Case("empty-batch", [F((0, 3, 3))], dtypes=F64, grad=False),
+    Case("grad", [SYM((3, 3))], dtypes=F64, backward_error="Unsupported"),
+    Case("not-square", [F((3, 4))], dtypes=F64, error="NotSquare"),
+    Case("vector", [F((3,))], dtypes=F64, error="ShapeMismatch"),
+])
+cases("linalg.ldl_factor_ex", [
+    Case("sym", [SYM((5, 5))], grad=False),
+    Case("batched", [SYM((3, 4, 4))], grad=False),
+    Case("zero-block", [F((3, 3), values=[1.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 2.0])], dtypes=F64, grad=False),
+    Case("zero-2x2-diagonal", [F((2, 2), values=[0.0, 1.0, 1.0, 0.0])], dtypes=F64, grad=False),
+])
+cases("linalg.ldl_solve", [
+    Case("indefinite", [F((4, 4), values=LD4, requires_grad=False), T("i32", PIV4), F((4, 3), requires_grad=False)], grad=False),
+    Case("sym3", [F((3, 3), values=LD3, requires_grad=False), T("i32", PIV3), F((3, 2), requires_grad=False)], grad=False),
+    Case("broadcast-b", [F((3, 3), values=LD3, requires_grad=False), T("i32", PIV3), F((2, 3, 1), requires_grad=False)], dtypes=F64, grad=False),
+    Case("rows-mismatch", [F((3, 3), values=LD3), T("i32", PIV3), F((4, 1))], dtypes=F64, error="ShapeMismatch"),
+    Case("pivots-shape", [F((3, 3), values=LD3), T("i32", PIV3[:2]), F((3, 1))], dtypes=F64, error="ShapeMismatch"),
+    Case("grad-ld", [F((3, 3), values=LD3), T("i32", PIV3), F((3, 2))], dtypes=F64, backward_error="Unsupported"),
+])
 cases("lu_unpack", [
     Case("square", [W((3, 3)), piv([3, 3, 3])]),
     Case("wide", [W((3, 5)), piv([2, 3, 3])]),

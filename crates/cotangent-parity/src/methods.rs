@@ -160,6 +160,10 @@ pub const LIBRARY_METHODS: &[(&str, Coverage)] = &[
     ("lu", Coverage::Op("linalg.lu")),
     ("lu_unpack", Coverage::Op("lu_unpack")),
     ("lu_solve", Coverage::Op("linalg.lu_solve")),
+    // src/linalg/ldl.rs
+    ("ldl_factor", Coverage::Op("linalg.ldl_factor")),
+    ("ldl_factor_ex", Coverage::Op("linalg.ldl_factor_ex")),
+    ("ldl_solve", Coverage::Op("linalg.ldl_solve")),
     // src/linalg/solve.rs
     ("solve", Coverage::Op("linalg.solve")),
     ("solve_ex", Coverage::Op("linalg.solve_ex")),

@@ -1,8 +1,10 @@
 //! Handlers of the solvers and factorisations (`linalg.solve_triangular`, cholesky, LU,
-//! QR, the symmetric eigendecomposition, the matrix exponential, and the ops built on them): one file per family, listed in [`crate::dispatch::OPS`].
+//! LDL, QR, the symmetric eigendecomposition, the matrix exponential, and the ops built on
+//! them): one file per family, listed in [`crate::dispatch::OPS`].
 
 mod cholesky;
 mod eigh;
+mod ldl;
 mod lu;
 mod norms;
 mod qr;
@@ -11,6 +13,7 @@ mod triangular;
 
 pub(crate) use cholesky::{cholesky, cholesky_ex, cholesky_inverse, cholesky_solve};
 pub(crate) use eigh::{eigh, eigvalsh, matrix_exp};
+pub(crate) use ldl::{ldl_factor, ldl_factor_ex, ldl_solve};
 pub(crate) use lu::{
     det, inv, inv_ex, logdet, lu, lu_factor, lu_factor_ex, lu_solve, lu_unpack, slogdet, solve,
     solve_ex, tensorinv, tensorsolve,

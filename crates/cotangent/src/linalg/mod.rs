@@ -14,6 +14,8 @@
 //! | [`Tensor::cross`](crate::Tensor::cross), [`Tensor::vander`](crate::Tensor::vander), [`Tensor::matrix_power`](crate::Tensor::matrix_power) (`n < 0` through `inv`) | implicit composites | inherited |
 //! | [`lu_factor`], [`lu_factor_ex`] (`pivot`) | primitive (LU with partial pivoting: allocation-free loop for small matrices, faer above; without pivoting: our blocked right-looking loop) | PyTorch's `linalg_lu_backward` (square, wide, tall; `P = I` without pivoting) |
 //! | [`lu`], [`lu_unpack`] | implicit composites of `lu_factor_ex`, `tril`, `triu` | inherited; `P` has none |
+//! | [`ldl_factor`], [`ldl_factor_ex`] (`hermitian`) | primitive (Bunch–Kaufman, LAPACK `sytf2`'s pivots) | none (`NotDifferentiable`, as PyTorch) |
+//! | [`ldl_solve`] | primitive (LAPACK `sytrs`) | w.r.t. `B`: `A⁻¹ G`; w.r.t. `LD`: none (`NotDifferentiable`) |
 //! | [`lu_solve`] | primitive | `gB` a solve with the same factors, `gLU` through `A = P L U` |
 //! | [`solve`], [`solve_ex`], [`inv`], [`inv_ex`] | explicit composites (one LU, one solve) | `gB = A⁻ᵀ G` reusing the factors, `gA = −gB Xᵀ`; `gA = −Xᵀ G Xᵀ` |
 //! | [`det`], [`slogdet`] | explicit composites (one LU) | `g det(A) A⁻ᵀ`, by an SVD at singular matrices; `g A⁻ᵀ` |
@@ -37,6 +39,7 @@
 mod cholesky;
 mod det;
 mod eigh;
+mod ldl;
 mod lstsq;
 mod lu;
 mod matmul;
@@ -54,6 +57,7 @@ pub(crate) mod util;
 pub use cholesky::{cholesky, cholesky_ex, cholesky_inverse, cholesky_solve, CholeskyEx};
 pub use det::{det, logdet, slogdet, Slogdet};
 pub use eigh::{eigh, eigvalsh, Eigh};
+pub use ldl::{ldl_factor, ldl_factor_ex, ldl_solve, LdlFactor, LdlFactorEx};
 pub use lstsq::{lstsq, Lstsq, LstsqDriver};
 pub use lu::{lu, lu_factor, lu_factor_ex, lu_solve, lu_unpack, Lu, LuFactor, LuFactorEx};
 pub use matrix_fn::matrix_exp;

@@ -1113,6 +1113,45 @@ impl BackendStorage for CpuStorage {
         })
     }
 
+    fn ldl_factor(&self, l: &Layout) -> Result<(CpuStorage, Layout, CpuStorage, CpuStorage)> {
+        Ok(match self {
+            CpuStorage::F32(a) => {
+                let (f, fl, p, i) = linalg::ldl::ldl_factor(a, l);
+                (CpuStorage::F32(f), fl, CpuStorage::I64(p), CpuStorage::I64(i))
+            }
+            CpuStorage::F64(a) => {
+                let (f, fl, p, i) = linalg::ldl::ldl_factor(a, l);
+                (CpuStorage::F64(f), fl, CpuStorage::I64(p), CpuStorage::I64(i))
+            }
+            _ => return Err(unsupported("linalg.ldl_factor", self.dtype())),
+        })
+    }
+
+    fn ldl_solve(
+        &self,
+        l: &Layout,
+        piv: &CpuStorage,
+        b: &CpuStorage,
+        bl: &Layout,
+    ) -> Result<(CpuStorage, Layout)> {
+        const OP: &str = "linalg.ldl_solve";
+        let CpuStorage::I64(p) = piv else { return Err(unsupported(OP, piv.dtype())) };
+        Ok(match (self, b) {
+            (CpuStorage::F32(f), CpuStorage::F32(b)) => {
+                let (x, xl) = linalg::ldl::ldl_solve(f, l, p, b, bl);
+                (CpuStorage::F32(x), xl)
+            }
+            (CpuStorage::F64(f), CpuStorage::F64(b)) => {
+                let (x, xl) = linalg::ldl::ldl_solve(f, l, p, b, bl);
+                (CpuStorage::F64(x), xl)
+            }
+            _ if self.dtype() != b.dtype() => {
+                return Err(Error::DTypeMismatch { op: OP, lhs: self.dtype(), rhs: b.dtype() })
+            }
+            _ => return Err(unsupported(OP, self.dtype())),
+        })
+    }
+
     fn lu_det(&self, l: &Layout, want_log: bool) -> Result<crate::backend::LuDet<CpuStorage>> {
         Ok(match self {
             CpuStorage::F32(a) => linalg::lu::lu_det(a, l, want_log).map(CpuStorage::F32),

@@ -16,6 +16,7 @@ pub(crate) mod bidiag_split;
 pub(crate) mod cholesky;
 pub(crate) mod eigh;
 pub(crate) mod householder;
+pub(crate) mod ldl;
 pub(crate) mod lu;
 pub(crate) mod lu_nopivot;
 #[cfg(target_arch = "x86_64")]
