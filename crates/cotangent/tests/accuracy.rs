@@ -17,7 +17,7 @@
 
 mod hard;
 
-use cotangent::autograd::{gradcheck, GradcheckOptions};
+use cotangent::autograd::{gradcheck, gradgradcheck, GradcheckOptions};
 use cotangent::linalg::{
     cholesky, det, eigh, eigvalsh, inv, lstsq, lu, matrix_exp, pinv, qr, slogdet, solve, svd,
     svdvals, LstsqDriver, QrMode, Side, Uplo,
@@ -920,4 +920,80 @@ fn gradients_on_hard_matrices() {
     // (every defined family at every shape; the rank-deficient ones refused)
     assert_eq!(checked, 3 * 5 + 3 * 3, "gradchecks run");
     assert!(refused >= 5, "NotDifferentiable errors: {refused}");
+}
+
+/// Gradients of the other decompositions and solvers on the suite's matrices (f64), where
+/// they are defined: the prescribed spectra at condition 10 (`mode*-cond1e1`; the
+/// exponential's of norm 1, the defective Jordan block and the nilpotent shift among
+/// them), first order at orders 5 and 17 and tall and wide shapes, second order at order
+/// 5. Symmetric ops take `(X + Xᵀ) / 2` (they read one triangle).
+#[test]
+fn more_gradients_on_hard_matrices() {
+    let opts = GradcheckOptions::default();
+    let defined = |name: &str| name.ends_with("-cond1e1");
+    let check = |what: &str,
+                 a: &Tensor,
+                 second: bool,
+                 f: &dyn Fn(&Tensor) -> cotangent::Result<Vec<Tensor>>| {
+        let a = a.with_requires_grad(true).unwrap();
+        let r = gradcheck(|x| f(&x[0]), std::slice::from_ref(&a), &opts).unwrap();
+        assert!(r.passed, "{what}: {r}");
+        if second {
+            let r = gradgradcheck(|x| f(&x[0]), std::slice::from_ref(&a), &opts).unwrap();
+            assert!(r.passed, "{what} (second order): {r}");
+        }
+    };
+    let mut count = 0;
+    for n in [5, 17] {
+        let w = Tensor::from_vec(hard::Rng::new(9).normals(n * n), (n, n)).unwrap();
+        let w = &w;
+        let b = Tensor::from_vec(hard::Rng::new(10).normals(2 * n), (n, 2)).unwrap();
+        let b = &b;
+        for c in spd_cases(n, DType::F64, 4).iter().filter(|c| defined(&c.name)) {
+            check(&format!("cholesky {n} {}", c.name), &c.a.tensor(DType::F64), n == 5, &|x| {
+                let s = x.add(&x.mT()?)?.mul_scalar(0.5)?;
+                Ok(vec![cholesky(&s, Uplo::Lower)?.mul(w)?.sum()?])
+            });
+            count += 1;
+        }
+        for c in square(n, DType::F64, 4).iter().filter(|c| defined(&c.name)) {
+            check(
+                &format!("lu, solve, inv, det {n} {}", c.name),
+                &c.a.tensor(DType::F64),
+                n == 5,
+                &|x| {
+                    let f = lu(x, true)?;
+                    let sl = slogdet(x)?;
+                    Ok(vec![
+                        f.l.mul(w)?.sum()?.add(&f.u.mul(w)?.sum()?)?,
+                        solve(x, b, Side::Left)?.sum()?,
+                        inv(x)?.mul(w)?.sum()?,
+                        det(x)?.add(&sl.logabsdet)?,
+                    ])
+                },
+            );
+            count += 1;
+        }
+        for c in exp_cases(n, DType::F64, 4).iter().filter(|c| {
+            c.name.ends_with("-norm1") || ["jordan", "shift", "skew"].contains(&c.name.as_str())
+        }) {
+            check(&format!("matrix_exp {n} {}", c.name), &c.a.tensor(DType::F64), n == 5, &|x| {
+                Ok(vec![matrix_exp(x)?.mul(w)?.sum()?])
+            });
+            count += 1;
+        }
+    }
+    for (m, n) in [(5, 5), (12, 7), (7, 12)] {
+        let w = Tensor::from_vec(hard::Rng::new(11).normals(m * n), (n, m)).unwrap();
+        let w = &w;
+        for c in general_cases(m, n, DType::F64, 4).iter().filter(|c| defined(&c.name)) {
+            check(&format!("pinv {m}x{n} {}", c.name), &c.a.tensor(DType::F64), m == 5, &|x| {
+                Ok(vec![pinv(x, None, None, false)?.mul(w)?.sum()?])
+            });
+            count += 1;
+        }
+    }
+    // (modes 1-5 at condition 10 for cholesky, LU and pinv; three exponential families
+    // per order besides the symmetric ones)
+    assert_eq!(count, 2 * 5 + 2 * 5 + 2 * 6 + 3 * 5, "gradchecks run");
 }
