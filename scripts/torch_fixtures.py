@@ -37,6 +37,7 @@ DTYPES = {
     "f64": torch.float64,
     "f32": torch.float32,
     "bf16": torch.bfloat16,
+    "f16": torch.float16,
     "i64": torch.int64,
     "bool": torch.bool,
 }
@@ -45,7 +46,7 @@ NAMES = {v: k for k, v in DTYPES.items()}
 # input spec builds an int32 tensor for PyTorch, written as i64)
 DTYPES["i32"] = torch.int32
 NAMES[torch.int32] = "i64"
-FLOATS = ("f64", "f32", "bf16")
+FLOATS = ("f64", "f32", "bf16", "f16")
 
 torch.use_deterministic_algorithms(True)
 torch.set_num_threads(1)
@@ -66,7 +67,7 @@ def fmt_float(v, dtype):
         return "inf" if v > 0 else "-inf"
     if dtype == "f64":
         return Raw(repr(float(v)))
-    # f32 and bf16 values are exact in f32: its shortest decimal reads back exactly
+    # f32, bf16 and f16 values are exact in f32: its shortest decimal reads back exactly
     return Raw(str(np.float32(v)))
 
 
@@ -299,9 +300,14 @@ def flat(xs):
             yield x
 
 
-def run_torch(op, inputs, attrs, cotangents):
-    """Outputs and gradients (nested like the inputs), or raises."""
-    outs = call_torch(op, inputs, attrs)
+def run_torch(op, inputs, attrs, cotangents, autocast=None):
+    """Outputs and gradients (nested like the inputs), or raises. With `autocast`, the
+    forward runs inside torch.autocast("cpu", dtype=...) and the backward after it."""
+    if autocast is None:
+        outs = call_torch(op, inputs, attrs)
+    else:
+        with torch.autocast("cpu", dtype=DTYPES[autocast]):
+            outs = call_torch(op, inputs, attrs)
     if cotangents is None:
         return outs, None
     leaves = [t for t in flat(inputs) if t.requires_grad]
@@ -364,8 +370,10 @@ PAIRS_F32 = {"same", "medium", "bcast-3x1-1x4", "bcast-batched"}
 
 
 class Case:
-    def __init__(self, label, inputs, attrs=None, dtypes=F64_F32, grad=True, error=None, backward_error=None, cotangents=None):
+    def __init__(self, label, inputs, attrs=None, dtypes=F64_F32, grad=True, error=None, backward_error=None, cotangents=None, autocast=None):
         self.label, self.inputs, self.attrs = label, inputs, attrs or {}
+        # "bf16" or "f16": the op runs inside torch.autocast("cpu", dtype=...)
+        self.autocast = autocast
         # fixed cotangent values per output (None: drawn at random)
         self.cotangents = cotangents
         self.dtypes, self.grad, self.error = dtypes, grad, error
@@ -1642,6 +1650,54 @@ CASES["norm"] += [
 # generation
 
 
+# autocast (crates/cotangent/src/autocast.rs): cases run inside torch.autocast("cpu",
+# dtype=torch.bfloat16) (one in float16): the product family in the region's dtype from f32
+# input (f64 left alone), the composites PyTorch builds on matmul likewise, ops off the
+# lists in their own dtype, the listed decompositions in f32 from bf16 input, and mixed
+# inputs promoted. Their conditioning estimate is the distance to the f64 result outside
+# autocast, so the tolerance follows autocast's own rounding.
+AC_F32, AC_BF16 = ("f32",), ("bf16",)
+
+
+def ac(label, inputs, attrs=None, dtypes=AC_F32, region="bf16", grad=True):
+    return Case(label, inputs, attrs, dtypes=dtypes, autocast=region, grad=grad)
+
+
+AUTOCAST = {
+    "matmul": [ac("autocast", [F((3, 4)), F((4, 5))]), ac("autocast-f16", [F((2, 3, 4)), F((4, 2))], region="f16"),
+               ac("autocast-f64", [F((3, 4)), F((4, 2))], dtypes=F64)],
+    "mm": [ac("autocast", [F((3, 4)), F((4, 5))])],
+    "bmm": [ac("autocast", [F((2, 3, 4)), F((2, 4, 5))])],
+    "nn.functional.linear": [ac("autocast", [F((3, 4)), F((5, 4)), F((5,))])],
+    "addmm": [ac("autocast", [F((2, 4)), F((2, 3)), F((3, 4))], {"beta": 0.5, "alpha": -2.0})],
+    "baddbmm": [ac("autocast", [F((2, 3, 5)), F((2, 3, 4)), F((2, 4, 5))])],
+    "addbmm": [ac("autocast", [F((3, 5)), F((2, 3, 4)), F((2, 4, 5))])],
+    "linalg.vecdot": [ac("autocast", [F((3, 4)), F((3, 4))])],
+    "linalg.multi_dot": [ac("autocast", [[F((2, 3)), F((3, 4)), F((4, 2))]])],
+    "inner": [ac("autocast", [F((2, 3)), F((4, 3))])],
+    "linalg.matrix_power": [ac("autocast", [W((3, 3))], {"n": 3})],
+    # (forward only: PyTorch's own pinv backward fails after autocast, mixing the bf16 and
+    # f32 tensors it saved)
+    "linalg.pinv": [ac("autocast", [W((5, 3))], grad=False)],
+    "mv": [ac("autocast", [F((3, 4)), F((4,))])],
+    "addmv": [ac("autocast", [F((3,)), F((3, 4)), F((4,))])],
+    "outer": [ac("autocast", [F((3,)), F((4,))])],
+    "linalg.cholesky": [ac("autocast", [S((4, 4))], dtypes=AC_BF16)],
+    "linalg.solve": [ac("autocast", [W((4, 4)), F((4, 3))], dtypes=AC_BF16),
+                     ac("autocast-mixed", [W((4, 4)), T("bf16", np.round(np.linspace(-1, 1, 12), 2), shape=(4, 3))])],
+    "linalg.inv": [ac("autocast", [W((4, 4))], dtypes=AC_BF16)],
+    "linalg.qr": [ac("autocast", [W((4, 4))], dtypes=AC_BF16)],
+    "linalg.svdvals": [ac("autocast", [F((5, 3))], dtypes=AC_BF16)],
+    "linalg.lstsq": [ac("autocast", [W((5, 3)), F((5, 2))], {"driver": "gelsd"}, dtypes=AC_BF16)],
+    "trace": [ac("autocast", [F((3, 3))], dtypes=AC_BF16)],
+    "prod": [ac("autocast", [F((3,), "near1")], dtypes=AC_BF16)],
+    "add": [ac("autocast-mixed", [F((3, 4)), T("bf16", np.round(np.linspace(-2, 2, 12), 2), shape=(3, 4))])],
+    "cat": [ac("autocast-mixed", [[F((2, 3)), T("bf16", np.round(np.linspace(-1, 1, 3), 2), shape=(1, 3))]])],
+}
+for _op, _cs in AUTOCAST.items():
+    CASES[_op] = CASES[_op] + _cs
+
+
 def generate(op, case, dtype, rng):
     cid = f"{op}-{case.label}-{dtype}"
     built = [build_input(s, dtype, rng) for s in case.inputs]
@@ -1653,6 +1709,8 @@ def generate(op, case, dtype, rng):
     proto = {"id": cid, "op": op, "inputs": inputs_json}
     if case.attrs:
         proto["attrs"] = case.attrs
+    if case.autocast:
+        proto["autocast"] = case.autocast
     if case.error is not None:
         try:
             run_torch(op, main_inputs, case.attrs, None)
@@ -1660,7 +1718,11 @@ def generate(op, case, dtype, rng):
             msg = str(e).strip().splitlines()[0] if str(e).strip() else ""
             return {"case": proto, "expected": {"error": {"kind": case.error, "torch": f"{type(e).__name__}: {msg}"}}}
         raise SystemExit(f"{cid}: PyTorch did not raise; fix the case")
-    outs = call_torch(op, main_inputs, case.attrs)
+    if case.autocast:
+        with torch.autocast("cpu", dtype=DTYPES[case.autocast]):
+            outs = call_torch(op, main_inputs, case.attrs)
+    else:
+        outs = call_torch(op, main_inputs, case.attrs)
     cots = None
     if case.backward_error is not None:
         cots = [torch.tensor(np.round(rng.standard_normal(tuple(o.shape)), 4), dtype=o.dtype) for o in outs]
@@ -1684,8 +1746,9 @@ def generate(op, case, dtype, rng):
                 cots.append(None)
         proto["cotangents"] = [None if c is None else tensor_json(c) for c in cots]
     main_inputs = leaves_of(built, 0)
-    outs, grads = run_torch(op, main_inputs, case.attrs, cots)
-    # the same case in the other precision, for the conditioning estimate
+    outs, grads = run_torch(op, main_inputs, case.attrs, cots, case.autocast)
+    # the same case in the other precision, for the conditioning estimate (for an autocast
+    # case: in f64 outside autocast, so that the estimate is autocast's own error)
     alt_inputs = leaves_of(built, 1)
     alt_cots = None
     if cots is not None:

@@ -3,7 +3,7 @@
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
 use cotangent::autograd::{self, GradOptions};
-use cotangent::Tensor;
+use cotangent::{DType, Tensor};
 use serde_json::{Map, Value};
 
 use crate::dispatch::{self, bad, Arg, Args, Attrs, Fail, Res};
@@ -65,9 +65,9 @@ fn evaluate(v: &Value) -> Res<String> {
         return Err(bad("a case must be a JSON object"));
     };
     for k in obj.keys() {
-        if !matches!(k.as_str(), "id" | "op" | "inputs" | "attrs" | "cotangents") {
+        if !matches!(k.as_str(), "id" | "op" | "inputs" | "attrs" | "cotangents" | "autocast") {
             return Err(bad(format!(
-                "unknown key `{k}` (a case has id, op, inputs, attrs, cotangents)"
+                "unknown key `{k}` (a case has id, op, inputs, attrs, cotangents, autocast)"
             )));
         }
     }
@@ -111,7 +111,28 @@ fn evaluate(v: &Value) -> Res<String> {
         ),
         Some(_) => return Err(bad(format!("{op}: `cotangents` must be a list"))),
     };
-    let outputs = (spec.run)(&Args::new(spec.name, &inputs), &Attrs::new(spec.name, attrs))?;
+    let region = match obj.get("autocast") {
+        None | Some(Value::Null) => None,
+        Some(Value::String(d)) if d == "bf16" => Some(DType::Bf16),
+        Some(Value::String(d)) if d == "f16" => Some(DType::F16),
+        Some(v) => {
+            return Err(bad(format!("{op}: `autocast` must be \"bf16\" or \"f16\", got {v}")))
+        }
+    };
+    let run = || (spec.run)(&Args::new(spec.name, &inputs), &Attrs::new(spec.name, attrs));
+    let outputs = match region {
+        None => run()?,
+        Some(d) => {
+            // the op inside an autocast region (PyTorch's torch.autocast("cpu", dtype=d));
+            // the backward below runs outside it, as PyTorch recommends
+            let mut out = None;
+            cotangent::autocast(d, || {
+                out = Some(run());
+                Ok(())
+            })?;
+            out.unwrap_or_else(|| Err(bad(format!("{op}: the autocast region did not run"))))?
+        }
+    };
     if outputs.len() > MAX_OUTPUTS {
         return Err(bad(format!(
             "{op}: {} outputs is more than the runner's limit of {MAX_OUTPUTS}",

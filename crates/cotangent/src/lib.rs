@@ -94,6 +94,7 @@
 
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
+mod autocast;
 pub mod autograd;
 mod backend;
 pub mod dtype;
@@ -105,6 +106,7 @@ pub mod optim;
 pub mod shape;
 mod tensor;
 
+pub use autocast::{autocast, autocast_dtype};
 pub use autograd::Gradients;
 pub use dtype::{DType, Element};
 pub use error::{Device, Error, Result};

@@ -110,6 +110,8 @@ pub(crate) fn run(
     targets: &Targets<'_>,
     create_graph: bool,
 ) -> Result<Output> {
+    // backward passes run each op in the dtype its forward used, never autocast's
+    let _plain = crate::autocast::suspend();
     // 1. collect the reachable nodes in descending seq order (a topological order of the
     // backward pass) with a max-heap on seq: when a node is first popped, every node that
     // consumes it has been popped already, so all its copies are in the heap and come out

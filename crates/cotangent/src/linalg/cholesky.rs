@@ -106,6 +106,9 @@ impl Op for Cholesky {
 /// # Ok::<(), cotangent::Error>(())
 /// ```
 pub fn cholesky(a: &Tensor, uplo: Uplo) -> Result<Tensor> {
+    if let Some(c) = crate::autocast::fp32(&[a])? {
+        return cholesky(&c[0], uplo);
+    }
     const OP: &str = "linalg.cholesky";
     let (l, info) = factor(OP, a, uplo)?;
     check_info(OP, &info)?;
@@ -161,6 +164,9 @@ pub struct CholeskyEx {
 /// # Ok::<(), cotangent::Error>(())
 /// ```
 pub fn cholesky_ex(a: &Tensor, uplo: Uplo) -> Result<CholeskyEx> {
+    if let Some(c) = crate::autocast::fp32(&[a])? {
+        return cholesky_ex(&c[0], uplo);
+    }
     const OP: &str = "linalg.cholesky_ex";
     let (l, info) = factor(OP, a, uplo)?;
     let info = Tensor::from_vec(info, batch_of(a, 2))?;
@@ -249,6 +255,9 @@ impl Op for CholeskySolve {
 /// # Ok::<(), cotangent::Error>(())
 /// ```
 pub fn cholesky_solve(b: &Tensor, l: &Tensor, uplo: Uplo) -> Result<Tensor> {
+    if let Some(c) = crate::autocast::fp32(&[b, l])? {
+        return cholesky_solve(&c[0], &c[1], uplo);
+    }
     const OP: &str = "cholesky_solve";
     check_float(OP, b)?;
     check_float(OP, l)?;
@@ -334,6 +343,9 @@ impl Op for CholeskyInverse {
 /// # Ok::<(), cotangent::Error>(())
 /// ```
 pub fn cholesky_inverse(l: &Tensor, uplo: Uplo) -> Result<Tensor> {
+    if let Some(c) = crate::autocast::fp32(&[l])? {
+        return cholesky_inverse(&c[0], uplo);
+    }
     const OP: &str = "cholesky_inverse";
     check_float(OP, l)?;
     let n = check_square(OP, l)?;

@@ -285,6 +285,9 @@ fn kernel(a: &Tensor, uplo: Uplo, vectors: bool) -> Result<(Tensor, Option<Tenso
 /// # Ok::<(), cotangent::Error>(())
 /// ```
 pub fn eigh(a: &Tensor, uplo: Uplo) -> Result<Eigh> {
+    if let Some(c) = crate::autocast::fp32(&[a])? {
+        return eigh(&c[0], uplo);
+    }
     check(OP, a)?;
     if a.dtype().is_half() {
         let e = eigh(&a.to_dtype(DType::F32)?, uplo)?;
@@ -331,6 +334,9 @@ pub fn eigh(a: &Tensor, uplo: Uplo) -> Result<Eigh> {
 /// # Ok::<(), cotangent::Error>(())
 /// ```
 pub fn eigvalsh(a: &Tensor, uplo: Uplo) -> Result<Tensor> {
+    if let Some(c) = crate::autocast::fp32(&[a])? {
+        return eigvalsh(&c[0], uplo);
+    }
     check(OPV, a)?;
     if a.dtype().is_half() {
         return eigvalsh(&a.to_dtype(DType::F32)?, uplo)?.to_dtype(a.dtype());

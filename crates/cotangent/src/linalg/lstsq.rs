@@ -198,6 +198,9 @@ pub fn lstsq(
     rcond: Option<f64>,
     driver: Option<LstsqDriver>,
 ) -> Result<Lstsq> {
+    if let Some(c) = crate::autocast::fp32(&[a, b])? {
+        return lstsq(&c[0], &c[1], rcond, driver);
+    }
     if a.rank() < 2 {
         return Err(Error::BadShape {
             op: OP,

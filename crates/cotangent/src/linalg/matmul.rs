@@ -74,6 +74,9 @@ impl Tensor {
     /// # Ok::<(), cotangent::Error>(())
     /// ```
     pub fn matmul(&self, other: &Tensor) -> Result<Tensor> {
+        if let Some(c) = crate::autocast::lower(&[self, other])? {
+            return c[0].matmul(&c[1]);
+        }
         const OP: &str = "matmul";
         check_dtypes(OP, self, other)?;
         let (ra, rb) = (self.rank(), other.rank());
@@ -161,6 +164,8 @@ impl Tensor {
                 got: if self.rank() == 2 { vec.shape().clone() } else { self.shape().clone() },
             });
         }
+        // (not on autocast's list, unlike matmul: PyTorch's mv keeps its inputs' dtype)
+        let _plain = crate::autocast::suspend();
         self.matmul(vec)
     }
 
@@ -180,6 +185,8 @@ impl Tensor {
                 rhs: other.shape().clone(),
             });
         }
+        // (not on autocast's list, as mv)
+        let _plain = crate::autocast::suspend();
         self.matmul(other)
     }
 }

@@ -438,6 +438,9 @@ pub fn norm(
 /// # Ok::<(), cotangent::Error>(())
 /// ```
 pub fn cond(a: &Tensor, p: Option<NormOrd>) -> Result<Tensor> {
+    if let Some(c) = crate::autocast::fp32(&[a])? {
+        return cond(&c[0], p);
+    }
     check_matrix(OP_C, a)?;
     check_float(OP_C, a)?;
     let ord = p.unwrap_or(NormOrd::P(2.0));

@@ -266,6 +266,15 @@ fn pinv_svd(a: &Tensor, atol: Option<f64>, rtol: Option<f64>, need_sv: bool) -> 
 /// # Ok::<(), cotangent::Error>(())
 /// ```
 pub fn pinv(a: &Tensor, atol: Option<f64>, rtol: Option<f64>, hermitian: bool) -> Result<Tensor> {
+    if let Some(d) = crate::autocast::autocast_dtype() {
+        // PyTorch's pinv ends in a matmul, which its autocast runs in the region's dtype:
+        // the result is rounded to it here (f64 excepted, as autocast leaves f64 alone)
+        let p = {
+            let _plain = crate::autocast::suspend();
+            pinv(a, atol, rtol, hermitian)?
+        };
+        return if p.dtype() == DType::F64 { Ok(p) } else { p.to_dtype(d) };
+    }
     check_matrix(OP_PINV, a)?;
     check_float(OP_PINV, a)?;
     if hermitian {
@@ -316,6 +325,9 @@ pub fn matrix_rank(
     rtol: Option<f64>,
     hermitian: bool,
 ) -> Result<Tensor> {
+    if let Some(c) = crate::autocast::fp32(&[a])? {
+        return matrix_rank(&c[0], atol, rtol, hermitian);
+    }
     check_matrix(OP_RANK, a)?;
     check_float(OP_RANK, a)?;
     if hermitian {

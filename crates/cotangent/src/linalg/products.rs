@@ -104,6 +104,9 @@ impl Tensor {
 
     /// `Σ x·y` along `dim`, with broadcasting (`torch.linalg.vecdot`, default `dim=-1`).
     pub fn vecdot(&self, other: &Tensor, dim: isize) -> Result<Tensor> {
+        if let Some(c) = crate::autocast::lower(&[self, other])? {
+            return c[0].vecdot(&c[1], dim);
+        }
         if self.dtype() != other.dtype() {
             return Err(Error::DTypeMismatch {
                 op: "linalg.vecdot",
@@ -119,6 +122,9 @@ impl Tensor {
     /// `beta · self + alpha · (mat1 @ mat2)` (`torch.addmm`; `self` broadcasts to the
     /// product's shape; `beta = 0` ignores `self`, NaN included).
     pub fn addmm(&self, mat1: &Tensor, mat2: &Tensor, beta: f64, alpha: f64) -> Result<Tensor> {
+        if let Some(c) = crate::autocast::lower(&[self, mat1, mat2])? {
+            return c[0].addmm(&c[1], &c[2], beta, alpha);
+        }
         need_rank("addmm", mat1, 2, "2-d matrices")?;
         need_rank("addmm", mat2, 2, "2-d matrices")?;
         affine("addmm", self, &mat1.mm(mat2)?, beta, alpha)
@@ -132,6 +138,9 @@ impl Tensor {
         beta: f64,
         alpha: f64,
     ) -> Result<Tensor> {
+        if let Some(c) = crate::autocast::lower(&[self, batch1, batch2])? {
+            return c[0].baddbmm(&c[1], &c[2], beta, alpha);
+        }
         affine("baddbmm", self, &batch1.bmm(batch2)?, beta, alpha)
     }
 
@@ -143,6 +152,9 @@ impl Tensor {
         beta: f64,
         alpha: f64,
     ) -> Result<Tensor> {
+        if let Some(c) = crate::autocast::lower(&[self, batch1, batch2])? {
+            return c[0].addbmm(&c[1], &c[2], beta, alpha);
+        }
         let p = batch1.bmm(batch2)?.sum_dims(&[0], false)?;
         affine("addbmm", self, &p, beta, alpha)
     }
@@ -170,6 +182,11 @@ impl Tensor {
     /// ```
     pub fn linear(&self, weight: &Tensor, bias: Option<&Tensor>) -> Result<Tensor> {
         const OP: &str = "nn.functional.linear";
+        let mut args = vec![self, weight];
+        args.extend(bias);
+        if let Some(c) = crate::autocast::lower(&args)? {
+            return c[0].linear(&c[1], c.args.get(2));
+        }
         if weight.rank() != 2 && weight.rank() != 1 {
             return Err(Error::BadShape {
                 op: OP,
@@ -230,6 +247,9 @@ impl Tensor {
     /// Errors: `InvalidArgument` for fewer than 2 tensors; `BadShape`; `ShapeMismatch`.
     pub fn multi_dot(tensors: &[&Tensor]) -> Result<Tensor> {
         const OP: &str = "linalg.multi_dot";
+        if let Some(c) = crate::autocast::lower(tensors)? {
+            return Tensor::multi_dot(&c.args.iter().collect::<Vec<_>>());
+        }
         let n = tensors.len();
         if n < 2 {
             return Err(Error::InvalidArgument {

@@ -201,6 +201,9 @@ impl Op for QrOp {
 /// # Ok::<(), cotangent::Error>(())
 /// ```
 pub fn qr(a: &Tensor, mode: QrMode) -> Result<Qr> {
+    if let Some(c) = crate::autocast::fp32(&[a])? {
+        return qr(&c[0], mode);
+    }
     check_matrix(OP, a)?;
     check_float(OP, a)?;
     if a.dtype().is_half() {
@@ -257,6 +260,9 @@ pub fn qr(a: &Tensor, mode: QrMode) -> Result<Qr> {
 /// # Ok::<(), cotangent::Error>(())
 /// ```
 pub fn householder_product(v: &Tensor, tau: &Tensor) -> Result<Tensor> {
+    if let Some(c) = crate::autocast::fp32(&[v, tau])? {
+        return householder_product(&c[0], &c[1]);
+    }
     if v.rank() < 2 {
         return Err(Error::BadShape {
             op: HP,

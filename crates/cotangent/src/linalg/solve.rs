@@ -257,6 +257,9 @@ fn solve_impl(
 /// # Ok::<(), cotangent::Error>(())
 /// ```
 pub fn solve(a: &Tensor, b: &Tensor, side: Side) -> Result<Tensor> {
+    if let Some(c) = crate::autocast::fp32(&[a, b])? {
+        return solve(&c[0], &c[1], side);
+    }
     Ok(solve_impl(OP_SOLVE, a, b, side, true)?.result)
 }
 
@@ -361,6 +364,9 @@ fn inv_impl(op: &'static str, a: &Tensor, check: bool) -> Result<InvEx> {
 /// # Ok::<(), cotangent::Error>(())
 /// ```
 pub fn inv(a: &Tensor) -> Result<Tensor> {
+    if let Some(c) = crate::autocast::fp32(&[a])? {
+        return inv(&c[0]);
+    }
     Ok(inv_impl(OP_INV, a, true)?.inverse)
 }
 
@@ -379,6 +385,9 @@ pub fn inv(a: &Tensor) -> Result<Tensor> {
 /// # Ok::<(), cotangent::Error>(())
 /// ```
 pub fn inv_ex(a: &Tensor) -> Result<InvEx> {
+    if let Some(c) = crate::autocast::fp32(&[a])? {
+        return inv_ex(&c[0]);
+    }
     inv_impl(OP_INV_EX, a, false)
 }
 
@@ -407,6 +416,9 @@ const OP_TENSORSOLVE: &str = "linalg.tensorsolve";
 /// # Ok::<(), cotangent::Error>(())
 /// ```
 pub fn tensorinv(a: &Tensor, ind: usize) -> Result<Tensor> {
+    if let Some(c) = crate::autocast::fp32(&[a])? {
+        return tensorinv(&c[0], ind);
+    }
     if ind == 0 {
         return Err(Error::InvalidArgument {
             op: OP_TENSORINV,
@@ -451,6 +463,9 @@ pub fn tensorinv(a: &Tensor, ind: usize) -> Result<Tensor> {
 /// # Ok::<(), cotangent::Error>(())
 /// ```
 pub fn tensorsolve(a: &Tensor, b: &Tensor, dims: Option<&[isize]>) -> Result<Tensor> {
+    if let Some(c) = crate::autocast::fp32(&[a, b])? {
+        return tensorsolve(&c[0], &c[1], dims);
+    }
     let r = a.rank();
     let a = match dims {
         None => a.clone(),

@@ -49,6 +49,9 @@ impl Tensor {
 
     /// The sum of the main diagonal of a matrix (`torch.trace`, 2-d only).
     pub fn trace(&self) -> Result<Tensor> {
+        if let Some(c) = crate::autocast::fp32(&[self])? {
+            return c[0].trace();
+        }
         if self.rank() != 2 {
             return Err(Error::BadShape {
                 op: "trace",

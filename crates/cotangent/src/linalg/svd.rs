@@ -378,6 +378,9 @@ fn svdvals_grad(u: &Tensor, gs: &Tensor, vh: &Tensor) -> Result<Tensor> {
 /// # Ok::<(), cotangent::Error>(())
 /// ```
 pub fn svd(a: &Tensor, full_matrices: bool) -> Result<Svd> {
+    if let Some(c) = crate::autocast::fp32(&[a])? {
+        return svd(&c[0], full_matrices);
+    }
     check_matrix(OP, a)?;
     check_float(OP, a)?;
     if a.dtype().is_half() {
@@ -423,6 +426,9 @@ pub fn svd(a: &Tensor, full_matrices: bool) -> Result<Svd> {
 /// # Ok::<(), cotangent::Error>(())
 /// ```
 pub fn svdvals(a: &Tensor) -> Result<Tensor> {
+    if let Some(c) = crate::autocast::fp32(&[a])? {
+        return svdvals(&c[0]);
+    }
     check_matrix(OP_VALS, a)?;
     check_float(OP_VALS, a)?;
     if a.requires_grad() && is_grad_enabled() {

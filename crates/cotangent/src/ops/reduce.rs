@@ -185,11 +185,17 @@ impl Tensor {
     /// The product of all elements (`torch.prod`). Its gradient is exact with zeros
     /// (`Π_{j≠i} x_j`).
     pub fn prod(&self) -> Result<Tensor> {
+        if let Some(c) = crate::autocast::fp32(&[self])? {
+            return c[0].prod();
+        }
         reduce(self, ReduceOp::Prod, &[], false, "prod")
     }
 
     /// The product over `dims` (PyTorch's `prod` takes one dim; several are allowed here).
     pub fn prod_dims(&self, dims: &[isize], keepdim: bool) -> Result<Tensor> {
+        if let Some(c) = crate::autocast::fp32(&[self])? {
+            return c[0].prod_dims(dims, keepdim);
+        }
         reduce(self, ReduceOp::Prod, dims, keepdim, "prod")
     }
 
