@@ -1,28 +1,5 @@
-//! Mixed precision: autocast regions, as PyTorch's `torch.autocast("cpu", dtype=...)`.
-//!
-//! Inside [`autocast`], the ops PyTorch's CPU autocast lists run in a policy's dtype,
-//! whatever their inputs' floating dtype (f64 excepted: autocast leaves it alone, as
-//! PyTorch):
-//! - reduced precision (the region's bf16 or f16): the matrix-product family —
-//!   [`Tensor::matmul`], [`Tensor::mm`], [`Tensor::bmm`], [`Tensor::vecdot`],
-//!   [`Tensor::multi_dot`], [`Tensor::addmm`], [`Tensor::addbmm`],
-//!   [`Tensor::baddbmm`], [`Tensor::linear`]; bf16 and f16 products accumulate in f32
-//!   and round once. The composites PyTorch builds on `matmul` inherit it, as there:
-//!   [`Tensor::inner`], [`Tensor::matrix_power`], and [`linalg::pinv`](crate::linalg::pinv)
-//!   (whose result PyTorch's final `matmul` rounds: here it is rounded to the region's
-//!   dtype).
-//! - f32: the decompositions and solvers PyTorch lists — `cholesky`, `cholesky_ex`,
-//!   `cholesky_solve`, `cholesky_inverse`, `solve`, `inv`, `inv_ex`, `tensorinv`,
-//!   `tensorsolve`, `qr`, `householder_product`, `eigh`, `eigvalsh`, `svd`, `svdvals`,
-//!   `lstsq`, `cond`, `matrix_rank` — and [`Tensor::prod`], [`Tensor::trace`]: inputs in
-//!   bf16 or f16 are computed in f32 and the results stay f32.
-//! - every other op runs in its inputs' dtype; inputs of different dtypes promote as
-//!   PyTorch promotes them (`add(bf16, f32)` is f32; `cat` and `stack` take the widest).
-//!
-//! The casts are recorded ops, so a backward runs each op in the dtype its forward used
-//! and gradients reach the inputs in their own dtypes. Backward passes themselves run
-//! outside autocast (the engine suspends it), so a `backward()` inside a region changes
-//! nothing.
+//! Mixed precision: autocast regions, as PyTorch's `torch.autocast("cpu", dtype=...)`
+//! (the policy is documented on [`autocast`]).
 
 use std::cell::Cell;
 
@@ -64,8 +41,31 @@ pub(crate) fn suspend() -> Scope {
 /// `with torch.autocast("cpu", dtype=...)`), restoring the previous state after, even if
 /// `f` fails or panics. Regions nest; the innermost dtype applies.
 ///
-/// See the [module docs](self) for which ops change dtype. A typical use trains in f32
-/// parameters with bf16 products:
+/// Inside a region, the ops PyTorch's CPU autocast lists run in a policy's dtype,
+/// whatever their inputs' floating dtype (f64 excepted: autocast leaves it alone, as
+/// PyTorch):
+/// - reduced precision (the region's bf16 or f16): the matrix-product family,
+///   [`Tensor::matmul`], [`Tensor::mm`], [`Tensor::bmm`], [`Tensor::vecdot`],
+///   [`Tensor::multi_dot`], [`Tensor::addmm`], [`Tensor::addbmm`],
+///   [`Tensor::baddbmm`], [`Tensor::linear`] (bf16 and f16 products accumulate in f32
+///   and round once). The composites PyTorch builds on `matmul` inherit it, as there:
+///   [`Tensor::inner`], [`Tensor::matrix_power`], and [`linalg::pinv`](crate::linalg::pinv)
+///   (whose result PyTorch's final `matmul` rounds: here it is rounded to the region's
+///   dtype).
+/// - f32: the decompositions and solvers PyTorch lists (`cholesky`, `cholesky_ex`,
+///   `cholesky_solve`, `cholesky_inverse`, `solve`, `inv`, `inv_ex`, `tensorinv`,
+///   `tensorsolve`, `qr`, `householder_product`, `eigh`, `eigvalsh`, `svd`, `svdvals`,
+///   `lstsq`, `cond`, `matrix_rank`) and [`Tensor::prod`], [`Tensor::trace`]: inputs in
+///   bf16 or f16 are computed in f32 and the results stay f32.
+/// - every other op runs in its inputs' dtype; inputs of different dtypes promote as
+///   PyTorch promotes them (`add(bf16, f32)` is f32; `cat` and `stack` take the widest).
+///
+/// The casts are recorded ops, so a backward runs each op in the dtype its forward used
+/// and gradients reach the inputs in their own dtypes. Backward passes themselves run
+/// outside autocast (the engine suspends it), so a `backward()` inside a region changes
+/// nothing.
+///
+/// A typical use trains f32 parameters with bf16 products:
 ///
 /// ```
 /// use cotangent::{autocast, DType, Tensor};

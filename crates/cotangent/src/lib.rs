@@ -79,14 +79,13 @@
 //! call), so that the threads at work are as many as the global pool's. After a parallel
 //! region those helpers stay awake, spinning, for 200 us (`COTANGENT_SPIN_US`, in
 //! microseconds, read once; `0` turns the helpers off and leaves the work to the global
-//! pool's workers), as OpenMP's threads do: waking a sleeping thread took 10-50 us on a
-//! 2-core host, as long as a whole batch of small matrices. Batched and elementwise
-//! kernels, norms and reductions give the same bits whatever the number of threads (the
-//! work is cut the same way and each piece computed the same way, whoever runs it; tested
-//! on 1 to 4 threads); large single matrices use faer's parallel kernels, called on a
-//! worker of the global pool (from outside it, every one of their many fork-joins put
-//! the caller to sleep and woke a worker: 13-22% of a 256 x 256 `inv`, `slogdet` or
-//! `eigh` fwd+bwd).
+//! pool's workers), as OpenMP's threads do, because waking a sleeping thread can take as
+//! long as a whole batch of small matrices. Batched and elementwise kernels, norms and
+//! reductions give the same bits whatever the number of threads (the work is cut the
+//! same way and each piece computed the same way, whoever runs it; tested on 1 to 4
+//! threads). Large single matrices use faer's parallel kernels, called on a worker of the
+//! global pool, so that their many fork-joins do not each put the caller to sleep and
+//! wake a worker.
 //!
 //! ## Operators
 //! `&a + &b`, `&a - 1.0`, `&a * &b`, `-&a`... call the corresponding methods and panic on

@@ -10,7 +10,7 @@ const INLINE_DIMS: usize = 4;
 ///
 /// Why: every tensor has a shape and strides, and with a `Vec` each was a heap allocation
 /// (two per tensor, most of them of rank 0 to 3). A 4 x 4 `x.sum()` fwd+bwd made 41
-/// allocations, and `malloc`/`free` were about 30% of a single 4 x 4 svdvals fwd+bwd.
+/// allocations, and `malloc`/`free` were a large share of a single 4 x 4 svdvals fwd+bwd.
 /// Four entries inline, not more: [`crate::Error`] holds shapes, and with six each
 /// `Result` grew past clippy's `result_large_err` bound (every op returns one).
 #[derive(Clone)]

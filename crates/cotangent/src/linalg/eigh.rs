@@ -96,8 +96,8 @@ fn inner_first_order(w: &Tensor, x: &Tensor, gw: Option<&Tensor>) -> Result<Tens
     let mut out = crate::backend::cpu::pool::overwritten(xv.len(), 0.0f64);
     let nn = (n * n).max(1);
     // the pairs (i, j), i < j, tile by tile: the transposed entry x_ji is read down a
-    // column, and element by element over whole rows an order-1024 backward spent 10-18
-    // ms here in cache misses
+    // column, and element by element over whole rows an order-1024 backward lost much
+    // time here to cache misses
     use crate::backend::cpu::linalg::lower_tiles as pairs;
     for (b, (wb, (xb, ob))) in
         wv.chunks_exact(n.max(1)).zip(xv.chunks_exact(nn).zip(out.chunks_exact_mut(nn))).enumerate()

@@ -182,7 +182,7 @@ fn product<T: GemmElem, const M: usize, const K: usize, const N: usize>(
 /// elements (`f64` at `N = 4` with AVX2): `c_i = Σ_p x_ip y_p` from zero over `p` in
 /// order, each product rounded before its sum, so the same bits as [`product`]. LLVM
 /// leaves [`product`]'s 4 x 4 loops scalar (a multiply and an add per entry and term):
-/// they were a third of a batched 4 x 4 inverse's fwd+bwd, through [`sandwich_one`].
+/// they were a large share of a batched 4 x 4 inverse's fwd+bwd, through [`sandwich_one`].
 /// `None` where it does not apply.
 pub(crate) trait ProductRows: Sized + Copy {
     #[inline(always)]
@@ -418,8 +418,8 @@ pub(crate) fn matmul<T: GemmElem>(a: &[T], al: &Layout, b: &[T], bl: &Layout) ->
     };
     let work = m * n * k;
     if m == k && k == n && (n == 8 || n == 16) {
-        // square orders 8 and 16: two rows at a time from row buffers (about 1.4x faster
-        // than faer's small kernel and its call, per matrix)
+        // square orders 8 and 16: two rows at a time from row buffers (faster than
+        // faer's small kernel and its call, per matrix)
         let run = |o: &mut [T], first: usize| rows_run(a, b, o, first, n, &mats);
         if batch * work >= 1 << 15 {
             let per_task = ((1usize << 14) / work).max(1);
@@ -475,11 +475,10 @@ const SPLIT_MIN: usize = 64;
 /// output cut into one range of rows (of columns, when it is wider than tall) per
 /// thread, each a sequential faer product. Too narrow to cut: faer's parallel product.
 ///
-/// Why not faer's parallel product throughout: on a two-core Intel AVX-512 host its
-/// two-thread 256 x 256 product took 315-322 us against 431-445 us on one thread
-/// (1.4x), two independent half products 274-287 us (1.6x); at n = 1024, 16.9-18.5 ms
-/// against 15.2-15.3 ms. Each range packs its own panels of the shared operand (`k`
-/// by its width), a small cost against its `m n k / threads` multiply-adds.
+/// Why not faer's parallel product throughout: on a two-core Intel AVX-512 host two
+/// independent half products were faster than its two-thread product, at n = 256 and
+/// at 1024. Each range packs its own panels of the shared operand (`k` by its width), a
+/// small cost against its `m n k / threads` multiply-adds.
 #[allow(clippy::too_many_arguments)]
 fn one_split<T: GemmElem>(
     a: &[T],
@@ -538,10 +537,10 @@ fn one_split<T: GemmElem>(
 }
 
 /// `k` from which a column-major left operand is copied row-major before faer's product
-/// into a row-major output: faer took twice as long with it as it is (1024 x 1024 on an
-/// Intel AVX-512 host, one or two threads: 81-85 against 37 ms, 34 against 17 ms; 1.7x
-/// at 512, 1.07x at 256), and a transposed left operand is the rule in backward passes
-/// (`Aᵀ G`). The copy costs `m k` moves against `m k n` multiply-adds.
+/// into a row-major output: with it as it is, faer was much slower at orders 512 and
+/// 1024 and slightly at 256 (an Intel AVX-512 host), and a transposed left operand is
+/// the rule in backward passes (`Aᵀ G`). The copy costs `m k` moves against `m k n`
+/// multiply-adds.
 const LHS_COPY_K: usize = 384;
 
 /// Whether the left operand `m x k` is column-major and long enough to copy

@@ -3,7 +3,7 @@
 //!
 //! The sums are plain multiply-adds in eight independent lanes (vectorisable, and as fast
 //! on values below 1 as above: faer's `norm_l2` keeps a scaled accumulator that goes
-//! subnormal there and runs 2-40x slower). Only when that fast sum overflows, or is so
+//! subnormal there and runs far slower). Only when that fast sum overflows, or is so
 //! small that subnormal squares lost digits, is the norm recomputed scaled by the largest
 //! (smallest, for `p < 0`) magnitude: so `[1e200, 1e200]` has the norm `1.41e200` (PyTorch
 //! returns `inf`) and `[1e-200, 1e-200]` has `1.41e-200` (PyTorch: 0).
@@ -178,11 +178,10 @@ struct TiledRuns<'a, T, F> {
 /// part of the block stays in its core's cache between the two passes. (The norm of a run
 /// does not depend on the split.)
 ///
-/// Measured on 2 threads: a 1024 x 16 x 16 block is faster split (64 us against 95-115
-/// us). A 4096 x 4 x 4 block (2^16 elements, 512 KiB in f64) was faster on one while the
-/// second thread had to be woken for each pass (36 us against 65-80 us split); with
-/// `run_tasks`' helper kept awake it is faster split (fwd+bwd median 21 against 28 us,
-/// forward 8 against 13 us).
+/// On 2 threads a 1024 x 16 x 16 block is faster split. A 4096 x 4 x 4 block (2^16
+/// elements, 512 KiB in f64) was faster on one while the second thread had to be woken
+/// for each pass; with `run_tasks`' helper kept awake it is faster split, forward and
+/// fwd+bwd.
 const PAR_TILED: usize = 1 << 15;
 
 /// Runs per task for `n_out` runs of `len` elements tiling a block: all of them (one task)

@@ -5,7 +5,8 @@
 //! until a worker has finished it. A batch of 4096 4x4 solves is over in tens of
 //! microseconds, and the wake-ups on both sides (a worker at the start, the caller at
 //! the end), the caller's thread sitting idle while two workers share two cores, and the
-//! workers' spinning afterwards showed as 15-30% of the samples of such ops.
+//! workers' spinning afterwards were a large share of such ops' profiles (figures in
+//! docs/benchmarks.md, "Measurements behind the kernels").
 //!
 //! [`run_tasks`] instead numbers the work `0..tasks` and lets the caller start on it at
 //! once. Each of the `current_num_threads()` threads (the caller and its helpers) starts
@@ -18,11 +19,11 @@
 //! A caller from outside rayon's pools is helped by [`helpers`], a pool of its own with
 //! one thread fewer than the global one, whose threads stay awake for a while after each
 //! region ([`keep_warm`]); the caller waits for them by spinning. Without this, a batch of
-//! 4096 4x4 solves (about 100 us of work, a few parallel regions per fwd+bwd) paid a
-//! wake-up of 10-50 us at the start of a region (the helper) and at its end (the caller
-//! sleeping in rayon's scope); the medians of the 4096x4x4 fwd+bwd rows fell by 15-50%
-//! on two threads. With a helper pool but no spinning (an earlier try) the time did not
-//! change: the wake-ups were the cost, not the extra thread.
+//! 4096 4x4 solves (a few parallel regions per fwd+bwd) paid a wake-up as long as its
+//! whole work at the start of a region (the helper) and at its end (the caller sleeping
+//! in rayon's scope); with it, such batches' fwd+bwd ran much faster on two threads.
+//! With a helper pool but no spinning (an earlier try) the time did not change: the
+//! wake-ups were the cost, not the extra thread.
 
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Mutex;
@@ -73,7 +74,7 @@ pub(crate) fn run_tasks(tasks: usize, task: impl Fn(usize) + Sync) {
         return;
     };
     // the caller waits for helpers at work by spinning, not in rayon's scope, which puts
-    // a caller from outside the pool to sleep (waking it took 10-50 us): the scope's end
+    // a caller from outside the pool to sleep (and waking it is slow): the scope's end
     // then finds their jobs done. A helper that has not started when the caller is done
     // takes no task (none is left); the scope waits for it.
     let (started, done) = (AtomicUsize::new(0), AtomicUsize::new(0));
@@ -166,9 +167,9 @@ fn claim_spinner(k: usize) -> bool {
 /// spinner job that looks for rayon work (`rayon::yield_now`, which runs the next
 /// region's helper job as soon as it is queued) until the time is up.
 ///
-/// Why: rayon's idle workers sleep within tens of microseconds, and waking one took
-/// 10-50 us on the 2-core CI host; a small parallel kernel (a batch of 4096 4x4 solves
-/// is 50-100 us of work) paid that once or twice per call, and a fwd+bwd has several.
+/// Why: rayon's idle workers sleep within tens of microseconds, and on the 2-core CI host
+/// waking one took about as long as a small parallel kernel's whole work (a batch of
+/// 4096 4x4 solves), paid once or twice per call, and a fwd+bwd has several.
 /// OpenMP's workers (and so PyTorch's) spin after a parallel region for the same reason.
 /// A spinner yields its core to the OS between rounds of polls, so that it does not
 /// hold a core that the caller (or anything else) needs.
@@ -185,8 +186,8 @@ fn keep_warm(pool: &'static rayon::ThreadPool) {
                 }
                 // every few microseconds, the core to any other runnable thread: on a
                 // loaded host the caller may share this core, and a spinner that kept it
-                // for a whole time slice made a 4096x4x4 solve's fwd+bwd 1.7x slower than
-                // with no spinning at all (with this, as fast as without spinning)
+                // for a whole time slice made a 4096x4x4 solve's fwd+bwd slower than with
+                // no spinning at all (with this, as fast as without spinning)
                 std::thread::yield_now();
             }
             SPINNERS.fetch_sub(1, Ordering::AcqRel);
@@ -260,12 +261,12 @@ pub(crate) fn for_each_chunk<T: Send>(
 ///
 /// Why: faer forks and joins many times in one call (once per panel or column block).
 /// Each `join` from a thread outside the pool hands its work to the pool and puts the
-/// caller to sleep until a worker has done it, and each paid the 10-50 us of waking a
-/// sleeping worker and then the caller; on a worker, a join is a push on its own deque
-/// that the other worker, spinning between joins, takes at once. On the 2-core host the
-/// fwd+bwd medians fell by 13-22% at n = 256 (`inv` 1.68 -> 1.31 ms, `slogdet` 1.21 ->
-/// 0.96 ms, `eigh` 8.2 -> 7.0 ms) and by about 18% for `eigh` and `svdvals` at n = 1024;
-/// the minimums barely moved (runs in which the workers happened to be awake).
+/// caller to sleep until a worker has done it, and each paid for waking a sleeping
+/// worker and then the caller; on a worker, a join is a push on its own deque that the
+/// other worker, spinning between joins, takes at once. On the 2-core host this lowered
+/// the fwd+bwd medians of `inv`, `slogdet`, `eigh` and `svdvals` at n = 256 and 1024
+/// (docs/benchmarks.md); the minimums barely moved (runs in which the workers happened
+/// to be awake).
 pub(crate) fn with_par<R: Send>(big: bool, f: impl FnOnce(Par) -> R + Send) -> R {
     if !big {
         return f(Par::Seq);

@@ -5,7 +5,7 @@
 //! dozens of 40 MB temporaries per evaluation) otherwise pays for every temporary twice
 //! in the kernel: glibc serves allocations above its mmap threshold (at most 32 MiB) with
 //! fresh `mmap`s, whose pages fault in one by one and are zeroed, and returns them with
-//! `munmap` on free. Profiles showed a third of such a program's time in page faults. The
+//! `munmap` on free. Profiles showed much of such a program's time in page faults. The
 //! buffers of dropped storages are kept here (up to [`MAX_BYTES`] per dtype) and handed
 //! to the next kernel that needs one of a similar size; buffers below [`SMALL_BYTES`] are
 //! left to the allocator, which serves them well. (Glibc's default mmap threshold is 128
@@ -17,7 +17,7 @@
 //! well by the allocator, but an op's temporaries together (a 64 x 64 SVD's forward and
 //! backward: a dozen) grow the top of the heap past glibc's trim threshold (128 KiB), and
 //! freeing them at the end of each call trimmed it, to be grown and faulted in again by the
-//! next: `svd` forward and backward at 64 x 64 took 700 us in such a process and 370 us
+//! next: `svd` forward and backward at 64 x 64 was much slower in such a process than
 //! with the trim threshold raised (`GLIBC_TUNABLES=glibc.malloc.trim_threshold=...`),
 //! which is what this cache gives. Whether a process trimmed depended on its history
 //! (a larger buffer freed earlier raises glibc's dynamic thresholds), so the same
@@ -55,7 +55,7 @@ impl<T> Caches<T> {
 
 /// Element types of CPU buffers; f32, f64 and i64 have a cache (i64 for the pivots of
 /// batched LU factorisations: 4,096 4 x 4 matrices have 128 KiB of them, which were
-/// zero-filled anew on every call, 4% of a batched solve).
+/// zero-filled anew on every call, a visible share of a batched solve).
 pub(crate) trait Pooled: Copy + Default + Send + Sync + 'static {
     /// The caches of this type, if it has them.
     fn pool() -> Option<&'static Caches<Self>> {
@@ -117,7 +117,7 @@ pub(crate) fn take<T: Pooled>(n: usize) -> Vec<T> {
 
 /// `n` elements for a kernel that writes every one of them before reading any: a cached
 /// buffer keeps its old (initialised) values instead of being filled first, which for a
-/// batch of small matrices was a fifth of a solve's time; only the elements past its
+/// batch of small matrices was a large share of a solve's time; only the elements past its
 /// old length (all of a new allocation) are filled with `value`.
 pub(crate) fn overwritten<T: Pooled>(n: usize, value: T) -> Vec<T> {
     let mut v = reuse(n);

@@ -61,10 +61,8 @@ use super::LinalgElem;
 use crate::backend::cpu::pool::{self, Pooled};
 
 /// Subproblems of at most this many rows are solved by faer's dense SVD (which
-/// bidiagonalises them again: its cost grows as the cube of the leaf). svdvals fwd+bwd,
-/// two threads, medians of two alternating runs: n = 64 569-607 us with 32, 560-579 with
-/// 16, 498-509 with 8; svd at 256 10.3-10.5 ms with 32, 9.8 with 8; svdvals at 1024
-/// 275 against 273 ms.
+/// bidiagonalises them again: its cost grows as the cube of the leaf). Of 32, 16 and 8,
+/// 8 was the fastest in `svdvals` and `svd` fwd+bwd timings on two threads.
 pub(super) const LEAF: usize = 8;
 /// From this order a subproblem solves its two halves in parallel and its merge (its
 /// roots, its products) uses every thread of the pool, when allowed to.

@@ -10,9 +10,9 @@
 //! Why not faer's `bidiag_in_place`: it is unblocked (each column's rank-two update of
 //! the whole trailing matrix fused with the next product: each entry read and written
 //! twice per column) and did not scale on two threads: on a two-core Intel AVX-512 host
-//! at n = 1024 it took 220 ms on one thread and 232 ms on two. Here the products only
-//! read the trailing matrix, the rank-`2 NB` updates are faer's sequential matrix
-//! products, and each column range stays with its task from one step to the next.
+//! at n = 1024 two threads were slower than one. Here the products only read the
+//! trailing matrix, the rank-`2 NB` updates are faer's sequential matrix products, and
+//! each column range stays with its task from one step to the next.
 //!
 //! The output is faer's: the diagonal and superdiagonal of `B` in place, the essential
 //! parts of the left reflectors below the diagonal and of the right reflectors right of

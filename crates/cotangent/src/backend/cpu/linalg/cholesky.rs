@@ -41,7 +41,7 @@ fn per_task(len: usize, work: usize) -> usize {
 /// [`LANES`]: at least a sixteenth of the batch there, as the LU lanes do
 /// ([`super::lu::lane_task_len`]). Each task makes its own lane scratch (48 KiB for the
 /// backward at n = 16); with groups of eight per task a 1024x16x16 fwd+bwd made 680
-/// allocations and zeroed them (9% of its time in `memset`).
+/// allocations and zeroed them (`memset` showed in its profile).
 fn per_lane_task(len: usize, work: usize, n: usize) -> usize {
     let per = per_task(len, work);
     let per = if n <= LANES_MAX { per.max(len / 16) } else { per };
@@ -798,8 +798,8 @@ pub(crate) fn cholesky_backward<T: LinalgElem>(
             return;
         }
         // above DIRECT_MAX the loads write every element (zeros above the diagonal), so
-        // cached buffers will do; fresh ones were page faults on every call (6% of a
-        // 256 x 256 fwd+bwd)
+        // cached buffers will do; fresh ones were page faults on every call (a visible
+        // share of a 256 x 256 fwd+bwd)
         let scratch = |v: T| {
             if n > DIRECT_MAX {
                 crate::backend::cpu::pool::overwritten(size, v)

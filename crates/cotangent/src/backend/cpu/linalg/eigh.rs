@@ -68,8 +68,8 @@ fn load_symmetric<T: LinalgElem>(
         put(j, j);
     }
     // in tiles: one of the reads and one of the writes is strided (a column of a
-    // row-major block); element by element down whole columns, an order-1024 load took
-    // 7 ms, most of it cache misses
+    // row-major block); element by element down whole columns, an order-1024 load was
+    // slow, most of it cache misses
     super::lower_tiles(n, put);
     finite
 }
@@ -551,7 +551,7 @@ struct Scratch<T: pool::Pooled> {
 
 impl<T: pool::Pooled> Drop for Scratch<T> {
     fn drop(&mut self) {
-        // (an order-1024 matrix's 8 MB faulted in anew on every call: 4% of an eigvalsh)
+        // (an order-1024 matrix's 8 MB faulted in anew on every call, slowing eigvalsh)
         pool::give(std::mem::take(&mut self.a));
         pool::give(std::mem::take(&mut self.a0));
     }

@@ -150,7 +150,7 @@ pub(crate) fn lane_slices<'a, T>(
 /// The blocks of `d` at `offs` (each `dst.len()` long) into the lanes of `dst`, entry by
 /// entry: each entry's lanes read from [`LANES`] sequential streams and stored as one
 /// array (one cache line). Lane by lane, every store went to a different line of a
-/// scratch larger than the L1 cache: half of the 16 x 16 backward's time.
+/// scratch larger than the L1 cache: a large share of the 16 x 16 backward's time.
 #[inline(always)]
 pub(crate) fn gather_blocks<T: Copy>(d: &[T], offs: &[usize; LANES], dst: &mut [[T; LANES]]) {
     let src = lane_slices(d, offs, dst.len());
@@ -173,7 +173,7 @@ fn gather<T: LinalgElem>(at: impl Fn(usize) -> T) -> [T; LANES] {
 /// lanes (`size` arrays of [`LANES`], lane `w` matrix `w`) by 4 x 4 transposes of vector
 /// registers, where the element type and the instruction set allow it: `f64` with 4-wide
 /// vectors (AVX2). LLVM leaves the same moves written as loops element by element (one
-/// scalar load and store per element); they were a fifth of a batched 4 x 4 LU's time.
+/// scalar load and store per element); they were a large share of a batched 4 x 4 LU.
 /// Each returns `false`, having written nothing, where it does not apply (the caller
 /// then moves the elements one by one: the same values).
 pub(crate) trait LaneMoves: Copy {
@@ -530,7 +530,7 @@ fn factor_lanes_n<T: LinalgElem, S: pulp::Simd>(
 ) {
     load_lanes(simd, buf, a, &lane_offsets(ba, first), (ba.rs, ba.cs), n, n);
     // pivot rows as bytes (n <= LANES_MAX): 128 bytes to clear per group instead of a
-    // 1 KiB memset call, which was 4% of a batched 4 x 4 solve
+    // 1 KiB memset call, which showed in a batched 4 x 4 solve's profile
     let mut piv = [[0u8; LANES]; LANES_MAX];
     let mut bad = [false; LANES];
     for k in 0..n {
@@ -562,8 +562,8 @@ fn factor_lanes_n<T: LinalgElem, S: pulp::Simd>(
                 }
             }
         }
-        // (a loop: `p.map(..)` went through an array drain, element by element, 2.7% of
-        // a batched 4 x 4 slogdet)
+        // (a loop: `p.map(..)` went through an array drain, element by element, which
+        // showed in a batched 4 x 4 slogdet's profile)
         for w in 0..LANES {
             piv[k][w] = p[w] as u8;
         }
@@ -593,9 +593,9 @@ fn factor_lanes_n<T: LinalgElem, S: pulp::Simd>(
     let size = n * n;
     // a lane whose factors hold an inf or NaN is redone: x − x is 0 for a finite x and
     // NaN otherwise, summed in the element type (vector code; the same test on bools,
-    // element by element, stayed scalar and was 5% of a batched 4 x 4 solve)
-    // (four partial sums: one chain of n² dependent additions was a tenth of a 16 x 16
-    // group's time)
+    // element by element, stayed scalar and showed in a batched 4 x 4 solve's profile)
+    // (four partial sums: one chain of n² dependent additions was a large share of a
+    // 16 x 16 group's time)
     let mut nonfinite = [[T::ZERO; LANES]; 4];
     for xs in buf.chunks(4) {
         for (s, x) in nonfinite.iter_mut().zip(xs) {
@@ -651,7 +651,7 @@ fn factor_lanes_n<T: LinalgElem, S: pulp::Simd>(
             }
         }
         // every lane's outputs at once, as whole arrays (a loop over the kept lanes, a
-        // branch and four scalar stores each, was 6% of the kernel); a redone lane's are
+        // branch and four scalar stores each, showed in the profile); a redone lane's are
         // overwritten below, and a product that is not a normal number (rare) takes
         // logabs_of's sum
         let tol = spec.eps.sqrt();
@@ -684,7 +684,7 @@ fn factor_lanes_n<T: LinalgElem, S: pulp::Simd>(
         None => false,
     };
     // every lane's interchanges and info (a redone lane's are overwritten below; with a
-    // branch per lane, this was 8% of the kernel)
+    // branch per lane, this showed in the kernel's profile)
     for (w, p) in ipiv.chunks_exact_mut(n).enumerate().take(LANES) {
         for (k, o) in p.iter_mut().enumerate() {
             *o = i64::from(piv[k][w]) + 1;
@@ -824,9 +824,9 @@ const SPLIT_LU_PANEL: usize = 64;
 /// `j0..`), then, each thread on its own range of the trailing columns, the panel's row
 /// interchanges, `U₁₂ = L₁₁⁻¹ A₁₂` and `A₂₂ −= L₂₁ U₁₂` (faer's sequential triangular
 /// solve and GEMM). The interchanges of the columns left of each panel are applied at
-/// the end, column by column. Why not faer's parallel LU: its two-thread GEMM and
-/// triangular solves scaled 1.4x and 1.25x over one thread on a two-core Intel AVX-512
-/// host, against 2x for independent column ranges (see [`scaled_inverse`]).
+/// the end, column by column. Why not faer's parallel LU: on a two-core Intel AVX-512
+/// host its two-thread GEMM and triangular solves scaled well below independent column
+/// ranges (see [`scaled_inverse`]).
 fn lu_split<T: LinalgElem>(a: &mut [T], m: usize, n: usize, ipiv: &mut [i64]) -> Option<()> {
     let k = m.min(n);
     let nb = SPLIT_LU_PANEL;
@@ -938,7 +938,7 @@ struct DetOne {
 
 /// Where [`DetOne`]s go: the per-matrix outputs of [`lu_det`], entry `i` of each for
 /// matrix `i` (written straight into them: a vector of `DetOne`s, filled with defaults
-/// and then copied out, was 4% of a batched 4 x 4 slogdet).
+/// and then copied out, showed in a batched 4 x 4 slogdet's profile).
 pub(crate) struct DetOut<'a, T> {
     pub(super) det: &'a mut [T],
     pub(super) sign: &'a mut [T],
@@ -1026,7 +1026,7 @@ pub(super) const HALF_BITS: u64 = 0x3FE0_0000_0000_0000;
 
 /// `ln x` for a positive normal `x` (any other input gives a meaningless value), within
 /// one ulp, in arithmetic and bit operations only, so that a loop over lanes vectorises
-/// (a libm call per matrix was a tenth of a batched 4 x 4 `slogdet`'s forward and
+/// (a libm call per matrix was a visible share of a batched 4 x 4 `slogdet`'s forward and
 /// backward). The classic reduction and minimax rational form (as in fdlibm's `log`):
 /// `x = 2^k (1 + f)` with `√2/2 <= 1 + f < √2`, `s = f / (2 + f)`,
 /// `ln(1 + f) = 2 atanh s = f − f²/2 + s (f²/2 + R(s²))`, `R` a degree-7 polynomial in
@@ -1563,7 +1563,7 @@ fn solve_lanes<T: LinalgElem>(
 /// (the interchanges applied in order to `0..n`), as 4-bit fields of one word per lane.
 /// Each swap is a few shifts and masks over the lanes in registers (swapping bytes in
 /// memory made a chain of dependent loads and stores: a batched 4 x 4 solve's fwd+bwd
-/// took 2-4% longer).
+/// took measurably longer).
 // lanes are indexed on purpose (the loops over them vectorise)
 #[allow(clippy::needless_range_loop)]
 #[inline(always)]
@@ -1985,9 +1985,8 @@ const PAR_INVERSE_N: usize = 128;
 ///
 /// If `split`, the blocks are dealt out as one contiguous range per thread of about
 /// equal cost, each solved sequentially. faer's own parallel solves scaled poorly on two
-/// cores (on an Intel AVX-512 host a two-thread triangular solve at n = 256 was 1.25x
-/// faster than one thread; MKL's, 2x), while independent column ranges need no
-/// synchronisation until the end.
+/// cores (on an Intel AVX-512 host, well below MKL's), while independent column ranges
+/// need no synchronisation until the end.
 fn scaled_inverse<T: LinalgElem>(lu: &[T], ipiv: &[i64], c: T, x: &mut [T], n: usize, split: bool) {
     let lu = MatRef::from_column_major_slice(lu, n, n);
     let bw = (n / 8).clamp(32, 128);
@@ -2194,7 +2193,7 @@ fn middle_lanes_n<T: LinalgElem, S: pulp::Simd>(
         }
         Middle::Scale(c) => {
             // X = c_w I is not stored: W's substitution starts each column from it (storing
-            // it, or zeroing X first, was a tenth of the kernel at n = 4)
+            // it, or zeroing X first, was a visible share of the kernel at n = 4)
             scale.copy_from_slice(&c[first..first + LANES]);
         }
     }
@@ -2249,7 +2248,7 @@ fn middle_lanes_n<T: LinalgElem, S: pulp::Simd>(
 /// blocks as `dst` holds), column-major, or row-major if `row_major`, in 4 x 4 blocks
 /// (four elements of four lanes at a time, no index arithmetic per element). LLVM still
 /// stores element by element; with the interchanges applied afterwards in each block,
-/// this was 5% faster on a batched 16 x 16 inverse than the per-element copy through a
+/// this was faster on a batched 16 x 16 inverse than the per-element copy through a
 /// row permutation it replaced.
 // lanes are indexed on purpose
 #[allow(clippy::needless_range_loop)]
@@ -2616,7 +2615,7 @@ fn factor_solve_lanes<T: LinalgElem>(g: FactorSolveGroup<'_, T>) {
 /// batch and the group's first matrix in it. A whole group (`count == LANES`) reads `b`
 /// where it is. A partial one (a task's last) reads `lanes` (a [`Batch::listed`] of
 /// [`LANES`]) from 0, set to the group's offsets with the last repeated past `count`.
-/// (Listing the offsets of every group was 4% of a batched 4 x 4 solve.)
+/// (Listing the offsets of every group showed in a batched 4 x 4 solve's profile.)
 fn group_batch<'a>(
     lanes: &'a mut Batch,
     b: &'a Batch,

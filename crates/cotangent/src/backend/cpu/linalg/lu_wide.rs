@@ -17,7 +17,7 @@
 //!
 //! Unsafe code, and why not pulp: pulp's AVX-512 support (its `x86-v4` feature) also
 //! switches faer's own pulp kernels to AVX-512, which made `inv`, `det`, `slogdet` and
-//! `pinv` at n = 256 10-26% slower here. So this module calls `core::arch` directly: the
+//! `pinv` at n = 256 slower here. So this module calls `core::arch` directly: the
 //! kernels are `#[target_feature(enable = "avx512f")]` functions, entered only after
 //! `is_x86_feature_detected!("avx512f")`, and the only other unsafe operations are
 //! unaligned loads and stores of whole `[f64; 4]` arrays here, and of `[f64; 8]` and
@@ -562,7 +562,7 @@ pub(super) fn factor_det(r: FactorRun<'_, '_>) -> Option<Vec<usize>> {
 /// The two groups of matrices of `a` from group `g` (or one, the last, then `lus[1]` is
 /// left as it was) factorised into `lus`, as [`factor_det`]'s and [`invert`]'s kernels
 /// need them. `false` if a lane failed (see [`failed`]). (Into the caller's state: a
-/// returned pair was copied by `memmove`, 8% of a batched slogdet.)
+/// returned pair was copied by `memmove`, visible in a batched slogdet's profile.)
 #[target_feature(enable = "avx512f")]
 #[inline]
 fn factor_pair(a: &[[f64; 4]], g: usize, two: bool, lus: &mut [Lu; 2]) -> bool {

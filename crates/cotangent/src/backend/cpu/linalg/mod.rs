@@ -267,7 +267,7 @@ pub(crate) fn for_each_matrix<T: Send, F>(
     if len > 1 && !big && len * work >= 2 * TASK_WORK {
         // at least a sixteenth of the batch per task: each task makes its own scratch, and
         // one matrix per task (work above TASK_WORK) zeroed a fresh scratch for every
-        // matrix (18 KiB per 16 x 16 SVD backward, a third of its instructions)
+        // matrix (18 KiB per 16 x 16 SVD backward, a large share of its instructions)
         let per_task = (TASK_WORK / work).max(len / 16).max(1);
         super::par::for_each_chunk(out, size * per_task, |t, chunk| {
             let mut tmp = Vec::new();
@@ -303,7 +303,7 @@ pub(crate) fn colmajor_layout(batch: &[usize], m: usize, n: usize) -> Layout {
 /// Calls `f(c, r)` for every `r > c` (the strictly lower triangle of an `n x n` matrix)
 /// tile by tile, so that the mirrored accesses `r * n + c` stay within a few pages: row by
 /// row, each was a stride of `n` elements, and at n = 1024 the three mirrorings of
-/// Cholesky's backward were a quarter of a fwd+bwd.
+/// Cholesky's backward were a large share of a fwd+bwd.
 pub(crate) fn lower_tiles(n: usize, mut f: impl FnMut(usize, usize)) {
     const TILE: usize = 32;
     for cb in (0..n).step_by(TILE) {

@@ -35,11 +35,10 @@ pub(crate) struct SvdOut<T> {
 }
 
 /// Largest `max(m, n)` for the one-sided Jacobi kernel on a matrix alone (stack arrays, no
-/// allocation). Measured (f64, one matrix, with three inner products per pair, before the
-/// cached norms): Jacobi 1.3 us vs faer 3.1 us at 4 x 4, 6.0 us vs 9.0 us at 8 x 8, but
-/// 43 us vs 31 us at 16 x 16 (Jacobi's flops grow as sweeps · n³).
+/// allocation): on one matrix it beat faer at 4 x 4 and 8 x 8 but not at 16 x 16
+/// (Jacobi's flops grow as sweeps · n³).
 /// Batches of at least [`LANES`] matrices take Jacobi up to [`JACOBI_ROOM`]: [`LANES`]
-/// matrices at a time in SIMD lanes, about twice as fast as faer per matrix at 16 x 16.
+/// matrices at a time in SIMD lanes, faster than faer per matrix at 16 x 16.
 const JACOBI_MAX: usize = 8;
 /// Room of the Jacobi kernel's stack arrays (the largest `max(m, n)` it takes).
 const JACOBI_ROOM: usize = 16;
@@ -1105,7 +1104,7 @@ pub(crate) fn svd_backward<T: LinalgElem>(
 
 /// The factors `(U, S, V)` of each matrix, `(usz, k, vsz)` elements one after the other in
 /// `packed`, as three arrays; split over the threads for a large batch (the serial copy
-/// was 3% of a 1024 x 16 x 16 SVD's forward and backward on one thread).
+/// showed in the profile of a 1024 x 16 x 16 SVD's forward and backward).
 fn unpack<T: LinalgElem>(
     packed: &[T],
     (usz, k, vsz): (usize, usize, usize),

@@ -30,9 +30,8 @@ use crate::backend::cpu::pool::{self, Pooled};
 const SPLIT_RATIO: f64 = 11.0 / 6.0;
 
 /// Order from which the bidiagonal divide and conquer may run its halves in parallel, and
-/// work `m k²` from which faer applies the reflectors on every thread. svdvals fwd+bwd at
-/// 256 (two threads, minimums of three alternating runs): 7.8-8.4 ms with neither,
-/// 7.5-7.8 with the first, 7.0-7.2 with both.
+/// work `m k²` from which faer applies the reflectors on every thread. On two threads
+/// each made svdvals fwd+bwd at 256 faster, and both together the fastest.
 const DC_PAR: usize = 128;
 const BACK_PAR: usize = 200 * 200 * 200;
 
@@ -148,7 +147,7 @@ pub(crate) fn svd_split<T: QrElem>(
     }
     let parallel = threads && k >= DC_PAR;
     // on a worker of the pool when parallel, for the merges' joins (from outside the pool
-    // each join waited for a wake-up: 2.1-6.0 ms at n = 256 against 2.1)
+    // each join waited for a wake-up, which made n = 256 slower and erratic)
     let (d, e, ub, vb, dc) = (&mut *s, &mut sc.e, &mut sc.ub, &mut sc.vb, &mut sc.dc);
     let ok = with_par(parallel, move |_| bidiag_dc(d, e, Some((ub, vb)), parallel, dc));
     if !ok {
@@ -163,8 +162,8 @@ pub(crate) fn svd_split<T: QrElem>(
     fill_factor(p, k, kp, &sc.vb, &sc.cs, k);
     // the right reflectors (rows of the reduced matrix right of the superdiagonal) as the
     // columns of their own matrix, below its diagonal; then Q and P applied at once, one
-    // per thread when there are threads (each in sequence: 1024, 2 threads, 48 ms as two
-    // parallel applications one after the other)
+    // per thread when there are threads (each in sequence: faster than two parallel
+    // applications one after the other)
     sc.r.clear();
     pool::reserve(&mut sc.r, k * k);
     sc.r.resize(k * k, T::ZERO);

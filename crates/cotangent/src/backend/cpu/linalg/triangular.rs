@@ -11,9 +11,9 @@ use crate::layout::Layout;
 /// Work (n² k per matrix) above which faer may use both threads on one matrix.
 const PAR_WORK: usize = 512 * 512 * 512;
 /// Work (n² k per matrix) from which one matrix's right-hand sides are split across
-/// threads by column ranges, each solved by faer's sequential kernel (faer's parallel
-/// triangular solve was 1.25x over one thread at n = 256 on a two-core Intel AVX-512
-/// host, against about 1.8x for independent halves).
+/// threads by column ranges, each solved by faer's sequential kernel (on a two-core
+/// Intel AVX-512 host faer's parallel triangular solve scaled far worse than independent
+/// halves).
 const SPLIT_WORK: usize = 128 * 128 * 128;
 /// Fewest right-hand sides per thread of a split solve.
 const SPLIT_COLS: usize = 32;

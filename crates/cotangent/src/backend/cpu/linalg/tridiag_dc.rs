@@ -48,7 +48,7 @@ enum Rows {
 
 /// Buffers reused by the merges (of one matrix and across calls): nothing is allocated
 /// once they have grown. (Fresh buffers of 100-500 KiB per merge cost page faults on
-/// every call: a fifth of the time at n = 256.)
+/// every call: a large share of the time at n = 256.)
 #[derive(Default)]
 pub(crate) struct Work<T: Pooled> {
     q: Vec<T>,
@@ -78,7 +78,7 @@ impl<T: Pooled> Drop for Work<T> {
     fn drop(&mut self) {
         // the order-n buffers back to the cache: a workspace lives for one call, and the
         // top merge's fresh buffers (27 MB at n = 1024) faulted in on every call (the
-        // merge's vectors took 4.7 ms instead of about 1)
+        // faults were most of the time of the merge's vectors)
         for v in [&mut self.q, &mut self.sv, &mut self.out, &mut self.qt, &mut self.qb] {
             pool::give(std::mem::take(v));
         }

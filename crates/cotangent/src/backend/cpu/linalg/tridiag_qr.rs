@@ -19,8 +19,8 @@
 //! - the negligibility test squares (`e_i² <= ε² |d_i| |d_{i+1}|`, LAPACK's `dsteqr`);
 //! - the rotations of one sweep are applied to `Z` while the next sweep is made, one
 //!   per rotation: the sweep is a chain of dependent scalar operations and applying a
-//!   rotation is independent vector work, so the processor overlaps the two (on this
-//!   host, n = 64 with eigenvectors: 0.17 ms instead of 0.27 ms for faer's).
+//!   rotation is independent vector work, so the processor overlaps the two (faster
+//!   than faer's at n = 64 with eigenvectors).
 
 use faer::dyn_stack::{MemBuffer, MemStack, StackReq};
 use faer::linalg::evd::tridiag::{tridiag_in_place, tridiag_in_place_scratch};
@@ -43,9 +43,9 @@ use crate::backend::cpu::pool;
 const MAX_SWEEPS_PER_EIGENVALUE: usize = 30;
 
 /// With eigenvectors, from this order the tridiagonal is solved by divide and conquer
-/// ([`tridiag_dc`]), below by the QR iteration. The two tie at about n = 112 on this
-/// host (one thread); at n = 256 the tridiagonal stage takes 1.3 ms by divide and conquer
-/// against 3.0 ms for faer's (whose blocks below 128 go to its QR iteration).
+/// ([`tridiag_dc`]), below by the QR iteration. The two tie a little below this order on
+/// this host (one thread); above it, the tridiagonal stage by divide and conquer is well
+/// ahead of faer's (whose blocks below 128 go to its QR iteration).
 const DC_N: usize = 128;
 
 /// Scratch reused across the matrices of one task.
@@ -232,10 +232,9 @@ fn eig2<T: LinalgElem>(a: T, b: T, c: T) -> (T, T) {
 /// implicit QL iteration (LAPACK's `dsterf`): it works on the squares of the off-diagonal
 /// entries, so a step takes no square root, and its two divisions are independent of
 /// each other (`dsterf`'s two are chained: `c = p/r`, then `p' = γ²/c`; here
-/// `p' = γ² (r/p)`): one division on the dependency chain of a sweep (minimums, one
-/// thread, eigenvalues alone: n = 64 107 -> 101 us, 128 419 -> 394 us, 256 2.24 -> 2.06
-/// ms). Deflation at the top; 2 x 2 blocks are solved directly. False if it did not
-/// converge.
+/// `p' = γ² (r/p)`): one division on the dependency chain of a sweep (measurably faster
+/// than the chained form from n = 64 to 256). Deflation at the top; 2 x 2 blocks are
+/// solved directly. False if it did not converge.
 fn root_free_ql<T: LinalgElem>(d: &mut [T], e: &mut [T]) -> bool {
     let n = d.len();
     let eps2 = T::EPSILON * T::EPSILON;

@@ -8,11 +8,11 @@
 //!
 //! Why not faer's `tridiag_in_place`: it is unblocked (a rank-two update of the whole
 //! trailing matrix fused with the next column's product: each entry read and written
-//! once per column) and its AVX2 kernel scaled 1.1x on two threads. On a two-core Intel
-//! AVX-512 host at n = 1024 it took 77 ms on one thread and 70 ms on two (MKL's `dsytrd`
-//! about 50 ms). Here the product only reads each entry, the rank-`2 NB` updates are
-//! faer's sequential matrix products, and the column ranges stay with the same tasks
-//! from one column to the next, so that each thread's share stays in its own cache.
+//! once per column) and its AVX2 kernel barely scaled on two threads (a two-core Intel
+//! AVX-512 host, where MKL's `dsytrd` was faster still). Here the product only reads each
+//! entry, the rank-`2 NB` updates are faer's sequential matrix products, and the column
+//! ranges stay with the same tasks from one column to the next, so that each thread's
+//! share stays in its own cache.
 //!
 //! The output is faer's: the diagonal and subdiagonal of `T` in place, the essential
 //! parts of the reflectors below the subdiagonal, and their block factors in `hh` (as
@@ -29,8 +29,8 @@ use super::LinalgElem;
 use crate::backend::cpu::par::{run_tasks, Parts};
 
 /// Order from which the symmetric eigendecomposition tridiagonalises with
-/// [`tridiag_split`] (below, faer's unblocked `tridiag_in_place`; one thread, on this
-/// host: n = 128 0.37 against 0.34 ms, 192 0.81 against 0.92 ms, 256 1.6 against 2.4).
+/// [`tridiag_split`] (below, faer's unblocked `tridiag_in_place`, which is faster there
+/// on one thread on this host; the two cross between n = 128 and 192).
 pub(crate) const SPLIT_N: usize = 160;
 /// Panel width (LAPACK's `dsytrd` block size).
 const NB: usize = 32;
@@ -39,8 +39,8 @@ const NB: usize = 32;
 const PARTS: usize = 4;
 /// Order of the matrix from which its products and updates run over the threads, and
 /// order of the trailing matrix below which they run on the calling thread (a parallel
-/// region costs a few microseconds: two threads were slower than one at n = 256, 1.8
-/// against 1.6 ms; at 512, 7.6 against 12; at 1024, 43 against 81).
+/// region costs a few microseconds: two threads were slower than one at n = 256, and
+/// faster from 512).
 const PAR_N: usize = 384;
 const PAR_M: usize = 160;
 /// Columns per matrix product of a trailing update (the diagonal blocks' upper halves
@@ -138,7 +138,7 @@ pub(crate) fn tridiag_split<T: LinalgElem>(
 /// faer's `make_householder_in_place` (its conventions: `β` into `head`, the essential
 /// part into `tail`, `τ` returned, infinite for the identity), with the tail's norm from
 /// one vector dot product where its squares cannot under- or overflow (faer's scaled
-/// `norm_l2`, kept for the other cases, took 5.5 ms of an order-1024 tridiagonalisation).
+/// `norm_l2`, kept for the other cases, showed in an order-1024 tridiagonalisation).
 pub(super) struct Reflector<'a, T> {
     pub(super) head: &'a mut T,
     pub(super) tail: &'a mut [T],
@@ -302,8 +302,8 @@ impl<T: LinalgElem> pulp::WithSimd for Symv<'_, T> {
 }
 
 /// The vector kernels of [`tridiag_split`], written with explicit SIMD: LLVM left the
-/// same loops (a fused `z += x₀ v₀ + x₁ v₁` and two dot products) mostly scalar, at 0.35
-/// ns per entry against 0.15 ns (an order-256 product in cache, AVX2).
+/// same loops (a fused `z += x₀ v₀ + x₁ v₁` and two dot products) mostly scalar, and
+/// much slower per entry (an order-256 product in cache, AVX2).
 pub(crate) trait SymvSimd: Sized + Copy {
     /// `z += x₀ v₀ + x₁ v₁` and `(x₀ᵀ y, x₁ᵀ y)` (the slices as long as `z` or longer).
     fn pair<S: pulp::Simd>(
