@@ -87,6 +87,11 @@
 //! global pool, so that their many fork-joins do not each put the caller to sleep and
 //! wake a worker.
 //!
+//! **SIMD.** The CPU kernels use the best instruction sets the CPU has (AVX-512F, AVX2 and
+//! FMA, or scalar code), chosen at run time. `COTANGENT_SIMD=portable|avx2|avx512` (read
+//! once) forces a lower level, so that every path can be run and tested on one host; the
+//! results agree to rounding (faer's own kernels choose for themselves).
+//!
 //! ## Operators
 //! `&a + &b`, `&a - 1.0`, `&a * &b`, `-&a`... call the corresponding methods and panic on
 //! error, like ndarray's operators. Use the methods in code that handles bad input.

@@ -300,7 +300,7 @@ fn fixed_run<
             }
         }
     }
-    pulp::Arch::new().dispatch(Kernel::<T, F, M, K, N> { a, b, out, first, mats });
+    crate::backend::cpu::simd::arch().dispatch(Kernel::<T, F, M, K, N> { a, b, out, first, mats });
 }
 
 /// Whether the shape `(m, k, n)` has an unrolled kernel in [`fixed_dispatch`].
@@ -767,7 +767,7 @@ fn rows_run<T: GemmElem, F: Fn(usize) -> (Mat, Mat)>(
             }
         }
     }
-    let arch = pulp::Arch::new();
+    let arch = crate::backend::cpu::simd::arch();
     if n == 8 {
         arch.dispatch(Kernel::<T, F, 8> { a, b, out, first, mats });
     } else {
@@ -853,7 +853,7 @@ pub(crate) fn sandwich_t<T: GemmElem>(
             }
         }
         let strides = [yrs, ycs, grs, gcs];
-        let arch = pulp::Arch::new();
+        let arch = crate::backend::cpu::simd::arch();
         macro_rules! go {
             ($nn:literal) => {
                 arch.dispatch(Kernel::<T, $nn> {

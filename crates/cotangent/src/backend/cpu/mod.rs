@@ -7,6 +7,7 @@ pub(crate) mod norm;
 mod norm_wide;
 pub(crate) mod par;
 pub(crate) mod pool;
+pub(crate) mod simd;
 pub(crate) mod strided;
 #[cfg(target_arch = "x86_64")]
 pub(crate) mod wide;

@@ -130,10 +130,22 @@ fn runs<T: NormFloat>(
         if per < n_out {
             super::par::for_each_chunk(&mut out, per, |t, out| {
                 let xs = &xs[t * per * len..][..out.len() * len];
-                pulp::Arch::new().dispatch(TiledRuns { xs, len, ord, out, norm: &norm });
+                crate::backend::cpu::simd::arch().dispatch(TiledRuns {
+                    xs,
+                    len,
+                    ord,
+                    out,
+                    norm: &norm,
+                });
             });
         } else {
-            pulp::Arch::new().dispatch(TiledRuns { xs, len, ord, out: &mut out, norm: &norm });
+            crate::backend::cpu::simd::arch().dispatch(TiledRuns {
+                xs,
+                len,
+                ord,
+                out: &mut out,
+                norm: &norm,
+            });
         }
         return out;
     }
@@ -418,7 +430,7 @@ pub(crate) fn vector_norm_backward<T: NormFloat>(
         let scales = |start: usize, s: &mut [T]| {
             let g = if g.len() == 1 { g } else { &g[start..start + s.len()] };
             let y = &y[start..start + s.len()];
-            pulp::Arch::new().dispatch(Scale2 { scale: s, y, g });
+            crate::backend::cpu::simd::arch().dispatch(Scale2 { scale: s, y, g });
         };
         return scale_runs(x, l, dims, n_out, scales, |x, s| x * s, true);
     }
@@ -564,7 +576,14 @@ fn scale_runs<T: NormFloat>(
                 let xs = &xs[t * per * len..][..out.len()];
                 let mut scale = vec![T::ZERO; out.len() / len];
                 scales(t * per, &mut scale);
-                pulp::Arch::new().dispatch(ScaleRuns { out, xs, len, scale: &scale, e: &e, mul });
+                crate::backend::cpu::simd::arch().dispatch(ScaleRuns {
+                    out,
+                    xs,
+                    len,
+                    scale: &scale,
+                    e: &e,
+                    mul,
+                });
             });
             return out;
         }
@@ -586,7 +605,14 @@ fn scale_runs<T: NormFloat>(
             }
         } else {
             let scale = &scale;
-            pulp::Arch::new().dispatch(ScaleRuns { out: &mut out, xs, len, scale, e: &e, mul });
+            crate::backend::cpu::simd::arch().dispatch(ScaleRuns {
+                out: &mut out,
+                xs,
+                len,
+                scale,
+                e: &e,
+                mul,
+            });
         }
         return out;
     }

@@ -11,9 +11,10 @@ use core::arch::x86_64::{
     __m512d, __m512i, _mm512_loadu_epi64, _mm512_loadu_pd, _mm512_storeu_epi64, _mm512_storeu_pd,
 };
 
-/// Whether the CPU has AVX-512F (the only extension the kernels use).
+/// Whether the AVX-512 kernels may run: the CPU has AVX-512F (the only extension they use)
+/// and `COTANGENT_SIMD` does not ask for a lower level ([`super::simd::level`]).
 pub(crate) fn avx512() -> bool {
-    std::arch::is_x86_feature_detected!("avx512f")
+    super::simd::level() == super::simd::Level::Avx512
 }
 
 /// The register of the eight `f64` of `a`.

@@ -537,7 +537,7 @@ fn merge<T: LinalgElem>(
     let (dk, zk) = (&dk[..], &zk[..]);
     {
         let solve = |first: usize, origin: &mut [usize], tau: &mut [T]| {
-            pulp::Arch::new().dispatch(Roots { d: dk, z: zk, first, origin, tau });
+            crate::backend::cpu::simd::arch().dispatch(Roots { d: dk, z: zk, first, origin, tau });
         };
         if parallel {
             let h = kk / 2;
@@ -580,7 +580,7 @@ fn merge<T: LinalgElem>(
         {
             let (dpos, zpos) = (&dpos[..], &zpos[..]);
             let vectors = |first: usize, cu: &mut [T], cv: &mut [T]| {
-                pulp::Arch::new().dispatch(Vectors {
+                crate::backend::cpu::simd::arch().dispatch(Vectors {
                     d: dk,
                     dpos,
                     zpos,
@@ -641,7 +641,16 @@ fn merge<T: LinalgElem>(
         reset(ov, 2 * kk, T::ZERO);
         let (g0, g1, zh) = (&g0[..], &g1[..], &zh[..]);
         let ends = |first: usize, out: &mut [T]| {
-            pulp::Arch::new().dispatch(EndRows { d: dk, zh, origin, tau, g0, g1, first, out });
+            crate::backend::cpu::simd::arch().dispatch(EndRows {
+                d: dk,
+                zh,
+                origin,
+                tau,
+                g0,
+                g1,
+                first,
+                out,
+            });
         };
         if parallel {
             let (o0, o1) = ov.split_at_mut(2 * (kk / 2));

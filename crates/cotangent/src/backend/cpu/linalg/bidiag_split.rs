@@ -152,7 +152,7 @@ fn left_step<T: LinalgElem>(
         // a[c.., c] −= U[c.., ..i] Y[c, ..i]ᵀ + X[c.., ..i] V[..i, c]
         let (left, right) = a.split_at_mut(c * m);
         let dst = &mut right[c..m];
-        pulp::Arch::new().dispatch(UpdateColumn {
+        crate::backend::cpu::simd::arch().dispatch(UpdateColumn {
             dst,
             left,
             m,
@@ -167,7 +167,7 @@ fn left_step<T: LinalgElem>(
     }
     let col = &mut a[c * m + c..(c + 1) * m];
     let (head, tail) = col.split_first_mut()?;
-    let tau_f = pulp::Arch::new().dispatch(Reflector { head, tail });
+    let tau_f = crate::backend::cpu::simd::arch().dispatch(Reflector { head, tail });
     hl[c * bs] = tau_f;
     if c + 1 == n {
         return None;
@@ -227,10 +227,10 @@ fn y_column<T: LinalgElem>(
         let ycol = &mut sc.y[i * n + c + 1..(i + 1) * n];
         let at = q.map(|x| x - (c + 1));
         for_ranges(ycol, at, par && n - c > PAR_W, |t, dst| {
-            pulp::Arch::new().dispatch(Dots { a, m, c, u, q0: q[t], dst });
+            crate::backend::cpu::simd::arch().dispatch(Dots { a, m, c, u, q0: q[t], dst });
         });
     }
-    pulp::Arch::new().dispatch(YFinish { a, m, n, j0, i, tau, sc });
+    crate::backend::cpu::simd::arch().dispatch(YFinish { a, m, n, j0, i, tau, sc });
 }
 
 /// `dst[k] = a[c.., q0 + k]ᵀ u`, two columns at a time.
@@ -343,7 +343,7 @@ fn right_step<T: LinalgElem>(
     let Some((head, tail)) = row.split_first_mut() else {
         return T::ZERO; // (c + 1 < n: not reached)
     };
-    let tau_f = pulp::Arch::new().dispatch(Reflector { head, tail });
+    let tau_f = crate::backend::cpu::simd::arch().dispatch(Reflector { head, tail });
     hr[c * bs] = tau_f;
     // (the essential part goes to `a` from `vr` at the end of the panel)
     a[(c + 1) * m + c] = *head;
@@ -376,12 +376,20 @@ fn x_column<T: LinalgElem>(
     {
         let at: [usize; PARTS + 1] = core::array::from_fn(|t| t * rows);
         for_ranges(&mut sc.zx[..PARTS * rows], at, par && n - c1 >= PAR_W, |t, z| {
-            pulp::Arch::new().dispatch(Axpys { a, m, c1, v, q0: q[t] - c1, q1: q[t + 1] - c1, z });
+            crate::backend::cpu::simd::arch().dispatch(Axpys {
+                a,
+                m,
+                c1,
+                v,
+                q0: q[t] - c1,
+                q1: q[t + 1] - c1,
+                z,
+            });
         });
     }
     let (xl, xr) = sc.x.split_at_mut(i * m);
     let xcol = &mut xr[c1..m];
-    pulp::Arch::new().dispatch(XFinish {
+    crate::backend::cpu::simd::arch().dispatch(XFinish {
         a,
         m,
         n,

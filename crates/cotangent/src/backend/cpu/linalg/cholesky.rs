@@ -288,13 +288,21 @@ fn factor_lanes<T: LinalgElem>(
         rows: bool,
     ) {
         // compiled for the widest instruction set the CPU has (the same operations)
-        pulp::Arch::new().dispatch(Kernel::<T, N> { ba, a, first, dst, info, buf, rows });
+        crate::backend::cpu::simd::arch().dispatch(Kernel::<T, N> {
+            ba,
+            a,
+            first,
+            dst,
+            info,
+            buf,
+            rows,
+        });
     }
     macro_rules! arms {
         ($($n:literal)*) => {
             match ba.n {
                 $($n => fixed::<T, $n>(ba, a, first, dst, info, buf, rows),)*
-                _ => pulp::Arch::new()
+                _ => crate::backend::cpu::simd::arch()
                     .dispatch(Kernel::<T, 0> { ba, a, first, dst, info, buf, rows }),
             }
         };
@@ -564,8 +572,8 @@ fn backward_lanes<T: LinalgElem>(grp: LaneGroup<'_, T>) {
     macro_rules! arms {
         ($($n:literal)*) => {
             match grp.f.0.n {
-                $($n => pulp::Arch::new().dispatch(Kernel::<T, $n>(grp)),)*
-                _ => pulp::Arch::new().dispatch(Kernel::<T, 0>(grp)),
+                $($n => crate::backend::cpu::simd::arch().dispatch(Kernel::<T, $n>(grp)),)*
+                _ => crate::backend::cpu::simd::arch().dispatch(Kernel::<T, 0>(grp)),
             }
         };
     }

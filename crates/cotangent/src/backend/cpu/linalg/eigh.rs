@@ -749,10 +749,10 @@ fn jacobi_lanes<T: LinalgElem>(
     macro_rules! by_order {
         ($($k:literal)*) => {
             match n {
-                $($k => pulp::Arch::new().dispatch(Kernel::<T, $k> {
+                $($k => crate::backend::cpu::simd::arch().dispatch(Kernel::<T, $k> {
                     data, b, first, count, upper, out, bufs
                 }),)*
-                _ => pulp::Arch::new().dispatch(Kernel::<T, 0> {
+                _ => crate::backend::cpu::simd::arch().dispatch(Kernel::<T, 0> {
                     data, b, first, count, upper, out, bufs
                 }),
             }
@@ -1166,10 +1166,10 @@ fn ql_lanes<T: LinalgElem + LaneBits>(
     macro_rules! by_order {
         ($($k:literal)*) => {
             match n {
-                $($k => pulp::Arch::new().dispatch(Kernel::<T, $k> {
+                $($k => crate::backend::cpu::simd::arch().dispatch(Kernel::<T, $k> {
                     data, b, first, count, upper, out, bufs
                 }),)*
-                _ => pulp::Arch::new().dispatch(Kernel::<T, 0> {
+                _ => crate::backend::cpu::simd::arch().dispatch(Kernel::<T, 0> {
                     data, b, first, count, upper, out, bufs
                 }),
             }
@@ -1778,8 +1778,8 @@ fn backward_simd<T: LinalgElem + LaneBits>(
     macro_rules! by_order {
         ($($k:literal)*) => {
             match n {
-                $($k => pulp::Arch::new().dispatch(Kernel::<T, $k> { inputs, first, out }),)*
-                _ => pulp::Arch::new().dispatch(Kernel::<T, 0> { inputs, first, out }),
+                $($k => crate::backend::cpu::simd::arch().dispatch(Kernel::<T, $k> { inputs, first, out }),)*
+                _ => crate::backend::cpu::simd::arch().dispatch(Kernel::<T, 0> { inputs, first, out }),
             }
         };
     }

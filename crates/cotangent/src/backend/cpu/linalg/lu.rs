@@ -490,10 +490,10 @@ fn factor_lanes<T: LinalgElem>(
     macro_rules! arms {
         ($($n:literal)*) => {
             match ba.n {
-                $($n => pulp::Arch::new().dispatch(Kernel::<T, $n> {
+                $($n => crate::backend::cpu::simd::arch().dispatch(Kernel::<T, $n> {
                     ba, a, first, dst, ipiv, info, buf, det
                 }),)*
-                _ => pulp::Arch::new().dispatch(Kernel::<T, 0> {
+                _ => crate::backend::cpu::simd::arch().dispatch(Kernel::<T, 0> {
                     ba, a, first, dst, ipiv, info, buf, det
                 }),
             }
@@ -1546,7 +1546,14 @@ fn solve_lanes<T: LinalgElem>(
         k: usize,
         adjoint: bool,
     ) {
-        pulp::Arch::new().dispatch(Kernel::<T, N> { sys, dst, lub, xb, k, adjoint });
+        crate::backend::cpu::simd::arch().dispatch(Kernel::<T, N> {
+            sys,
+            dst,
+            lub,
+            xb,
+            k,
+            adjoint,
+        });
     }
     match sys.lu.0.n {
         2 => fixed::<T, 2>(sys, dst, lub, xb, k, adjoint),
@@ -2108,10 +2115,10 @@ fn middle_lanes<T: LinalgElem>(
     macro_rules! arms {
         ($($n:literal)*) => {
             match n {
-                $($n => pulp::Arch::new().dispatch(Kernel::<T, $n> {
+                $($n => crate::backend::cpu::simd::arch().dispatch(Kernel::<T, $n> {
                     fac, n, piv, mid, first, dst, bufs, row_major
                 }),)*
-                _ => pulp::Arch::new().dispatch(Kernel::<T, 0> {
+                _ => crate::backend::cpu::simd::arch().dispatch(Kernel::<T, 0> {
                     fac, n, piv, mid, first, dst, bufs, row_major
                 }),
             }
@@ -2603,8 +2610,8 @@ fn factor_solve_lanes<T: LinalgElem>(g: FactorSolveGroup<'_, T>) {
     macro_rules! arms {
         ($($n:literal)*) => {
             match g.a.0.n {
-                $($n => pulp::Arch::new().dispatch(Kernel::<T, $n>(g)),)*
-                _ => pulp::Arch::new().dispatch(Kernel::<T, 0>(g)),
+                $($n => crate::backend::cpu::simd::arch().dispatch(Kernel::<T, $n>(g)),)*
+                _ => crate::backend::cpu::simd::arch().dispatch(Kernel::<T, 0>(g)),
             }
         };
     }
@@ -2792,8 +2799,8 @@ fn solve_saved_lanes<T: LinalgElem>(g: SavedGroup<'_, T>) {
     macro_rules! arms {
         ($($n:literal)*) => {
             match g.n {
-                $($n => pulp::Arch::new().dispatch(Kernel::<T, $n>(g)),)*
-                _ => pulp::Arch::new().dispatch(Kernel::<T, 0>(g)),
+                $($n => crate::backend::cpu::simd::arch().dispatch(Kernel::<T, $n>(g)),)*
+                _ => crate::backend::cpu::simd::arch().dispatch(Kernel::<T, 0>(g)),
             }
         };
     }

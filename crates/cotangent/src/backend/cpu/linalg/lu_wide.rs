@@ -111,7 +111,7 @@ pub(super) fn factor_solve(r: Run<'_>) -> Option<Vec<usize>> {
         return None;
     }
     let mut undone = Vec::new();
-    // SAFETY: the CPU has AVX-512F (checked above), the only extension `run` uses
+    // SAFETY: the CPU has AVX-512F (asserted above), the only extension `run` uses
     unsafe {
         match r.k {
             1 => run::<4>(r, &mut undone),
@@ -417,7 +417,7 @@ pub(super) fn solve_saved(r: SavedRun<'_>) -> bool {
     {
         return false;
     }
-    // SAFETY: the CPU has AVX-512F (checked above), the only extension `run_saved` uses
+    // SAFETY: the CPU has AVX-512F (asserted above), the only extension `run_saved` uses
     unsafe {
         match r.k {
             1 => run_saved::<4>(r),
@@ -554,7 +554,7 @@ pub(super) fn factor_det(r: FactorRun<'_, '_>) -> Option<Vec<usize>> {
         return None;
     }
     let mut undone = Vec::new();
-    // SAFETY: the CPU has AVX-512F (checked above), the only extension `run_factor` uses
+    // SAFETY: the CPU has AVX-512F (asserted above), the only extension `run_factor` uses
     unsafe { run_factor(r, &mut undone) };
     Some(undone)
 }
@@ -771,7 +771,7 @@ pub(super) fn inv_t(r: InvRun<'_>) -> Option<Vec<usize>> {
         return None;
     }
     let mut undone = Vec::new();
-    // SAFETY: the CPU has AVX-512F (checked above), the only extension `run_inv_t` uses
+    // SAFETY: the CPU has AVX-512F (asserted above), the only extension `run_inv_t` uses
     unsafe { run_inv_t(r, &mut undone) };
     Some(undone)
 }
@@ -1066,10 +1066,10 @@ mod tests {
     /// The register form of `ln_normal` gives the scalar form's bits: random mantissas at
     /// every exponent, both sides of the √2 reduction boundary, around 1, the extremes.
     #[test]
+    #[cfg_attr(not(cotangent_test_avx512), ignore = "needs AVX-512F, which this host lacks")]
     fn ln_normal_in_registers_gives_the_scalar_bits() {
-        if !avx512() {
-            return;
-        }
+        // (the kernels themselves, whatever COTANGENT_SIMD asks of the library)
+        assert!(std::arch::is_x86_feature_detected!("avx512f"), "built on a host with AVX-512F");
         let mut rng = crate::backend::cpu::XorShift(0x2545_F491_4F6C_DD1D);
         let mut next = || rng.next_u64();
         let mut xs = vec![f64::MIN_POSITIVE, f64::MAX, 1.0, 2.0, 0.5, 1.0 + f64::EPSILON];
@@ -1092,7 +1092,7 @@ mod tests {
             }
             out
         }
-        // SAFETY: the CPU has AVX-512F (checked above)
+        // SAFETY: the CPU has AVX-512F (asserted above)
         let got = unsafe { all(&xs) };
         for (&x, &y) in xs.iter().zip(&got) {
             assert_eq!(y.to_bits(), super::super::lu::ln_normal(x).to_bits(), "ln {x:e}");
@@ -1101,10 +1101,10 @@ mod tests {
 
     /// The transposes against their definitions, where the CPU has AVX-512.
     #[test]
+    #[cfg_attr(not(cotangent_test_avx512), ignore = "needs AVX-512F, which this host lacks")]
     fn register_transposes_move_the_right_entries() {
-        if !avx512() {
-            return;
-        }
+        // (the kernels themselves, whatever COTANGENT_SIMD asks of the library)
+        assert!(std::arch::is_x86_feature_detected!("avx512f"), "built on a host with AVX-512F");
         #[target_feature(enable = "avx512f")]
         fn check<const S: usize>() {
             let src: Vec<[f64; 4]> =
@@ -1122,7 +1122,7 @@ mod tests {
             from_lanes(&x, &mut back);
             assert_eq!(back, src, "size {S}");
         }
-        // SAFETY: the CPU has AVX-512F (checked above)
+        // SAFETY: the CPU has AVX-512F (asserted above)
         unsafe {
             check::<4>();
             check::<8>();

@@ -556,11 +556,11 @@ fn frechet_one<T: LinalgElem + LaneBits, const N: usize>(
 macro_rules! by_order {
     ($n:expr, $kernel:ident { $($field:ident),* }) => {
         match $n {
-            2 => pulp::Arch::new().dispatch($kernel::<T, 2> { $($field),* }),
-            3 => pulp::Arch::new().dispatch($kernel::<T, 3> { $($field),* }),
-            4 => pulp::Arch::new().dispatch($kernel::<T, 4> { $($field),* }),
-            16 => pulp::Arch::new().dispatch($kernel::<T, 16> { $($field),* }),
-            _ => pulp::Arch::new().dispatch($kernel::<T, 0> { $($field),* }),
+            2 => crate::backend::cpu::simd::arch().dispatch($kernel::<T, 2> { $($field),* }),
+            3 => crate::backend::cpu::simd::arch().dispatch($kernel::<T, 3> { $($field),* }),
+            4 => crate::backend::cpu::simd::arch().dispatch($kernel::<T, 4> { $($field),* }),
+            16 => crate::backend::cpu::simd::arch().dispatch($kernel::<T, 16> { $($field),* }),
+            _ => crate::backend::cpu::simd::arch().dispatch($kernel::<T, 0> { $($field),* }),
         }
     };
 }

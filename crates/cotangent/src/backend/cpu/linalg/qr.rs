@@ -525,7 +525,7 @@ fn qr_lanes<T: QrElem>(
         qb: &mut [[T; LANES]],
     ) -> [bool; LANES] {
         // compiled for the widest instruction set the CPU has (the same operations)
-        pulp::Arch::new().dispatch(Kernel::<T, N> { ba, a, first, q, r, w, qb })
+        crate::backend::cpu::simd::arch().dispatch(Kernel::<T, N> { ba, a, first, q, r, w, qb })
     }
     macro_rules! arms {
         ($($n:literal)*) => {
@@ -878,7 +878,7 @@ fn backward_lanes<T: QrElem>(
         idx: &[usize; LANES],
         buf: &mut [[T; LANES]],
     ) {
-        pulp::Arch::new().dispatch(Kernel::<T, N> { ops, idx, buf });
+        crate::backend::cpu::simd::arch().dispatch(Kernel::<T, N> { ops, idx, buf });
     }
     macro_rules! arms {
         ($($n:literal)*) => {

@@ -530,7 +530,14 @@ fn sweep_lanes<T: JacobiElem>(
         k: Kernel<'_, T, 0, 0>,
     ) -> [bool; LANES] {
         let Kernel { w, q, rows, cols, want, sweeps } = k;
-        pulp::Arch::new().dispatch(Kernel::<T, R, C> { w, q, rows, cols, want, sweeps })
+        crate::backend::cpu::simd::arch().dispatch(Kernel::<T, R, C> {
+            w,
+            q,
+            rows,
+            cols,
+            want,
+            sweeps,
+        })
     }
     match (rows, cols) {
         (2, 2) => fixed::<T, 2, 2>(k),
@@ -568,7 +575,7 @@ fn mixed_start<T: JacobiElem>(sc: &mut LaneScratch<T>, rows: usize, cols: usize)
             mixed_start_n(sc, rows, cols);
         }
     }
-    pulp::Arch::new().dispatch(Kernel { sc, rows, cols });
+    crate::backend::cpu::simd::arch().dispatch(Kernel { sc, rows, cols });
 }
 
 /// The body of [`mixed_start`] (compiled for the instruction set of its caller).
@@ -1177,8 +1184,8 @@ fn svd_backward_simd<T: LinalgElem>(cx: &SvdBack<'_, T>, i: usize, dst: &mut [T]
     macro_rules! by_order {
         ($($k:literal)*) => {
             match cx.dims.1 {
-                $($k => pulp::Arch::new().dispatch(Kernel::<T, $k> { cx, i, dst, tmp }),)*
-                _ => pulp::Arch::new().dispatch(Kernel::<T, 0> { cx, i, dst, tmp }),
+                $($k => crate::backend::cpu::simd::arch().dispatch(Kernel::<T, $k> { cx, i, dst, tmp }),)*
+                _ => crate::backend::cpu::simd::arch().dispatch(Kernel::<T, 0> { cx, i, dst, tmp }),
             }
         };
     }

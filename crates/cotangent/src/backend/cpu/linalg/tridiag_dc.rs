@@ -301,7 +301,14 @@ fn merge<T: LinalgElem>(
     let (dk, zk) = (&dk[..], &zk[..]);
     if k > 0 {
         let solve = |first: usize, origin: &mut [usize], tau: &mut [T]| {
-            pulp::Arch::new().dispatch(Roots { d: dk, z: zk, rho, first, origin, tau });
+            crate::backend::cpu::simd::arch().dispatch(Roots {
+                d: dk,
+                z: zk,
+                rho,
+                first,
+                origin,
+                tau,
+            });
         };
         if parallel {
             let h = k / 2;
@@ -338,7 +345,15 @@ fn merge<T: LinalgElem>(
     if k > 0 {
         let (dpos, zpos) = (&dpos[..], &zpos[..]);
         let vectors = |first: usize, cols: &mut [T]| {
-            pulp::Arch::new().dispatch(Vectors { d: dk, dpos, zpos, origin, tau, first, cols });
+            crate::backend::cpu::simd::arch().dispatch(Vectors {
+                d: dk,
+                dpos,
+                zpos,
+                origin,
+                tau,
+                first,
+                cols,
+            });
         };
         if parallel {
             let (c0, c1) = sv.split_at_mut((k / 2) * k);
@@ -570,7 +585,7 @@ pub(super) fn z_hat<T: LinalgElem>(
     parallel: bool,
 ) {
     let run = |first: usize, zh: &mut [T]| {
-        pulp::Arch::new().dispatch(ZHat { d, z, origin, tau, first, zh, gap });
+        crate::backend::cpu::simd::arch().dispatch(ZHat { d, z, origin, tau, first, zh, gap });
     };
     if parallel {
         let h = zh.len() / 2;

@@ -201,7 +201,7 @@ pub(super) fn tridiag_qr<T: LinalgElem>(
     }
     match z {
         None => root_free_ql(d, e),
-        Some(z) => pulp::Arch::new().dispatch(Kernel { d, e, z, c, s, pc, ps }),
+        Some(z) => crate::backend::cpu::simd::arch().dispatch(Kernel { d, e, z, c, s, pc, ps }),
     }
 }
 

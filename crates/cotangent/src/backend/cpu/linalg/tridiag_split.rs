@@ -97,14 +97,20 @@ pub(crate) fn tridiag_split<T: LinalgElem>(
         for i in 0..wd {
             let c = j0 + i;
             if i > 0 {
-                pulp::Arch::new().dispatch(UpdateColumn { a: &mut *a, w: &sc.w, n, j0, i });
+                crate::backend::cpu::simd::arch().dispatch(UpdateColumn {
+                    a: &mut *a,
+                    w: &sc.w,
+                    n,
+                    j0,
+                    i,
+                });
             }
             // the reflector of column c: H = I − v vᵀ / τ, v = [1; essential] on rows c + 1..
             let col = &mut a[c * n + c + 1..(c + 1) * n];
             let Some((head, tail)) = col.split_first_mut() else {
                 break; // (c + 1 < n: not reached)
             };
-            let tau_f = pulp::Arch::new().dispatch(Reflector { head, tail });
+            let tau_f = crate::backend::cpu::simd::arch().dispatch(Reflector { head, tail });
             hh[c * bs] = tau_f;
             sc.e[c] = *head;
             *head = T::ONE;
@@ -226,7 +232,15 @@ fn w_column<T: LinalgElem>(a: &[T], n: usize, j0: usize, i: usize, tau: T, sc: &
                 return; // (an empty range writes nothing; Finish skips it)
             }
             let z = parts.take(t);
-            pulp::Arch::new().dispatch(Symv { a, n, c1, v, q0: cuts[t], q1: cuts[t + 1], z });
+            crate::backend::cpu::simd::arch().dispatch(Symv {
+                a,
+                n,
+                c1,
+                v,
+                q0: cuts[t],
+                q1: cuts[t + 1],
+                z,
+            });
         };
         if n >= PAR_N && m >= PAR_M {
             run_tasks(PARTS, task);
@@ -236,7 +250,7 @@ fn w_column<T: LinalgElem>(a: &[T], n: usize, j0: usize, i: usize, tau: T, sc: &
     }
     let (wl, wr) = sc.w.split_at_mut(i * n);
     let wcol = &mut wr[c1..n];
-    pulp::Arch::new().dispatch(Finish {
+    crate::backend::cpu::simd::arch().dispatch(Finish {
         a,
         n,
         j0,

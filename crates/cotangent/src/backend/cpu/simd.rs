@@ -1,0 +1,74 @@
+//! Which SIMD instruction sets the CPU kernels use: the best this CPU has, or a lower one
+//! forced by `COTANGENT_SIMD=portable|avx2|avx512` (read once, on first use), so that
+//! every path can be run and tested on one host.
+//!
+//! `portable` runs the kernels written with `pulp` on its scalar backend and never enters
+//! the AVX-512 kernels; `avx2` allows `pulp`'s x86-64-v3 backend (AVX2 and FMA) but not
+//! the AVX-512 kernels; `avx512` allows both. A level the CPU lacks is lowered to the best
+//! it has; an unknown value is ignored. faer's own kernels choose their instruction sets
+//! themselves and are not affected.
+
+use std::sync::OnceLock;
+
+/// An instruction-set level, ordered from the most portable.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub(crate) enum Level {
+    /// Scalar code only (`pulp`'s scalar backend).
+    Portable,
+    /// AVX2 and FMA (`pulp`'s x86-64-v3 backend).
+    Avx2,
+    /// AVX-512F as well (the `*_wide` kernels).
+    Avx512,
+}
+
+/// The best level this CPU supports.
+pub(crate) fn detected() -> Level {
+    #[cfg(target_arch = "x86_64")]
+    {
+        if std::arch::is_x86_feature_detected!("avx512f") {
+            return Level::Avx512;
+        }
+        if std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma")
+        {
+            return Level::Avx2;
+        }
+    }
+    Level::Portable
+}
+
+/// The level the kernels use: [`detected`], or lower where `COTANGENT_SIMD` asks for it.
+pub(crate) fn level() -> Level {
+    static LEVEL: OnceLock<Level> = OnceLock::new();
+    *LEVEL.get_or_init(|| {
+        let asked = match std::env::var("COTANGENT_SIMD").as_deref() {
+            Ok("portable") => Level::Portable,
+            Ok("avx2") => Level::Avx2,
+            _ => Level::Avx512,
+        };
+        asked.min(detected())
+    })
+}
+
+/// The `pulp` dispatcher of [`level`]: the scalar backend at `portable`, else the best
+/// `pulp` backend the CPU has (`pulp` is built without its AVX-512 backend).
+#[inline]
+pub(crate) fn arch() -> pulp::Arch {
+    if level() == Level::Portable {
+        pulp::Arch::Scalar
+    } else {
+        pulp::Arch::new()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_level_never_exceeds_the_cpu() {
+        assert!(level() <= detected());
+        // the dispatcher agrees with the level
+        let scalar = matches!(arch(), pulp::Arch::Scalar);
+        assert_eq!(scalar, level() == Level::Portable || detected() == Level::Portable);
+    }
+}
