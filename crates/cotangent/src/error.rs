@@ -5,25 +5,9 @@
 //! act on it: shapes, dtypes, dims, batch and pivot indices. There are no free-form message
 //! variants; a new kind of failure gets a new variant.
 
+use crate::device::Device;
 use crate::dtype::DType;
 use crate::shape::Shape;
-
-/// The device a tensor lives on. Only the CPU exists today; the enum is the seam for more.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
-#[non_exhaustive]
-pub enum Device {
-    /// Host memory, computed by the CPU backend.
-    #[default]
-    Cpu,
-}
-
-impl std::fmt::Display for Device {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            Device::Cpu => f.write_str("cpu"),
-        }
-    }
-}
 
 /// The library's error: one variant per kind of failure, each naming the op.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]

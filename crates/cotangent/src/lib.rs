@@ -101,6 +101,7 @@
 mod autocast;
 pub mod autograd;
 mod backend;
+mod device;
 pub mod dtype;
 mod error;
 pub mod layout;
@@ -112,8 +113,9 @@ mod tensor;
 
 pub use autocast::{autocast, autocast_dtype};
 pub use autograd::Gradients;
+pub use device::Device;
 pub use dtype::{DType, Element};
-pub use error::{Device, Error, Result};
+pub use error::{Error, Result};
 pub use layout::Layout;
 pub use shape::Shape;
 pub use tensor::{Generator, Tensor, TensorId};

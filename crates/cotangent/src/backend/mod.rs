@@ -4,8 +4,9 @@
 
 pub(crate) mod cpu;
 
+use crate::device::Device;
 use crate::dtype::{DType, Float};
-use crate::error::{Device, Result};
+use crate::error::Result;
 use crate::layout::Layout;
 use crate::shape::Shape;
 pub(crate) use cpu::CpuStorage;

@@ -182,10 +182,14 @@ impl Tensor {
     /// ```
     pub fn linear(&self, weight: &Tensor, bias: Option<&Tensor>) -> Result<Tensor> {
         const OP: &str = "nn.functional.linear";
-        let mut args = vec![self, weight];
-        args.extend(bias);
-        if let Some(c) = crate::autocast::lower(&args)? {
-            return c[0].linear(&c[1], c.args.get(2));
+        if crate::autocast::autocast_dtype().is_some() {
+            let c = match bias {
+                Some(b) => crate::autocast::lower(&[self, weight, b])?,
+                None => crate::autocast::lower(&[self, weight])?,
+            };
+            if let Some(c) = c {
+                return c[0].linear(&c[1], c.args.get(2));
+            }
         }
         if weight.rank() != 2 && weight.rank() != 1 {
             return Err(Error::BadShape {

@@ -12,8 +12,9 @@ use std::sync::Arc;
 
 use crate::autograd::node::GradFn;
 use crate::backend::{BackendStorage, CpuStorage, Storage};
+use crate::device::Device;
 use crate::dtype::{DType, Element};
-use crate::error::{Device, Error, Result};
+use crate::error::{Error, Result};
 use crate::layout::Layout;
 use crate::shape::Shape;
 

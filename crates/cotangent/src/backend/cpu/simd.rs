@@ -8,7 +8,7 @@
 //! it has; an unknown value is ignored. faer's own kernels choose their instruction sets
 //! themselves and are not affected.
 
-use std::sync::OnceLock;
+use std::sync::atomic::{AtomicU8, Ordering};
 
 /// An instruction-set level, ordered from the most portable.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -37,16 +37,25 @@ pub(crate) fn detected() -> Level {
 }
 
 /// The level the kernels use: [`detected`], or lower where `COTANGENT_SIMD` asks for it.
+#[inline]
 pub(crate) fn level() -> Level {
-    static LEVEL: OnceLock<Level> = OnceLock::new();
-    *LEVEL.get_or_init(|| {
-        let asked = match std::env::var("COTANGENT_SIMD").as_deref() {
-            Ok("portable") => Level::Portable,
-            Ok("avx2") => Level::Avx2,
-            _ => Level::Avx512,
-        };
-        asked.min(detected())
-    })
+    // (an atomic byte, 0 until decided: the kernels ask on every dispatch)
+    static LEVEL: AtomicU8 = AtomicU8::new(0);
+    match LEVEL.load(Ordering::Relaxed) {
+        1 => Level::Portable,
+        2 => Level::Avx2,
+        3 => Level::Avx512,
+        _ => {
+            let asked = match std::env::var("COTANGENT_SIMD").as_deref() {
+                Ok("portable") => Level::Portable,
+                Ok("avx2") => Level::Avx2,
+                _ => Level::Avx512,
+            };
+            let l = asked.min(detected());
+            LEVEL.store(l as u8 + 1, Ordering::Relaxed);
+            l
+        }
+    }
 }
 
 /// The `pulp` dispatcher of [`level`]: the scalar backend at `portable`, else the best
