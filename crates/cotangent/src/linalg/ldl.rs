@@ -2,9 +2,7 @@
 //! `linalg.ldl_factor_ex`) and its solver (`linalg.ldl_solve`), in LAPACK's compact
 //! format (`sytrf`/`sytrs` with the lower triangle), as PyTorch returns it.
 
-use super::util::{
-    broadcast_batch, check_float, check_matrix, check_same_dtype, check_square, from_kernel,
-};
+use super::util::{broadcast_batch, check_float, check_matrix, check_square, from_kernel};
 use crate::autograd::node::{record, record1, Op, VjpCtx};
 use crate::backend::{BackendStorage, CpuStorage};
 use crate::dtype::DType;
@@ -225,29 +223,8 @@ fn valid(piv: &[i64], n: usize) -> bool {
 /// # Ok::<(), cotangent::Error>(())
 /// ```
 pub fn ldl_solve(ld: &Tensor, pivots: &Tensor, b: &Tensor, hermitian: bool) -> Result<Tensor> {
-    check_float(OP_SOLVE, ld)?;
-    check_float(OP_SOLVE, b)?;
     check_matrix(OP_SOLVE, ld)?;
-    let n = check_square(OP_SOLVE, ld)?;
-    if pivots.dtype() != DType::I64 {
-        return Err(Error::UnsupportedDType { op: OP_SOLVE, dtype: pivots.dtype() });
-    }
-    let r = ld.rank();
-    if pivots.dims() != &ld.dims()[..r - 1] {
-        return Err(Error::ShapeMismatch {
-            op: OP_SOLVE,
-            lhs: ld.shape().clone(),
-            rhs: pivots.shape().clone(),
-        });
-    }
-    if b.rank() < 2 {
-        return Err(Error::BadShape {
-            op: OP_SOLVE,
-            expected: "a right-hand side of at least 2 dims (*, n, k)",
-            got: b.shape().clone(),
-        });
-    }
-    check_same_dtype(OP_SOLVE, ld, b)?;
+    let n = super::lu::check_factored(OP_SOLVE, ld, pivots, b)?;
     if b.dims()[b.rank() - 2] != n {
         return Err(Error::ShapeMismatch {
             op: OP_SOLVE,

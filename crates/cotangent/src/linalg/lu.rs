@@ -465,6 +465,39 @@ impl Op for LuSolveOp {
     }
 }
 
+/// The checks of a solve from packed factors (`lu_solve`, `ldl_solve`): float `factors`
+/// `(*, n, n)` and `b` of one dtype, `b` of at least 2 dims, and `I64` `pivots` of the
+/// factors' shape without its last dim. Returns `n`.
+pub(crate) fn check_factored(
+    op: &'static str,
+    factors: &Tensor,
+    pivots: &Tensor,
+    b: &Tensor,
+) -> Result<usize> {
+    check_float(op, factors)?;
+    check_float(op, b)?;
+    let n = check_square(op, factors)?;
+    if pivots.dtype() != DType::I64 {
+        return Err(Error::UnsupportedDType { op, dtype: pivots.dtype() });
+    }
+    if pivots.dims() != &factors.dims()[..factors.rank() - 1] {
+        return Err(Error::ShapeMismatch {
+            op,
+            lhs: factors.shape().clone(),
+            rhs: pivots.shape().clone(),
+        });
+    }
+    if b.rank() < 2 {
+        return Err(Error::BadShape {
+            op,
+            expected: "a right-hand side of at least 2 dims (*, n, k)",
+            got: b.shape().clone(),
+        });
+    }
+    check_same_dtype(op, factors, b)?;
+    Ok(n)
+}
+
 /// Solves a linear system from an LU factorisation
 /// (`torch.linalg.lu_solve(LU, pivots, B, left=True, adjoint=False)`; a primitive).
 ///
@@ -504,28 +537,7 @@ pub fn lu_solve(
     side: Side,
     adjoint: bool,
 ) -> Result<Tensor> {
-    check_float(OP_SOLVE, lu)?;
-    check_float(OP_SOLVE, b)?;
-    let n = check_square(OP_SOLVE, lu)?;
-    if pivots.dtype() != DType::I64 {
-        return Err(Error::UnsupportedDType { op: OP_SOLVE, dtype: pivots.dtype() });
-    }
-    let r = lu.rank();
-    if pivots.dims() != &lu.dims()[..r - 1] {
-        return Err(Error::ShapeMismatch {
-            op: OP_SOLVE,
-            lhs: lu.shape().clone(),
-            rhs: pivots.shape().clone(),
-        });
-    }
-    if b.rank() < 2 {
-        return Err(Error::BadShape {
-            op: OP_SOLVE,
-            expected: "a right-hand side of at least 2 dims",
-            got: b.shape().clone(),
-        });
-    }
-    check_same_dtype(OP_SOLVE, lu, b)?;
+    let n = check_factored(OP_SOLVE, lu, pivots, b)?;
     if side == Side::Right {
         // X A = B ⇔ Aᵀ Xᵀ = Bᵀ
         return lu_solve(lu, pivots, &b.mT()?, Side::Left, !adjoint)?.mT();
