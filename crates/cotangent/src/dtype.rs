@@ -4,7 +4,7 @@
 use half::{bf16, f16};
 use num_complex::Complex;
 
-use crate::backend::cpu::CpuStorage;
+use crate::host::HostBuffer;
 
 /// The element type of a tensor, chosen at run time (as in PyTorch).
 ///
@@ -208,9 +208,11 @@ pub trait Element:
     /// for integers, `!= 0` for bool).
     fn from_f64(v: f64) -> Self;
     #[doc(hidden)]
-    fn into_storage(v: Vec<Self>) -> CpuStorage;
+    fn into_host(v: Vec<Self>) -> HostBuffer;
     #[doc(hidden)]
-    fn slice(s: &CpuStorage) -> Option<&[Self]>;
+    fn host_slice(h: &HostBuffer) -> Option<&[Self]>;
+    #[doc(hidden)]
+    fn from_host(h: HostBuffer) -> std::result::Result<Vec<Self>, HostBuffer>;
 }
 
 macro_rules! element {
@@ -227,13 +229,19 @@ macro_rules! element {
                 let f: fn(f64) -> $t = $from;
                 f(v)
             }
-            fn into_storage(v: Vec<Self>) -> CpuStorage {
-                CpuStorage::$dt(v)
+            fn into_host(v: Vec<Self>) -> HostBuffer {
+                HostBuffer::$dt(v)
             }
-            fn slice(s: &CpuStorage) -> Option<&[Self]> {
-                match s {
-                    CpuStorage::$dt(v) => Some(v),
+            fn host_slice(h: &HostBuffer) -> Option<&[Self]> {
+                match h {
+                    HostBuffer::$dt(v) => Some(v),
                     _ => None,
+                }
+            }
+            fn from_host(h: HostBuffer) -> std::result::Result<Vec<Self>, HostBuffer> {
+                match h {
+                    HostBuffer::$dt(v) => Ok(v),
+                    other => Err(other),
                 }
             }
         }

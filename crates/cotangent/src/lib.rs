@@ -104,6 +104,7 @@ mod backend;
 mod device;
 pub mod dtype;
 mod error;
+mod host;
 pub mod layout;
 pub mod linalg;
 mod ops;

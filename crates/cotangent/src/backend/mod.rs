@@ -3,13 +3,16 @@
 //! matches on the device; each device implements [`BackendStorage`].
 
 pub(crate) mod cpu;
+mod storage;
 
 use crate::device::Device;
 use crate::dtype::{DType, Float};
 use crate::error::Result;
+use crate::host::HostBuffer;
 use crate::layout::Layout;
 use crate::shape::Shape;
 pub(crate) use cpu::CpuStorage;
+pub(crate) use storage::Storage;
 
 /// An elementwise function of one real argument, computed at the dtype's precision
 /// (`f32` for the 16-bit types). `NAME` is the op's name, which a device without a
@@ -49,9 +52,17 @@ pub(crate) enum ReduceOp {
 /// kernels already have the same shape (broadcast views) and dtype.
 pub(crate) trait BackendStorage: Sized {
     fn dtype(&self) -> DType;
-    fn zeros(n: usize, dtype: DType) -> Self;
+    /// A buffer on `device` (one of this backend's) holding the host elements `h`.
+    fn from_host(device: Device, h: HostBuffer) -> Result<Self>;
+    /// The elements at `l`, in row-major order, in a fresh host buffer.
+    fn to_host(&self, l: &Layout) -> Result<HostBuffer>;
+    /// The position (in row-major order) and value of the first non-zero element of the
+    /// `I64` elements at `l`, read where they lie (a batch's `info`).
+    fn first_nonzero(&self, l: &Layout) -> Result<Option<(usize, i64)>>;
+    /// `n` zeros of `dtype` on `device` (one of this backend's).
+    fn zeros(device: Device, n: usize, dtype: DType) -> Result<Self>;
     /// Contiguous copy of the elements of `l`, in row-major order.
-    fn copy_strided(&self, l: &Layout) -> Self;
+    fn copy_strided(&self, l: &Layout) -> Result<Self>;
     fn cast(&self, l: &Layout, to: DType) -> Result<Self>;
     fn unary<K: UnaryKernel>(&self, l: &Layout, k: K) -> Result<Self>;
     fn binary<K: BinaryKernel>(&self, l: &Layout, rhs: &Self, rl: &Layout, k: K) -> Result<Self>;
@@ -87,7 +98,7 @@ pub(crate) trait BackendStorage: Sized {
     /// Concatenation along `dim` of tensors of one dtype into a contiguous `out` shape.
     fn cat(parts: &[(&Self, &Layout)], dim: usize, out: &Shape) -> Result<Self>;
     /// Reverses the given dims.
-    fn flip(&self, l: &Layout, dims: &[usize]) -> Self;
+    fn flip(&self, l: &Layout, dims: &[usize]) -> Result<Self>;
     /// `out[..., i, ...] = self[..., index[..., i, ...], ...]` along `dim`; `index` is `I64`
     /// with the output's shape.
     fn gather(&self, l: &Layout, dim: usize, index: &Self, il: &Layout) -> Result<Self>;
@@ -294,6 +305,18 @@ pub(crate) trait BackendStorage: Sized {
         gv: Option<(&Self, &Layout)>,
     ) -> Result<Option<(Self, Layout)>>;
 
+    /// The middle factor `diag(gw) + F ∘ skew(X)` of eigh's first-order VJP for
+    /// `self = X = VᵀgV: (*, n, n)`, the eigenvalues `w: (*, n)` and their cotangent `gw`
+    /// (`None` is zero; layouts of `w`'s shape), `F_ij = 1 / (w_j − w_i)`: contiguous
+    /// `(*, n, n)`, or `None` where the gradient is undefined (a cotangent not negligible
+    /// at a repeated eigenvalue).
+    fn eigh_inner(
+        &self,
+        l: &Layout,
+        w: (&Self, &Layout),
+        gw: Option<(&Self, &Layout)>,
+    ) -> Result<Option<Self>>;
+
     /// `exp(A)` of each square `self: (*, n, n)` (scaling and squaring with Padé
     /// approximants), column-major, with its layout.
     fn matrix_exp(&self, l: &Layout) -> Result<(Self, Layout)>;
@@ -376,37 +399,42 @@ pub(crate) struct TriSolve {
     pub(crate) unit: bool,
 }
 
-/// A tensor's buffer, on some device. Immutable once created; shared by views.
-#[derive(Debug)]
-pub(crate) enum Storage {
-    Cpu(CpuStorage),
-}
-
-impl Drop for Storage {
-    /// Large host buffers go back to the CPU backend's cache (see `cpu::pool`).
-    fn drop(&mut self) {
-        match self {
-            Storage::Cpu(s) => s.recycle(),
+impl<S> LuDet<S> {
+    /// The same result with every buffer mapped through `f` (to another storage type).
+    pub(crate) fn rewrap<T>(self, f: impl Fn(S) -> T) -> LuDet<T> {
+        LuDet {
+            lu: f(self.lu),
+            layout: self.layout,
+            piv: f(self.piv),
+            info: f(self.info),
+            det: f(self.det),
+            sign: f(self.sign),
+            logabs: f(self.logabs),
+            loose: self.loose,
         }
     }
 }
 
-impl Storage {
-    pub(crate) fn device(&self) -> Device {
-        match self {
-            Storage::Cpu(_) => Device::Cpu,
+impl<S> LuSolved<S> {
+    /// The same result with every buffer mapped through `f` (to another storage type).
+    pub(crate) fn rewrap<T>(self, f: impl Fn(S) -> T) -> LuSolved<T> {
+        LuSolved {
+            factors: f(self.factors),
+            perms: f(self.perms),
+            info: f(self.info),
+            x: f(self.x),
+            x_layout: self.x_layout,
         }
     }
+}
 
-    pub(crate) fn dtype(&self) -> DType {
-        match self {
-            Storage::Cpu(s) => s.dtype(),
-        }
-    }
-
-    pub(crate) fn cpu(&self) -> &CpuStorage {
-        match self {
-            Storage::Cpu(s) => s,
+impl<S> SavedSolve<S> {
+    /// The same result with every buffer mapped through `f` (to another storage type).
+    pub(crate) fn rewrap<T>(self, f: impl Fn(S) -> T) -> SavedSolve<T> {
+        SavedSolve {
+            x: f(self.x),
+            x_layout: self.x_layout,
+            outer: self.outer.map(|(o, l)| (f(o), l)),
         }
     }
 }

@@ -8,7 +8,6 @@ use super::util::{
 };
 use super::{Diag, Side, Uplo};
 use crate::autograd::node::{record1, Op, VjpCtx};
-use crate::backend::BackendStorage;
 use crate::dtype::DType;
 use crate::error::{Error, Result};
 use crate::tensor::Tensor;
@@ -24,7 +23,7 @@ fn factor(op: &'static str, a: &Tensor, uplo: Uplo) -> Result<(Tensor, Vec<i64>)
         let (l, info) = factor(op, &a.to_dtype(DType::F32)?, uplo)?;
         return Ok((l.to_dtype(a.dtype())?, info));
     }
-    let (s, layout, info) = a.storage().cpu().cholesky(a.layout(), uplo == Uplo::Upper)?;
+    let (s, layout, info) = a.storage().cholesky(a.layout(), uplo == Uplo::Upper)?;
     let l = record1(Cholesky { uplo }, &[a], from_kernel(s, layout), true);
     Ok((l, info))
 }
@@ -50,9 +49,9 @@ impl Op for Cholesky {
         let f = cx.output(0)?;
         if !cx.create_graph() && f.dtype() == gl.dtype() {
             // the same formula, fused per matrix (no graph to build)
-            let (s, layout) = f.storage().cpu().cholesky_backward(
+            let (s, layout) = f.storage().cholesky_backward(
                 f.layout(),
-                gl.storage().cpu(),
+                gl.storage(),
                 gl.layout(),
                 self.uplo == Uplo::Upper,
             )?;

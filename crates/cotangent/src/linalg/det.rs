@@ -1,11 +1,9 @@
 //! Determinants from one LU factorisation: `linalg.det`, `linalg.slogdet`, `logdet`
 //! (explicit composites with hand-written, singular-safe VJPs).
 
-use super::lu::contiguous_cpu;
 use super::solve::inv_ex;
 use super::util::{check_float, check_square, from_kernel};
 use crate::autograd::node::{record, record1, Op, VjpCtx};
-use crate::backend::BackendStorage;
 use crate::dtype::DType;
 use crate::error::{Error, Result};
 use crate::layout::Layout;
@@ -51,7 +49,7 @@ fn parts(a: &Tensor, want_log: bool) -> Result<Parts> {
     let batch = a.dims()[..r - 2].to_vec();
     let transposed = n > 1 && a.strides()[r - 1] == 1;
     let f = if transposed { a.mT()? } else { a.clone() };
-    let d = f.storage().cpu().lu_det(f.layout(), want_log)?;
+    let d = f.storage().lu_det(f.layout(), want_log)?;
     let mut pdims = batch.clone();
     pdims.push(n);
     let per_matrix = || Layout::contiguous(Shape::new(batch.clone()));
@@ -69,10 +67,9 @@ fn parts(a: &Tensor, want_log: bool) -> Result<Parts> {
 /// `g[..., None, None] * A⁻ᵀ` from saved factors (first order only): of `A`, or of `Aᵀ`
 /// if `transposed` (then `g (Aᵀ)⁻ᵀ = g A⁻¹`, column-major, is returned transposed).
 fn scaled_inv_t(lu: &Tensor, pivots: &Tensor, g: &Tensor, transposed: bool) -> Result<Tensor> {
-    let piv = contiguous_cpu(pivots);
-    let c = g.broadcast_to(pivots.dims()[..pivots.rank() - 1].to_vec())?;
-    let c = contiguous_cpu(&c);
-    let (s, l) = lu.storage().cpu().lu_inv_t(lu.layout(), &piv, &c, !transposed)?;
+    let piv = pivots.packed()?;
+    let c = g.broadcast_to(pivots.dims()[..pivots.rank() - 1].to_vec())?.packed()?;
+    let (s, l) = lu.storage().lu_inv_t(lu.layout(), piv.storage(), c.storage(), !transposed)?;
     let x = from_kernel(s, l);
     if transposed {
         x.mT()
@@ -153,7 +150,7 @@ impl Op for DetOp {
         let mut ga = scaled_inv_t(&self.lu, &self.pivots, &g.mul(&d)?, self.transposed)?;
         if self.loose.iter().any(|&s| s) {
             let a = a.detach();
-            let c = a.storage().cpu().cofactor(a.layout())?;
+            let c = a.storage().cofactor(a.layout())?;
             let c = from_kernel(c, Layout::contiguous(a.shape().clone()));
             let gc = g.unsqueeze(-1)?.unsqueeze(-1)?.mul(&c)?;
             let batch = a.dims()[..a.rank() - 2].to_vec();

@@ -5,7 +5,7 @@
 use super::util::{batch_of, check_float, check_matrix, check_square, from_kernel};
 use super::Uplo;
 use crate::autograd::node::{record, should_record, Op, VjpCtx};
-use crate::backend::{BackendStorage, CpuStorage};
+use crate::backend::Storage;
 use crate::dtype::DType;
 use crate::error::{Error, Result};
 use crate::layout::Layout;
@@ -28,11 +28,6 @@ pub struct Eigh {
 
 #[derive(Debug)]
 struct EighOp;
-
-/// The CPU storage of `t` with its layout.
-fn cpu(t: &Tensor) -> (&CpuStorage, &Layout) {
-    (t.storage().cpu(), t.layout())
-}
 
 /// Up to this order the VJP is fused per matrix when the backward pass is not recorded.
 const FUSED_N: usize = 32;
@@ -82,52 +77,15 @@ fn degenerate_pairs(w: &Tensor, skew: &Tensor) -> Result<Tensor> {
     Tensor::from_vec(mask, skew.shape().clone())
 }
 
-/// The middle factor `diag(gw) + F ∘ skew(X)` of the VJP (`X = VᵀgV`) in one pass over
-/// each matrix, for a backward that is not recorded (the tensor ops of the recorded one
-/// take a dozen passes): the same values, and [`degenerate_pairs`]' rule for zero gaps.
+/// The middle factor `diag(gw) + F ∘ skew(X)` of the VJP (`X = VᵀgV`), fused by the
+/// backend, for a backward that is not recorded: the same values, and
+/// [`degenerate_pairs`]' rule for zero gaps.
 fn inner_first_order(w: &Tensor, x: &Tensor, gw: Option<&Tensor>) -> Result<Tensor> {
-    let n = w.dims()[w.rank() - 1];
-    let eps = if w.dtype() == DType::F64 { f64::EPSILON } else { f64::from(f32::EPSILON) };
-    let wv = w.detach().to_vec_f64();
-    let xv = x.detach().to_vec_f64();
-    let gwv = gw.map(|g| g.detach().broadcast_to(w.shape().clone())).transpose()?;
-    let gwv = gwv.map(|g| g.to_vec_f64());
-    // every entry is written below (the pairs i < j both ways, the diagonal)
-    let mut out = crate::backend::cpu::pool::overwritten(xv.len(), 0.0f64);
-    let nn = (n * n).max(1);
-    // the pairs (i, j), i < j, tile by tile: the transposed entry x_ji is read down a
-    // column, and element by element over whole rows an order-1024 backward lost much
-    // time here to cache misses
-    use crate::backend::cpu::linalg::lower_tiles as pairs;
-    for (b, (wb, (xb, ob))) in
-        wv.chunks_exact(n.max(1)).zip(xv.chunks_exact(nn).zip(out.chunks_exact_mut(nn))).enumerate()
-    {
-        let wmax = wb.iter().fold(0.0f64, |m, x| m.max(x.abs()));
-        let gap_tol = 8.0 * n as f64 * eps * wmax;
-        let mut smax = 0.0f64;
-        pairs(n, |i, j| smax = smax.max(((xb[i * n + j] - xb[j * n + i]) * 0.5).abs()));
-        let skew_tol = eps.sqrt() * smax;
-        let mut undefined = false;
-        // F ∘ skew(X) is symmetric (both factors antisymmetric): each pair written twice
-        pairs(n, |i, j| {
-            let s = (xb[i * n + j] - xb[j * n + i]) * 0.5;
-            let gap = wb[j] - wb[i];
-            // NaN gaps are not degenerate: the NaN goes through
-            let degenerate = gap.abs() <= gap_tol;
-            undefined |= degenerate && s.abs() > skew_tol && smax > 0.0;
-            let v = if degenerate { 0.0 } else { s / gap };
-            ob[i * n + j] = v;
-            ob[j * n + i] = v;
-        });
-        if undefined {
-            return Err(not_differentiable());
-        }
-        for i in 0..n {
-            ob[i * n + i] = gwv.as_ref().map_or(0.0, |g| g[b * n + i]);
-        }
-    }
-    crate::backend::cpu::pool::give(xv);
-    Tensor::from_vec(out, x.shape().clone())?.to_dtype(x.dtype())
+    let gw = gw.map(|g| g.broadcast_to(w.shape().clone())).transpose()?;
+    let inner =
+        x.storage().eigh_inner(x.layout(), w.operand(), gw.as_ref().map(Tensor::operand))?;
+    let inner = inner.ok_or_else(not_differentiable)?;
+    Ok(Tensor::from_storage(inner, x.shape().clone()))
 }
 
 impl Op for EighOp {
@@ -161,11 +119,11 @@ impl Op for EighOp {
         let fused_n = if gv.is_some() { FUSED_N } else { FUSED_VALUES_N };
         if n <= fused_n && !cx.create_graph() && same(gw) && same(gv) {
             // fast path (not recorded): the same formula fused per matrix
-            return match v.storage().cpu().eigh_backward(
+            return match v.storage().eigh_backward(
                 v.layout(),
-                cpu(&w),
-                gw.map(cpu),
-                gv.map(cpu),
+                w.operand(),
+                gw.map(Tensor::operand),
+                gv.map(Tensor::operand),
             )? {
                 Some((s, l)) => Ok(vec![Some(from_kernel(s, l))]),
                 None => Err(not_differentiable()),
@@ -209,14 +167,14 @@ fn check(op: &'static str, a: &Tensor) -> Result<()> {
 /// The kernel's eigenvalues `(*, n)` and optional eigenvectors; `NoConvergence` for the
 /// first matrix with a NaN or an infinity in the triangle read.
 fn kernel(a: &Tensor, uplo: Uplo, vectors: bool) -> Result<(Tensor, Option<Tensor>)> {
-    let (ws, v, failed) = a.storage().cpu().eigh(a.layout(), uplo == Uplo::Upper, vectors)?;
+    let (ws, v, failed) = a.storage().eigh(a.layout(), uplo == Uplo::Upper, vectors)?;
     if let Some(batch) = failed {
         return Err(Error::NoConvergence { op: OP, batch });
     }
     let mut dims = batch_of(a, 2).dims().to_vec();
     dims.push(a.dims()[a.rank() - 1]);
     let w = from_kernel(ws, Layout::contiguous(dims.into()));
-    Ok((w, v.map(|(s, l): (CpuStorage, Layout)| from_kernel(s, l))))
+    Ok((w, v.map(|(s, l): (Storage, Layout)| from_kernel(s, l))))
 }
 
 /// The eigendecomposition of symmetric matrices (`torch.linalg.eigh`; a primitive).

@@ -4,7 +4,6 @@
 
 use super::util::{broadcast_batch, check_float, check_matrix, check_square, from_kernel};
 use crate::autograd::node::{record, record1, Op, VjpCtx};
-use crate::backend::{BackendStorage, CpuStorage};
 use crate::dtype::DType;
 use crate::error::{Error, Result};
 use crate::layout::Layout;
@@ -106,7 +105,7 @@ fn factor_ex(op: &'static str, a: &Tensor) -> Result<LdlFactorEx> {
         let f = factor_ex(op, &a.to_dtype(DType::F32)?)?;
         return Ok(LdlFactorEx { ld: f.ld.to_dtype(a.dtype())?, ..f });
     }
-    let (s, l, p, i) = a.storage().cpu().ldl_factor(a.layout())?;
+    let (s, l, p, i) = a.storage().ldl_factor(a.layout())?;
     let r = a.rank();
     let batch = Shape::new(a.dims()[..r - 2].to_vec());
     let pivots = from_kernel(p, Layout::contiguous(Shape::new(a.dims()[..r - 1].to_vec())));
@@ -248,12 +247,8 @@ pub fn ldl_solve(ld: &Tensor, pivots: &Tensor, b: &Tensor, hermitian: bool) -> R
                      at k, or two equal -p with p > k + 1 for a 2 x 2 block at k, k + 1",
         });
     }
-    let (s, l) = ldb.storage().cpu().ldl_solve(
-        ldb.layout(),
-        &CpuStorage::I64(piv),
-        bb.storage().cpu(),
-        bb.layout(),
-    )?;
+    let piv = pivots.packed()?;
+    let (s, l) = ldb.storage().ldl_solve(ldb.layout(), piv.storage(), bb.storage(), bb.layout())?;
     let op = LdlSolveOp { pivots: pivots.clone(), hermitian };
     Ok(record1(op, &[&ldb, &bb], from_kernel(s, l), false))
 }

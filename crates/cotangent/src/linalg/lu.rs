@@ -13,8 +13,6 @@ use super::util::{
 };
 use super::{solve_triangular, Diag, Side, Uplo};
 use crate::autograd::node::{record, record1, Op, VjpCtx};
-use crate::backend::BackendStorage;
-use crate::backend::CpuStorage;
 use crate::dtype::DType;
 use crate::error::{Error, Result};
 use crate::layout::Layout;
@@ -63,33 +61,22 @@ pub struct Lu {
     pub u: Tensor,
 }
 
-/// The first failing matrix of a batch's `info`, as PyTorch reports it.
+/// The first failing matrix of a batch's `info`, as PyTorch reports it (a read back to
+/// the host, as PyTorch's own check: the error names the failing matrix).
 pub(crate) fn check_info(op: &'static str, info: &Tensor) -> Result<()> {
-    // (scanned where it is: a copy first was most of the check's time)
-    let s = contiguous_cpu(info);
-    let crate::backend::CpuStorage::I64(v) = &*s else {
+    if info.dtype() != DType::I64 {
         return Err(Error::UnsupportedDType { op, dtype: info.dtype() });
-    };
-    match v[..info.numel()].iter().position(|&i| i != 0) {
-        Some(batch) => Err(Error::Singular { op, batch, index: v[batch] as usize }),
-        None => Ok(()),
     }
-}
-
-/// `t`'s elements as a contiguous buffer from offset 0: its own storage when it already
-/// is one (the pivots the factorisations return), else a copy.
-pub(crate) fn contiguous_cpu(t: &Tensor) -> std::borrow::Cow<'_, crate::backend::CpuStorage> {
-    if t.is_contiguous() && t.layout().offset() == 0 {
-        std::borrow::Cow::Borrowed(t.storage().cpu())
-    } else {
-        std::borrow::Cow::Owned(t.contiguous_storage())
+    match info.storage().first_nonzero(info.layout())? {
+        Some((batch, index)) => Err(Error::Singular { op, batch, index: index as usize }),
+        None => Ok(()),
     }
 }
 
 /// The packed LU of `a` (f32 or f64, at least 2 dims) without recording, with partial
 /// pivoting or none: `(lu, pivots, info)`.
 pub(crate) fn factor_raw(a: &Tensor, pivot: bool) -> Result<(Tensor, Tensor, Tensor)> {
-    let (s, l, p, i) = a.storage().cpu().lu_factor(a.layout(), pivot)?;
+    let (s, l, p, i) = a.storage().lu_factor(a.layout(), pivot)?;
     let r = a.rank();
     let (m, n) = (a.dims()[r - 2], a.dims()[r - 1]);
     let mut pdims = a.dims()[..r - 2].to_vec();
@@ -202,11 +189,11 @@ impl Op for LuFactorOp {
         let r = lu.rank();
         if !cx.create_graph() && lu.dims()[r - 2] == lu.dims()[r - 1] {
             // first order, square: one fused kernel (the tensor ops below give the same)
-            let piv = pivots.contiguous_storage();
-            let (s, l) = lu.storage().cpu().lu_factor_backward(
+            let piv = pivots.packed()?;
+            let (s, l) = lu.storage().lu_factor_backward(
                 lu.layout(),
-                &piv,
-                g.storage().cpu(),
+                piv.storage(),
+                g.storage(),
                 g.layout(),
             )?;
             return Ok(vec![Some(from_kernel(s, l))]);
@@ -564,13 +551,9 @@ pub fn lu_solve(
             reason: "pivots must be 1-based row indices in 1..=n",
         });
     }
-    let (s, l) = lu.storage().cpu().lu_solve(
-        lu.layout(),
-        &CpuStorage::I64(piv),
-        b.storage().cpu(),
-        b.layout(),
-        adjoint,
-    )?;
+    let piv = pivots.packed()?;
+    let (s, l) =
+        lu.storage().lu_solve(lu.layout(), piv.storage(), b.storage(), b.layout(), adjoint)?;
     let x = from_kernel(s, l);
     Ok(record1(LuSolveOp { pivots: pivots.detach(), adjoint }, &[&lu, &b], x, true))
 }
@@ -584,8 +567,8 @@ pub(crate) fn lu_solve_raw(
     b: &Tensor,
     adjoint: bool,
 ) -> Result<Tensor> {
-    let piv = contiguous_cpu(pivots);
+    let piv = pivots.packed()?;
     let (s, l) =
-        lu.storage().cpu().lu_solve(lu.layout(), &piv, b.storage().cpu(), b.layout(), adjoint)?;
+        lu.storage().lu_solve(lu.layout(), piv.storage(), b.storage(), b.layout(), adjoint)?;
     Ok(from_kernel(s, l))
 }

@@ -2,7 +2,6 @@
 //! it (`matmul` with every rank combination, `mm`, `bmm`, `mv`, `dot`).
 
 use crate::autograd::node::{record1, Op, VjpCtx};
-use crate::backend::BackendStorage;
 use crate::dtype::DType;
 use crate::error::{Error, Result};
 use crate::shape::{broadcast_shapes, Shape};
@@ -33,11 +32,11 @@ fn batched(a: &Tensor, b: &Tensor) -> Result<Tensor> {
         return c.to_dtype(a.dtype());
     }
     let r = a.rank();
-    let s = a.storage().cpu().matmul(a.layout(), b.storage().cpu(), b.layout())?;
+    let s = a.storage().matmul(a.layout(), b.storage(), b.layout())?;
     let mut dims = crate::shape::Dims::from_slice(&a.dims()[..r - 2]);
     dims.push(a.dims()[r - 2]);
     dims.push(b.dims()[r - 1]);
-    let out = Tensor::from_cpu(s, Shape::of(dims));
+    let out = Tensor::from_storage(s, Shape::of(dims));
     Ok(record1(MatMul, &[a, b], out, false))
 }
 

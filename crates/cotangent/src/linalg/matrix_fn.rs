@@ -3,7 +3,6 @@
 
 use super::util::{check_float, check_matrix, check_square, from_kernel};
 use crate::autograd::node::{record1, Op, VjpCtx};
-use crate::backend::BackendStorage;
 use crate::dtype::DType;
 use crate::error::Result;
 use crate::tensor::Tensor;
@@ -45,8 +44,7 @@ fn exp_frechet(x: &Tensor, e: &Tensor) -> Result<Tensor> {
     let n = x.dims()[x.rank() - 1];
     let e = if e.dtype() == x.dtype() { e.clone() } else { e.to_dtype(x.dtype())? };
     let e = e.broadcast_to(x.shape().clone())?;
-    let (s, l) =
-        x.storage().cpu().matrix_exp_frechet(x.layout(), (e.storage().cpu(), e.layout()))?;
+    let (s, l) = x.storage().matrix_exp_frechet(x.layout(), (e.storage(), e.layout()))?;
     Ok(record1(ExpFrechet { n }, &[x, &e], from_kernel(s, l), false))
 }
 
@@ -132,6 +130,6 @@ pub fn matrix_exp(a: &Tensor) -> Result<Tensor> {
     if a.dtype().is_half() {
         return matrix_exp(&a.to_dtype(DType::F32)?)?.to_dtype(a.dtype());
     }
-    let (s, l) = a.storage().cpu().matrix_exp(a.layout())?;
+    let (s, l) = a.storage().matrix_exp(a.layout())?;
     Ok(record1(MatrixExp, &[a], from_kernel(s, l), false))
 }

@@ -14,7 +14,6 @@
 
 use super::util::{batch_of, check_float, check_matrix, check_square};
 use crate::autograd::node::{record1, Op, VjpCtx};
-use crate::backend::BackendStorage;
 use crate::dtype::DType;
 use crate::error::{Error, Result};
 use crate::shape::{resolve_dims, Shape};
@@ -103,14 +102,14 @@ impl Op for VectorNorm {
         let y = cx.output(0)?.reshape(self.keep.clone())?;
         if !cx.create_graph() && p.is_finite() {
             // the same rule, fused in one pass over x (no graph to record)
-            let s = x.storage().cpu().vector_norm_backward(
+            let s = x.storage().vector_norm_backward(
                 x.layout(),
                 &self.dims,
                 p,
-                (y.storage().cpu(), y.layout()),
-                (g.storage().cpu(), g.layout()),
+                (y.storage(), y.layout()),
+                (g.storage(), g.layout()),
             )?;
-            return Ok(vec![Some(Tensor::from_cpu(s, x.shape().clone()))]);
+            return Ok(vec![Some(Tensor::from_storage(s, x.shape().clone()))]);
         }
         let gx = if p.is_infinite() {
             let ax = x.detach().abs()?;
@@ -213,8 +212,8 @@ pub fn vector_norm(x: &Tensor, ord: f64, dim: Option<&[isize]>, keepdim: bool) -
     } else {
         x.dims().iter().enumerate().filter(|(i, _)| !dims.contains(i)).map(|(_, &n)| n).collect()
     };
-    let s = x.storage().cpu().vector_norm(x.layout(), &dims, ord)?;
-    let y = Tensor::from_cpu(s, Shape::new(out));
+    let s = x.storage().vector_norm(x.layout(), &dims, ord)?;
+    let y = Tensor::from_storage(s, Shape::new(out));
     Ok(record1(VectorNorm { ord, dims, keep: Shape::new(keep) }, &[x], y, true))
 }
 

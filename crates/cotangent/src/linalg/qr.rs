@@ -4,10 +4,9 @@
 use super::util::{batch_of, check_float, check_matrix, from_kernel};
 use super::{solve_triangular, Diag, Side, Uplo};
 use crate::autograd::node::{record, Op, VjpCtx};
-use crate::backend::{BackendStorage, CpuStorage, QrSpec};
+use crate::backend::QrSpec;
 use crate::dtype::DType;
 use crate::error::{Error, Result};
-use crate::layout::Layout;
 use crate::tensor::Tensor;
 
 const OP: &str = "linalg.qr";
@@ -71,11 +70,6 @@ fn qr_grad_tall(
     solve_triangular(&r.mT()?, &b, Uplo::Lower, Side::Right, Diag::NonUnit)
 }
 
-/// A tensor's CPU buffer and layout.
-fn cpu(t: &Tensor) -> (&CpuStorage, &Layout) {
-    (t.storage().cpu(), t.layout())
-}
-
 /// True if `g` is absent or of `t`'s dtype.
 fn same_dtype(t: &Tensor, g: Option<&Tensor>) -> bool {
     g.is_none_or(|g| g.dtype() == t.dtype())
@@ -120,8 +114,12 @@ impl Op for QrOp {
         let (q, r) = (cx.output(0)?, cx.output(1)?);
         if m >= n && !cx.create_graph() && same_dtype(&q, gq) && same_dtype(&q, gr) {
             // fast path (not recorded): the same formula fused per matrix
-            let (s, l) =
-                q.storage().cpu().qr_backward(q.layout(), cpu(&r), gq.map(cpu), gr.map(cpu))?;
+            let (s, l) = q.storage().qr_backward(
+                q.layout(),
+                r.operand(),
+                gq.map(Tensor::operand),
+                gr.map(Tensor::operand),
+            )?;
             return Ok(vec![Some(from_kernel(s, l))]);
         }
         if m >= n {
@@ -211,7 +209,7 @@ pub fn qr(a: &Tensor, mode: QrMode) -> Result<Qr> {
         return Ok(Qr { q: f.q.to_dtype(a.dtype())?, r: f.r.to_dtype(a.dtype())? });
     }
     let spec = QrSpec { want_q: mode != QrMode::R, complete: mode == QrMode::Complete };
-    let (qs, rs, rl) = a.storage().cpu().qr(a.layout(), spec)?;
+    let (qs, rs, rl) = a.storage().qr(a.layout(), spec)?;
     let r = from_kernel(rs, rl);
     let q = match qs {
         Some((s, l)) => from_kernel(s, l),

@@ -2,11 +2,10 @@
 //! `linalg.solve_ex`, `linalg.inv`, `linalg.inv_ex` (explicit composites: the forward
 //! is a factorisation and a solve, the VJP is written by hand and reuses the factors).
 
-use super::lu::{check_info, contiguous_cpu, factor_raw, lu_solve_raw};
+use super::lu::{check_info, factor_raw, lu_solve_raw};
 use super::util::{broadcast_batch, check_float, check_same_dtype, check_square, from_kernel};
 use super::Side;
 use crate::autograd::node::{record1, Op, VjpCtx};
-use crate::backend::BackendStorage;
 use crate::dtype::DType;
 use crate::error::{Error, Result};
 use crate::layout::Layout;
@@ -76,13 +75,13 @@ impl Factors {
         let Factors::Saved { factors, perms, n } = self else {
             return Err(Error::Internal { op: OP_SOLVE, reason: "no saved factors" });
         };
-        let r = factors.storage().cpu().lu_solve_saved(
-            perms.storage().cpu(),
+        let r = factors.storage().lu_solve_saved(
+            perms.storage(),
             *n,
-            b.storage().cpu(),
+            b.storage(),
             b.layout(),
             !adjoint,
-            outer.map(|o| (o.storage().cpu(), o.layout())),
+            outer.map(Tensor::operand),
         )?;
         Ok((from_kernel(r.x, r.x_layout), r.outer.map(|(p, l)| from_kernel(p, l))))
     }
@@ -184,9 +183,9 @@ fn solve_impl(
         // group (the same factors, and solutions, as below)
         let at = a.detach().mT()?;
         let rhs = if side == Side::Left { b2.clone() } else { b2.mT()? };
-        let fused = at.storage().cpu().lu_factor_solve(
+        let fused = at.storage().lu_factor_solve(
             at.layout(),
-            rhs.storage().cpu(),
+            rhs.storage(),
             rhs.layout(),
             side == Side::Left,
         )?;
@@ -196,7 +195,7 @@ fn solve_impl(
             if check {
                 check_info(op, &info)?;
             }
-            let saved = |s: crate::backend::CpuStorage| {
+            let saved = |s: crate::backend::Storage| {
                 let len = s.len();
                 from_kernel(s, Layout::contiguous(Shape::from(len)))
             };
@@ -300,8 +299,7 @@ impl Op for InvOp {
         let Some(g) = &g[0] else { return Ok(vec![None]) };
         let x = cx.output(0)?;
         if !cx.create_graph() && g.dims() == x.dims() && g.dtype() == x.dtype() {
-            let fused =
-                x.storage().cpu().inv_sandwich(x.layout(), g.storage().cpu(), g.layout(), -1.0)?;
+            let fused = x.storage().inv_sandwich(x.layout(), g.storage(), g.layout(), -1.0)?;
             if let Some(s) = fused {
                 return Ok(vec![Some(from_kernel(s, Layout::contiguous(x.shape().clone())))]);
             }
@@ -322,7 +320,7 @@ fn inv_impl(op: &'static str, a: &Tensor, check: bool) -> Result<InvEx> {
     // batches of small matrices: factorised and inverted in one pass, lane group by lane
     // group (the same factors and operations as below)
     let at = a.detach().mT()?;
-    if let Some((x, xl, info)) = at.storage().cpu().lu_inv(at.layout())? {
+    if let Some((x, xl, info)) = at.storage().lu_inv(at.layout())? {
         let info = from_kernel(info, Layout::contiguous(Shape::new(batch)));
         if check {
             check_info(op, &info)?;
@@ -335,9 +333,9 @@ fn inv_impl(op: &'static str, a: &Tensor, check: bool) -> Result<InvEx> {
         check_info(op, &info)?;
     }
     // with Aᵀ = P L U: A⁻¹ = (Aᵀ)⁻ᵀ = P L⁻ᵀ U⁻ᵀ
-    let ones = Tensor::ones(batch, a.dtype())?.contiguous_storage();
-    let (s, l) =
-        lu.storage().cpu().lu_inv_t(lu.layout(), &contiguous_cpu(&pivots), &ones, false)?;
+    let ones = Tensor::ones(batch, a.dtype())?;
+    let piv = pivots.packed()?;
+    let (s, l) = lu.storage().lu_inv_t(lu.layout(), piv.storage(), ones.storage(), false)?;
     let x = from_kernel(s, l);
     let inverse = record1(InvOp, &[a], x, true);
     Ok(InvEx { inverse, info })

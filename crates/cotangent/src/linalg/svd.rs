@@ -4,10 +4,9 @@
 use super::util::{check_float, check_matrix, from_kernel};
 use crate::autograd::mode::is_grad_enabled;
 use crate::autograd::node::{record, Op, VjpCtx};
-use crate::backend::{BackendStorage, CpuStorage, SvdGradFail};
+use crate::backend::SvdGradFail;
 use crate::dtype::DType;
 use crate::error::{Error, Result};
-use crate::layout::Layout;
 use crate::tensor::Tensor;
 
 const OP: &str = "linalg.svd";
@@ -202,11 +201,6 @@ fn svd_grad_tall(
     ga.matmul(&v.mT()?)
 }
 
-/// A tensor's CPU buffer and layout.
-fn cpu(t: &Tensor) -> (&CpuStorage, &Layout) {
-    (t.storage().cpu(), t.layout())
-}
-
 /// `1 / x` for a tensor with no zero entries, as a differentiable composite.
 fn recip(x: &Tensor) -> Result<Tensor> {
     Tensor::ones_like(x)?.div(x)
@@ -266,13 +260,13 @@ impl Op for SvdOp {
             // fast path (not recorded): the same formula fused per matrix
             let s = s.contiguous()?;
             let gs = gs.map(Tensor::contiguous).transpose()?;
-            let r = u.storage().cpu().svd_backward(
+            let r = u.storage().svd_backward(
                 u.layout(),
-                s.storage().cpu(),
-                cpu(&vh),
-                gu.as_ref().map(cpu),
-                gs.as_ref().map(|g| g.storage().cpu()),
-                gvh.as_ref().map(cpu),
+                s.storage(),
+                vh.operand(),
+                gu.as_ref().map(Tensor::operand),
+                gs.as_ref().map(|g| &**g.storage()),
+                gvh.as_ref().map(Tensor::operand),
             )?;
             return match r {
                 Ok((g, gl)) => Ok(vec![Some(from_kernel(g, gl))]),
@@ -388,7 +382,7 @@ pub fn svd(a: &Tensor, full_matrices: bool) -> Result<Svd> {
         let dt = a.dtype();
         return Ok(Svd { u: f.u.to_dtype(dt)?, s: f.s.to_dtype(dt)?, vh: f.vh.to_dtype(dt)? });
     }
-    let (u, (s, sl), vh) = a.storage().cpu().svd(a.layout(), true, full_matrices)?;
+    let (u, (s, sl), vh) = a.storage().svd(a.layout(), true, full_matrices)?;
     let (Some((u, ul)), Some((vh, vl))) = (u, vh) else {
         return Err(Error::Internal { op: OP, reason: "singular vectors expected" });
     };
@@ -437,6 +431,6 @@ pub fn svdvals(a: &Tensor) -> Result<Tensor> {
     if a.dtype().is_half() {
         return svdvals(&a.to_dtype(DType::F32)?)?.to_dtype(a.dtype());
     }
-    let (_, (s, sl), _) = a.storage().cpu().svd(a.layout(), false, false)?;
+    let (_, (s, sl), _) = a.storage().svd(a.layout(), false, false)?;
     Ok(from_kernel(s, sl))
 }

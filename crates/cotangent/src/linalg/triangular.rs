@@ -4,7 +4,7 @@
 use super::util::{broadcast_batch, check_float, check_square, from_kernel};
 use super::{Diag, Side, Uplo};
 use crate::autograd::node::{record1, Op, VjpCtx};
-use crate::backend::{BackendStorage, TriSolve};
+use crate::backend::TriSolve;
 use crate::dtype::DType;
 use crate::error::{Error, Result};
 use crate::tensor::Tensor;
@@ -119,8 +119,7 @@ pub fn solve_triangular(
     }
     let spec =
         TriSolve { upper: uplo == Uplo::Upper, left: side == Side::Left, unit: diag == Diag::Unit };
-    let (s, l) =
-        a.storage().cpu().solve_triangular(a.layout(), b.storage().cpu(), b.layout(), spec)?;
+    let (s, l) = a.storage().solve_triangular(a.layout(), b.storage(), b.layout(), spec)?;
     let x = from_kernel(s, l);
     Ok(record1(SolveTriangular { uplo, side, diag }, &[&a, &b], x, true))
 }

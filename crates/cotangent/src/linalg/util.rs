@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use crate::backend::{CpuStorage, Storage};
+use crate::backend::Storage;
 use crate::error::{Error, Result};
 use crate::layout::Layout;
 use crate::shape::{broadcast_shapes, Shape};
@@ -83,6 +83,6 @@ pub(crate) fn broadcast_batch(
 }
 
 /// A tensor over a kernel's fresh buffer, with the kernel's layout.
-pub(crate) fn from_kernel(s: CpuStorage, l: Layout) -> Tensor {
-    Tensor::from_parts(Arc::new(Storage::Cpu(s)), l)
+pub(crate) fn from_kernel(s: Storage, l: Layout) -> Tensor {
+    Tensor::from_parts(Arc::new(s), l)
 }

@@ -12,7 +12,7 @@
 use std::borrow::Cow;
 
 use crate::autograd::node::{record1, Op, VjpCtx};
-use crate::backend::{BackendStorage, BinaryKernel, CmpOp};
+use crate::backend::{BinaryKernel, CmpOp};
 use crate::dtype::{DType, Float};
 use crate::error::{Error, Result};
 use crate::layout::Layout;
@@ -50,10 +50,10 @@ fn compute<K: BinaryKernel>(k: K, a: &Tensor, b: &Tensor) -> Result<Tensor> {
     if !a.dtype().is_floating_point() {
         return Err(Error::UnsupportedDType { op: K::NAME, dtype: a.dtype() });
     }
-    let (sa, sb) = (a.storage().cpu(), b.storage().cpu());
+    let (sa, sb) = (a.storage(), b.storage());
     Ok(match dense_pair(a.layout(), b.layout()) {
-        Some((fa, fb, kept)) => Tensor::from_cpu_layout(sa.binary(&fa, sb, &fb, k)?, kept),
-        None => Tensor::from_cpu(sa.binary(a.layout(), sb, b.layout(), k)?, a.shape().clone()),
+        Some((fa, fb, kept)) => Tensor::from_storage_layout(sa.binary(&fa, sb, &fb, k)?, kept),
+        None => Tensor::from_storage(sa.binary(a.layout(), sb, b.layout(), k)?, a.shape().clone()),
     })
 }
 
@@ -264,14 +264,9 @@ impl Tensor {
             a.broadcast_to(shape.clone())?,
             b.broadcast_to(shape)?,
         );
-        let s = c.storage().cpu().where_cond(
-            c.layout(),
-            a.storage().cpu(),
-            a.layout(),
-            b.storage().cpu(),
-            b.layout(),
-        )?;
-        let out = Tensor::from_cpu(s, a.shape().clone());
+        let s =
+            c.storage().where_cond(c.layout(), a.storage(), a.layout(), b.storage(), b.layout())?;
+        let out = Tensor::from_storage(s, a.shape().clone());
         Ok(record1(Where, &[&c, &a, &b], out, false))
     }
 
@@ -279,8 +274,8 @@ impl Tensor {
     /// carries no gradient.
     pub(crate) fn compare(&self, other: &Tensor, op: CmpOp) -> Result<Tensor> {
         let (a, b) = prepare("compare", self, other)?;
-        let s = a.storage().cpu().cmp(a.layout(), b.storage().cpu(), b.layout(), op)?;
-        Ok(Tensor::from_cpu(s, a.shape().clone()))
+        let s = a.storage().cmp(a.layout(), b.storage(), b.layout(), op)?;
+        Ok(Tensor::from_storage(s, a.shape().clone()))
     }
 
     fn compare_scalar(&self, s: f64, op: CmpOp) -> Result<Tensor> {

@@ -1,7 +1,6 @@
 //! dtype conversion.
 
 use crate::autograd::node::{record1, Op, VjpCtx};
-use crate::backend::BackendStorage;
 use crate::dtype::DType;
 use crate::error::{Error, Result};
 use crate::tensor::Tensor;
@@ -42,8 +41,8 @@ impl Tensor {
                 reason: "complex to real casts discard the imaginary part",
             });
         }
-        let s = self.storage().cpu().cast(self.layout(), dtype)?;
-        let out = Tensor::from_cpu(s, self.shape().clone());
+        let s = self.storage().cast(self.layout(), dtype)?;
+        let out = Tensor::from_storage(s, self.shape().clone());
         if !dtype.is_differentiable() {
             return Ok(out);
         }

@@ -1,7 +1,6 @@
 //! Indexing ops: index_select, gather, scatter_add. Indices are `I64` tensors.
 
 use crate::autograd::node::{record1, Op, VjpCtx};
-use crate::backend::BackendStorage;
 use crate::dtype::DType;
 use crate::error::{Error, Result};
 use crate::layout::Layout;
@@ -93,8 +92,8 @@ impl Tensor {
                 rhs: index.shape().clone(),
             });
         }
-        let s = x.storage().cpu().gather(x.layout(), d, ix.storage().cpu(), ix.layout())?;
-        let out = Tensor::from_cpu(s, ix.shape().clone());
+        let s = x.storage().gather(x.layout(), d, ix.storage(), ix.layout())?;
+        let out = Tensor::from_storage(s, ix.shape().clone());
         let out = record1(Gather { dim: d }, &[&x, &ix], out, false);
         if index.rank() == 0 {
             out.reshape(())
@@ -138,15 +137,15 @@ impl Tensor {
                 rhs: index.shape().clone(),
             });
         }
-        let s = x.storage().cpu().scatter_add(
+        let s = x.storage().scatter_add(
             x.layout(),
             d,
-            ix.storage().cpu(),
+            ix.storage(),
             ix.layout(),
-            sr.storage().cpu(),
+            sr.storage(),
             sr.layout(),
         )?;
-        let out = Tensor::from_cpu(s, x.shape().clone());
+        let out = Tensor::from_storage(s, x.shape().clone());
         let out = record1(ScatterAdd { dim: d }, &[&x, &ix, &sr], out, false);
         if self.rank() == 0 {
             out.reshape(())

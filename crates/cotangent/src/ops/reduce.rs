@@ -6,7 +6,7 @@
 //! dim, `keepdim` keeps reduced dims with size 1.
 
 use crate::autograd::node::{record1, Op, VjpCtx};
-use crate::backend::{BackendStorage, ReduceOp};
+use crate::backend::ReduceOp;
 use crate::dtype::DType;
 use crate::error::{Error, Result};
 use crate::shape::{resolve_dims, Dims, Shape};
@@ -141,8 +141,8 @@ fn reduce(
     } else {
         x.clone()
     };
-    let s = src.storage().cpu().reduce(src.layout(), &d, op)?;
-    let out = Tensor::from_cpu(s, out_shape);
+    let s = src.storage().reduce(src.layout(), &d, op)?;
+    let out = Tensor::from_storage(s, out_shape);
     let save = matches!(op, ReduceOp::Max | ReduceOp::Min | ReduceOp::Prod);
     Ok(record1(Reduce { op, dims: d, keep }, &[&src], out, save))
 }

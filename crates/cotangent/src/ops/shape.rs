@@ -1,7 +1,7 @@
 //! Ops that rearrange elements: cat, stack, split, chunk, flip, pad, repeat.
 
 use crate::autograd::node::{record1, Op, VjpCtx};
-use crate::backend::{BackendStorage, CpuStorage};
+use crate::backend::Storage;
 use crate::dtype::DType;
 use crate::error::{Error, Result};
 use crate::layout::Layout;
@@ -112,10 +112,9 @@ impl Tensor {
         out_dims[d] = total;
         let out_shape = Shape::new(out_dims);
         out_shape.checked_numel(OP)?;
-        let kparts: Vec<(&CpuStorage, &Layout)> =
-            cast.iter().map(|t| (t.storage().cpu(), t.layout())).collect();
-        let s = CpuStorage::cat(&kparts, d, &out_shape)?;
-        let out = Tensor::from_cpu(s, out_shape);
+        let kparts: Vec<(&Storage, &Layout)> = cast.iter().map(Tensor::operand).collect();
+        let s = Storage::cat(&kparts, d, &out_shape)?;
+        let out = Tensor::from_storage(s, out_shape);
         let refs: Vec<&Tensor> = cast.iter().collect();
         Ok(record1(Cat { dim: d }, &refs, out, false))
     }
@@ -222,8 +221,8 @@ impl Tensor {
         if self.rank() == 0 {
             return Ok(self.clone());
         }
-        let s = self.storage().cpu().flip(self.layout(), &d);
-        let out = Tensor::from_cpu(s, self.shape().clone());
+        let s = self.storage().flip(self.layout(), &d)?;
+        let out = Tensor::from_storage(s, self.shape().clone());
         Ok(record1(Flip { dims: d }, &[self], out, false))
     }
 

@@ -10,7 +10,7 @@
 //! and the kernel runs over the elements as one flat block.
 
 use crate::autograd::node::{record1, Op, VjpCtx};
-use crate::backend::{BackendStorage, CpuStorage, UnaryKernel};
+use crate::backend::{Storage, UnaryKernel};
 use crate::dtype::{DType, Float};
 use crate::error::{Error, Result};
 use crate::layout::Layout;
@@ -32,7 +32,7 @@ fn apply_with<K: Op + std::fmt::Debug + Copy>(
     k: K,
     promote: bool,
     save_out: bool,
-    run: impl Fn(&CpuStorage, &Layout) -> Result<CpuStorage>,
+    run: impl Fn(&Storage, &Layout) -> Result<Storage>,
 ) -> Result<Tensor> {
     if !x.dtype().is_floating_point() {
         if promote && !x.dtype().is_complex() {
@@ -42,8 +42,8 @@ fn apply_with<K: Op + std::fmt::Debug + Copy>(
     }
     // a dense permuted input (a transpose) is mapped as one flat block and keeps its order
     let out = match x.layout().dense_flat() {
-        Some((flat, kept)) => Tensor::from_cpu_layout(run(x.storage().cpu(), &flat)?, kept),
-        None => Tensor::from_cpu(run(x.storage().cpu(), x.layout())?, x.shape().clone()),
+        Some((flat, kept)) => Tensor::from_storage_layout(run(x.storage(), &flat)?, kept),
+        None => Tensor::from_storage(run(x.storage(), x.layout())?, x.shape().clone()),
     };
     Ok(record1(k, &[x], out, save_out))
 }
@@ -250,7 +250,7 @@ impl UnaryKernel for ScalarOp {
 /// element at a time).
 impl ScalarOp {
     /// The op over a floating buffer, its variant dispatched outside the loop.
-    fn run(self, s: &CpuStorage, l: &Layout) -> Result<CpuStorage> {
+    fn run(self, s: &Storage, l: &Layout) -> Result<Storage> {
         // `$K(c)`: the kernel `|x| $e` with the parameter `c` (as `$c`, in `T`)
         macro_rules! kernel {
             ($K:ident, $name:literal, |$c:ident, $x:ident| $e:expr) => {

@@ -1,9 +1,11 @@
 //! Creation functions and the seeded random generator.
 
 use super::Tensor;
-use crate::backend::{BackendStorage, CpuStorage};
+use crate::backend::Storage;
+use crate::device::Device;
 use crate::dtype::DType;
 use crate::error::{Error, Result};
+use crate::host::HostBuffer;
 use crate::shape::Shape;
 
 /// A seeded pseudo-random generator (xoshiro256**): the same seed gives the same numbers
@@ -74,10 +76,10 @@ fn float_only(op: &'static str, dtype: DType) -> Result<()> {
 }
 
 fn from_f64(op: &'static str, v: Vec<f64>, shape: Shape, dtype: DType) -> Result<Tensor> {
-    let s = CpuStorage::F64(v);
+    let s = Storage::from_host(Device::Cpu, HostBuffer::F64(v))?;
     let n = shape.checked_numel(op)?;
     let l = crate::layout::Layout::contiguous(Shape::from(n));
-    Ok(Tensor::from_cpu(s.cast(&l, dtype)?, shape))
+    Ok(Tensor::from_storage(s.cast(&l, dtype)?, shape))
 }
 
 impl Tensor {
@@ -92,7 +94,7 @@ impl Tensor {
     pub fn zeros(shape: impl Into<Shape>, dtype: DType) -> Result<Tensor> {
         let shape = shape.into();
         let n = shape.checked_numel("zeros")?;
-        Ok(Tensor::from_cpu(CpuStorage::zeros(n, dtype), shape))
+        Ok(Tensor::from_storage(Storage::zeros(Device::Cpu, n, dtype)?, shape))
     }
 
     /// A tensor of ones.
@@ -105,8 +107,8 @@ impl Tensor {
         let shape = shape.into();
         let n = shape.checked_numel("full")?;
         let one = from_f64("full", vec![value], Shape::from(()), dtype)?;
-        Ok(Tensor::from_cpu(
-            one.storage().cpu().copy_strided(&one.layout().broadcast_to(&Shape::from(n))),
+        Ok(Tensor::from_storage(
+            one.storage().copy_strided(&one.layout().broadcast_to(&Shape::from(n)))?,
             shape,
         ))
     }

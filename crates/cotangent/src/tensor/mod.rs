@@ -11,7 +11,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use crate::autograd::node::GradFn;
-use crate::backend::{BackendStorage, CpuStorage, Storage};
+use crate::backend::Storage;
 use crate::device::Device;
 use crate::dtype::{DType, Element};
 use crate::error::{Error, Result};
@@ -81,16 +81,14 @@ impl Tensor {
         }))
     }
 
-    /// A contiguous tensor owning a fresh CPU buffer.
-    pub(crate) fn from_cpu(storage: CpuStorage, shape: Shape) -> Tensor {
-        debug_assert_eq!(storage.len(), shape.numel());
-        Tensor::from_parts(Arc::new(Storage::Cpu(storage)), Layout::contiguous(shape))
+    /// A contiguous tensor owning a fresh buffer (of the shape's number of elements).
+    pub(crate) fn from_storage(storage: Storage, shape: Shape) -> Tensor {
+        Tensor::from_parts(Arc::new(storage), Layout::contiguous(shape))
     }
 
     /// A tensor owning `storage` with the given layout (which must stay inside it).
-    pub(crate) fn from_cpu_layout(storage: CpuStorage, layout: Layout) -> Tensor {
-        debug_assert!(layout.storage_extent() <= storage.len());
-        Tensor::from_parts(Arc::new(Storage::Cpu(storage)), layout)
+    pub(crate) fn from_storage_layout(storage: Storage, layout: Layout) -> Tensor {
+        Tensor::from_parts(Arc::new(storage), layout)
     }
 
     /// A view of the same buffer with another layout, without history.
@@ -115,7 +113,7 @@ impl Tensor {
         if n != data.len() {
             return Err(Error::DataLength { op: "from_vec", expected: n, got: data.len() });
         }
-        Ok(Tensor::from_cpu(T::into_storage(data), shape))
+        Ok(Tensor::from_storage(Storage::from_host(Device::Cpu, T::into_host(data))?, shape))
     }
 
     /// Like [`Tensor::from_vec`], copying from a slice.
@@ -125,7 +123,7 @@ impl Tensor {
 
     /// A 0-d tensor holding `v`.
     pub fn scalar<T: Element>(v: T) -> Tensor {
-        Tensor::from_cpu(T::into_storage(vec![v]), Shape::from(()))
+        Tensor::from_storage(Storage::host(T::into_host(vec![v])), Shape::from(()))
     }
 
     /// The unique id of this handle (leaves' gradients are keyed by it).
@@ -193,6 +191,11 @@ impl Tensor {
         &self.0.storage
     }
 
+    /// The buffer and the layout a kernel reads this tensor through.
+    pub(crate) fn operand(&self) -> (&Storage, &Layout) {
+        (&self.0.storage, &self.0.layout)
+    }
+
     pub(crate) fn grad_fn(&self) -> Option<&GradFn> {
         self.0.grad_fn.as_ref()
     }
@@ -243,18 +246,24 @@ impl Tensor {
     /// Errors: `DTypeMismatch` if `T` is not the tensor's element type (use
     /// [`Tensor::to_dtype`] or [`Tensor::to_vec_f64`]).
     pub fn to_vec<T: Element>(&self) -> Result<Vec<T>> {
-        let s = self.0.storage.cpu();
-        let v = s.as_slice::<T>().ok_or(Error::DTypeMismatch {
+        if T::DTYPE != self.dtype() {
+            return Err(Error::DTypeMismatch { op: "to_vec", lhs: self.dtype(), rhs: T::DTYPE });
+        }
+        let h = self.0.storage.to_host(&self.0.layout)?;
+        T::from_host(h).map_err(|h| Error::DTypeMismatch {
             op: "to_vec",
-            lhs: self.dtype(),
+            lhs: h.dtype(),
             rhs: T::DTYPE,
-        })?;
-        Ok(crate::backend::cpu::collect_strided(v, &self.0.layout))
+        })
     }
 
     /// The elements in row-major order converted to `f64` (real parts of complex values).
     pub fn to_vec_f64(&self) -> Vec<f64> {
-        self.0.storage.cpu().to_f64_vec(&self.0.layout)
+        match self.0.storage.to_host(&self.0.layout) {
+            Ok(h) => h.into_f64_vec(),
+            // the CPU's copy cannot fail; another device's failure reads as no elements
+            Err(_) => Vec::new(),
+        }
     }
 
     /// The single element of a one-element tensor.
@@ -275,9 +284,21 @@ impl Tensor {
         Ok(self.to_vec::<T>()?[0])
     }
 
+    /// This tensor if its elements are its buffer's, contiguous from offset 0 (what a
+    /// kernel reads as a plain array: pivots, per-matrix scales), else a contiguous copy;
+    /// without history either way.
+    pub(crate) fn packed(&self) -> Result<Tensor> {
+        let l = &self.0.layout;
+        if l.is_contiguous() && l.offset() == 0 {
+            Ok(self.detach())
+        } else {
+            Ok(Tensor::from_storage(self.contiguous_storage()?, self.shape().clone()))
+        }
+    }
+
     /// A contiguous copy of the elements in a fresh buffer (no history).
-    pub(crate) fn contiguous_storage(&self) -> CpuStorage {
-        self.0.storage.cpu().copy_strided(&self.0.layout)
+    pub(crate) fn contiguous_storage(&self) -> Result<Storage> {
+        self.0.storage.copy_strided(&self.0.layout)
     }
 }
 

@@ -5,7 +5,6 @@
 
 use super::Tensor;
 use crate::autograd::node::{record1, Op, VjpCtx};
-use crate::backend::BackendStorage;
 use crate::error::{Error, Result};
 use crate::layout::Layout;
 use crate::shape::{resolve_dim, resolve_dims, Shape};
@@ -132,8 +131,8 @@ impl Tensor {
         if rel.dims() != self.dims() {
             return Err(Error::Internal { op: "view_scatter", reason: "shape" });
         }
-        let s = self.storage().cpu().scatter_strided(self.layout(), base.numel(), rel, true)?;
-        let out = Tensor::from_cpu(s, base.clone());
+        let s = self.storage().scatter_strided(self.layout(), base.numel(), rel, true)?;
+        let out = Tensor::from_storage(s, base.clone());
         Ok(record1(ViewScatter { rel: rel.clone() }, &[self], out, false))
     }
 
@@ -162,7 +161,7 @@ impl Tensor {
         }
         let out = match self.layout().reshape(&shape) {
             Some(l) => self.view_as_layout(l),
-            None => Tensor::from_cpu(self.contiguous_storage(), shape),
+            None => Tensor::from_storage(self.contiguous_storage()?, shape),
         };
         Ok(record1(Reshape, &[self], out, false))
     }
@@ -525,7 +524,7 @@ impl Tensor {
         if self.is_contiguous() {
             return Ok(self.clone());
         }
-        let out = Tensor::from_cpu(self.contiguous_storage(), self.shape().clone());
+        let out = Tensor::from_storage(self.contiguous_storage()?, self.shape().clone());
         Ok(record1(Contiguous, &[self], out, false))
     }
 

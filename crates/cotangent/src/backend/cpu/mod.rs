@@ -36,26 +36,18 @@ use half::{bf16, f16};
 use num_complex::Complex;
 
 use super::{BackendStorage, BinaryKernel, CmpOp, QrSpec, ReduceOp, TriSolve, UnaryKernel};
+use crate::device::Device;
 use crate::dtype::{DType, Element, Float};
 use crate::error::{Error, Result};
+use crate::host::HostBuffer;
 use crate::layout::Layout;
 use crate::shape::Shape;
 use pool::Pooled;
 use strided::{eval, eval_fresh, walk, MapRow, WhereRow, ZipRow};
 
-/// A host buffer of one dtype.
-#[derive(Debug, Clone)]
-#[doc(hidden)]
-pub enum CpuStorage {
-    Bool(Vec<bool>),
-    I64(Vec<i64>),
-    Bf16(Vec<bf16>),
-    F16(Vec<f16>),
-    F32(Vec<f32>),
-    F64(Vec<f64>),
-    C64(Vec<Complex<f32>>),
-    C128(Vec<Complex<f64>>),
-}
+/// The CPU device's storage: its tensors live in host memory, so a buffer is a
+/// [`HostBuffer`] (in and out of the seam without conversion).
+pub(crate) type CpuStorage = HostBuffer;
 
 impl CpuStorage {
     /// Hands a large f32/f64/i64 buffer to the cache for reuse (leaves `self` empty).
@@ -456,20 +448,7 @@ fn typed_opt<'a, T: Element>(
 impl CpuStorage {
     /// The buffer as a slice of `T`, if it has that dtype.
     pub(crate) fn as_slice<T: Element>(&self) -> Option<&[T]> {
-        T::slice(self)
-    }
-
-    pub(crate) fn len(&self) -> usize {
-        match self {
-            CpuStorage::Bool(v) => v.len(),
-            CpuStorage::I64(v) => v.len(),
-            CpuStorage::Bf16(v) => v.len(),
-            CpuStorage::F16(v) => v.len(),
-            CpuStorage::F32(v) => v.len(),
-            CpuStorage::F64(v) => v.len(),
-            CpuStorage::C64(v) => v.len(),
-            CpuStorage::C128(v) => v.len(),
-        }
+        T::host_slice(self)
     }
 
     /// The elements at `l` as `f64` (real parts of complex values).
@@ -521,20 +500,33 @@ impl CpuStorage {
 
 impl BackendStorage for CpuStorage {
     fn dtype(&self) -> DType {
-        match self {
-            CpuStorage::Bool(_) => DType::Bool,
-            CpuStorage::I64(_) => DType::I64,
-            CpuStorage::Bf16(_) => DType::Bf16,
-            CpuStorage::F16(_) => DType::F16,
-            CpuStorage::F32(_) => DType::F32,
-            CpuStorage::F64(_) => DType::F64,
-            CpuStorage::C64(_) => DType::C64,
-            CpuStorage::C128(_) => DType::C128,
-        }
+        HostBuffer::dtype(self)
     }
 
-    fn zeros(n: usize, dtype: DType) -> CpuStorage {
-        match dtype {
+    fn from_host(device: Device, h: HostBuffer) -> Result<CpuStorage> {
+        debug_assert_eq!(device, Device::Cpu);
+        Ok(h)
+    }
+
+    fn to_host(&self, l: &Layout) -> Result<HostBuffer> {
+        Ok(map_any!(self, v => collect_strided(v, l)))
+    }
+
+    fn first_nonzero(&self, l: &Layout) -> Result<Option<(usize, i64)>> {
+        let CpuStorage::I64(v) = self else {
+            return Err(Error::Internal { op: "first_nonzero", reason: "an I64 buffer" });
+        };
+        if let Some(r) = l.contiguous_range() {
+            // scanned where it lies: the check runs after every batched factorisation
+            return Ok(v[r].iter().position(|&i| i != 0).map(|k| (k, v[l.offset() + k])));
+        }
+        let all = collect_strided(v, l);
+        Ok(all.iter().position(|&i| i != 0).map(|k| (k, all[k])))
+    }
+
+    fn zeros(device: Device, n: usize, dtype: DType) -> Result<CpuStorage> {
+        debug_assert_eq!(device, Device::Cpu);
+        Ok(match dtype {
             DType::Bool => CpuStorage::Bool(vec![false; n]),
             DType::I64 => CpuStorage::I64(vec![0; n]),
             DType::Bf16 => CpuStorage::Bf16(vec![bf16::ZERO; n]),
@@ -543,17 +535,17 @@ impl BackendStorage for CpuStorage {
             DType::F64 => CpuStorage::F64(pool::filled(n, 0.0)),
             DType::C64 => CpuStorage::C64(vec![Complex::new(0.0, 0.0); n]),
             DType::C128 => CpuStorage::C128(vec![Complex::new(0.0, 0.0); n]),
-        }
+        })
     }
 
-    fn copy_strided(&self, l: &Layout) -> CpuStorage {
-        map_any!(self, v => map_strided(v, l, |x| x))
+    fn copy_strided(&self, l: &Layout) -> Result<CpuStorage> {
+        Ok(map_any!(self, v => map_strided(v, l, |x| x)))
     }
 
     fn cast(&self, l: &Layout, to: DType) -> Result<CpuStorage> {
         let from = self.dtype();
         if from == to {
-            return Ok(self.copy_strided(l));
+            return self.copy_strided(l);
         }
         Ok(match (self, to) {
             (CpuStorage::F32(v), DType::Bf16) => {
@@ -776,7 +768,7 @@ impl BackendStorage for CpuStorage {
         };
         let dtype = first.dtype();
         let outl = Layout::contiguous(out.clone());
-        let mut buf = CpuStorage::zeros(out.numel(), dtype);
+        let mut buf = CpuStorage::zeros(Device::Cpu, out.numel(), dtype)?;
         let mut start = 0;
         for (s, l) in parts {
             if s.dtype() != dtype {
@@ -810,7 +802,7 @@ impl BackendStorage for CpuStorage {
         Ok(buf)
     }
 
-    fn flip(&self, l: &Layout, dims: &[usize]) -> CpuStorage {
+    fn flip(&self, l: &Layout, dims: &[usize]) -> Result<CpuStorage> {
         fn go<T: Copy>(v: &[T], l: &Layout, flip: &[usize]) -> Vec<T> {
             let mut out = Vec::with_capacity(l.numel());
             let d = l.dims();
@@ -823,7 +815,7 @@ impl BackendStorage for CpuStorage {
             });
             out
         }
-        map_any!(self, v => go(v, l, dims))
+        Ok(map_any!(self, v => go(v, l, dims)))
     }
 
     fn gather(
@@ -912,7 +904,7 @@ impl BackendStorage for CpuStorage {
                 o[j] = o[j].add(s[offset_of(sl, idx)]);
             });
         }
-        let mut out = self.copy_strided(l);
+        let mut out = self.copy_strided(l)?;
         match (&mut out, src) {
             (CpuStorage::Bool(o), CpuStorage::Bool(s)) => {
                 go(o, &outl, dim, ix, il, s, sl, size, &mut bad);
@@ -1452,6 +1444,26 @@ impl BackendStorage for CpuStorage {
             CpuStorage::F64(a) => go!(F64, a),
             _ => return Err(unsupported("linalg.eigh", self.dtype())),
         })
+    }
+
+    fn eigh_inner(
+        &self,
+        l: &Layout,
+        w: (&CpuStorage, &Layout),
+        gw: Option<(&CpuStorage, &Layout)>,
+    ) -> Result<Option<CpuStorage>> {
+        let dtype = self.dtype();
+        let eps = match dtype {
+            DType::F64 => f64::EPSILON,
+            DType::F32 => f64::from(f32::EPSILON),
+            _ => return Err(unsupported("linalg.eigh", dtype)),
+        };
+        let (x, w) = (self.to_f64_vec(l), w.0.to_f64_vec(w.1));
+        let gw = gw.map(|(g, gl)| g.to_f64_vec(gl));
+        let n = l.dims()[l.rank() - 1];
+        let out = linalg::eigh_inner::inner_first_order(&w, &x, gw.as_deref(), n, eps);
+        pool::give(x);
+        Ok(out.map(|o| CpuStorage::from_f64_vec(o, dtype)))
     }
 
     fn matrix_exp(&self, l: &Layout) -> Result<(CpuStorage, Layout)> {

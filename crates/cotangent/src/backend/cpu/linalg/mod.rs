@@ -15,6 +15,7 @@ pub(crate) mod bidiag_dc;
 pub(crate) mod bidiag_split;
 pub(crate) mod cholesky;
 pub(crate) mod eigh;
+pub(crate) mod eigh_inner;
 pub(crate) mod householder;
 pub(crate) mod ldl;
 pub(crate) mod lu;
