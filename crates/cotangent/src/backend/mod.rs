@@ -48,7 +48,8 @@ pub(crate) enum ReduceOp {
     Min,
 }
 
-/// The kernels a device provides. Every method takes explicit layouts; inputs of binary
+/// The kernels a device must provide (its primitives; the optional ones are
+/// [`FastPaths`]). Every method takes explicit layouts; inputs of binary
 /// kernels already have the same shape (broadcast views) and dtype.
 pub(crate) trait BackendStorage: Sized {
     fn dtype(&self) -> DType;
@@ -83,18 +84,11 @@ pub(crate) trait BackendStorage: Sized {
     /// `±inf` the largest/smallest magnitude, 0 the count of non-zeros), contiguous with
     /// the keepdim shape; an empty reduction gives 0. f32 and f64.
     fn vector_norm(&self, l: &Layout, dims: &[usize], ord: f64) -> Result<Self>;
-    /// The VJP of [`BackendStorage::vector_norm`] for a finite `ord` other than 0, fused (no
-    /// graph): `self` is the input (layout `l`), `y` and `g` the output and its cotangent
-    /// (layouts of the keepdim shape, `self`'s dtype); the result is contiguous.
-    #[allow(clippy::too_many_arguments)]
-    fn vector_norm_backward(
-        &self,
-        l: &Layout,
-        dims: &[usize],
-        ord: f64,
-        y: (&Self, &Layout),
-        g: (&Self, &Layout),
-    ) -> Result<Self>;
+    /// The row permutations of 1-based interchanges (LAPACK's `ipiv`): for `self` the `I64`
+    /// interchanges `(*, k)` of `m`-row matrices (layout `l`), the contiguous `I64`
+    /// `perm: (*, m)` with `(Pᵀ A)[i] = A[perm[i]]`; `InvalidArgument` naming `op` for an
+    /// interchange outside `1..=m`.
+    fn permutation(&self, l: &Layout, m: usize, op: &'static str) -> Result<Self>;
     /// Concatenation along `dim` of tensors of one dtype into a contiguous `out` shape.
     fn cat(parts: &[(&Self, &Layout)], dim: usize, out: &Shape) -> Result<Self>;
     /// Reverses the given dims.
@@ -117,12 +111,6 @@ pub(crate) trait BackendStorage: Sized {
     /// dims; the result is row-major `(*, m, n)`.
     fn matmul(&self, l: &Layout, rhs: &Self, rl: &Layout) -> Result<Self>;
 
-    /// `alpha · Xᵀ G Xᵀ` for each square `X` of `self: (*, n, n)` and `G` of `g` (equal
-    /// batch dims, any strides): the first-order gradient of the inverse (`alpha = −1`)
-    /// in one pass, row-major; `None` where the backend has no such kernel for this
-    /// order (the caller multiplies instead).
-    fn inv_sandwich(&self, l: &Layout, g: &Self, gl: &Layout, alpha: f64) -> Result<Option<Self>>;
-
     // dense linear algebra: operands have equal batch dims and one dtype (f32 or f64);
     // results carry their own layout (column-major matrices where LAPACK's are)
 
@@ -139,15 +127,6 @@ pub(crate) trait BackendStorage: Sized {
     /// upper one (`U = Lᵀ`, if `upper`); with each matrix's LAPACK `info` (0 or the order
     /// of its first non-positive leading minor).
     fn cholesky(&self, l: &Layout, upper: bool) -> Result<(Self, Layout, Vec<i64>)>;
-    /// The VJP of [`BackendStorage::cholesky`] for factors `self: (*, n, n)` and their
-    /// cotangent `g`: the symmetric `gA`, fused (no graph).
-    fn cholesky_backward(
-        &self,
-        l: &Layout,
-        g: &Self,
-        gl: &Layout,
-        upper: bool,
-    ) -> Result<(Self, Layout)>;
 
     /// LU of `self: (*, m, n)`, with partial pivoting (LAPACK `getrf`) or, if `!pivot`,
     /// none (`A = L U`): the packed factors (column-major, with their layout), the 1-based
@@ -171,41 +150,6 @@ pub(crate) trait BackendStorage: Sized {
     /// determinant read off its factors in the same pass (see [`LuDet`]).
     fn lu_det(&self, l: &Layout, want_log: bool) -> Result<LuDet<Self>>;
 
-    /// The inverse of each square matrix whose transpose is `self: (*, n, n)` (layout
-    /// `l`), and the `info` of `self`'s LU (`I64`), in one fused pass where the backend
-    /// has one for this shape (column-major result); `None` otherwise.
-    #[allow(clippy::type_complexity)]
-    fn lu_inv(&self, l: &Layout) -> Result<Option<(Self, Layout, Self)>>;
-
-    /// [`BackendStorage::lu_factor`] of square `self: (*, n, n)` (layout `l`) and
-    /// [`BackendStorage::lu_solve`] with those factors of `b: (*, n, k)` (the same batch
-    /// dims), in one fused pass where the backend has one for these shapes; `None`
-    /// otherwise. The factors are kept in the backend's own packing, for
-    /// [`BackendStorage::lu_solve_saved`].
-    fn lu_factor_solve(
-        &self,
-        l: &Layout,
-        b: &Self,
-        bl: &Layout,
-        adjoint: bool,
-    ) -> Result<Option<LuSolved<Self>>>;
-
-    /// [`BackendStorage::lu_solve`] with the factors of order `n` that
-    /// [`BackendStorage::lu_factor_solve`] returned (`self`: its `factors`, `perms`: its
-    /// `perms`), for `b: (*, n, k)` with the factorised batch's dims. Column-major result.
-    /// With `outer = Some((y, yl))` (`y: (*, n, k)`, the dims of `b`), also `−X Yᵀ` of
-    /// each matrix, `(*, n, n)` row-major: a solve's backward `gA = −gB Xᵀ` from the
-    /// pass that computes `gB`.
-    fn lu_solve_saved(
-        &self,
-        perms: &Self,
-        n: usize,
-        b: &Self,
-        bl: &Layout,
-        adjoint: bool,
-        outer: Option<(&Self, &Layout)>,
-    ) -> Result<SavedSolve<Self>>;
-
     /// Solves `A X = B` (`Aᵀ X = B` if `adjoint`) with `A = P L U` given by packed factors
     /// `self: (*, n, n)` and contiguous `I64` interchanges `piv` (`(*, n)`, in `1..=n`);
     /// `b: (*, n, k)` has the same batch dims. Column-major result.
@@ -218,56 +162,10 @@ pub(crate) trait BackendStorage: Sized {
         adjoint: bool,
     ) -> Result<(Self, Layout)>;
 
-    /// The VJP of [`BackendStorage::lu_factor`] for square packed factors `self: (*, n, n)`,
-    /// their contiguous `I64` interchanges `piv` (`(*, n)`) and the cotangent `g` of the
-    /// factors (same batch): `gA`, fused (no graph), with its layout.
-    fn lu_factor_backward(
-        &self,
-        l: &Layout,
-        piv: &Self,
-        g: &Self,
-        gl: &Layout,
-    ) -> Result<(Self, Layout)>;
-
-    /// `c_i A_i⁻ᵀ` for each `A = P L U` given by square packed factors `self: (*, n, n)`
-    /// and contiguous `I64` interchanges `piv` (`(*, n)`), with one scale per matrix in
-    /// `c` (contiguous, the batch's shape), with its layout: row-major for small `n` if
-    /// `row_major`, else column-major.
-    fn lu_inv_t(&self, l: &Layout, piv: &Self, c: &Self, row_major: bool)
-        -> Result<(Self, Layout)>;
-
-    /// The cofactor matrix of each square `self: (*, n, n)` (the gradient of `det`), by an
-    /// SVD, exact at singular matrices; row-major.
-    fn cofactor(&self, l: &Layout) -> Result<Self>;
-
     /// Householder QR of each matrix of `self: (*, m, n)` with LAPACK's sign convention:
     /// `Q` (`None` unless `spec.want_q`) and `R`, with their layouts (see [`QrSpec`]).
     #[allow(clippy::type_complexity)]
     fn qr(&self, l: &Layout, spec: QrSpec) -> Result<(Option<(Self, Layout)>, Self, Layout)>;
-
-    /// The gradient of a tall or square QR, `self = Q: (*, m, n)`, `r: (*, n, n)`, from
-    /// the cotangents (`None` is zero), fused (no recording; the VJP's fast path).
-    fn qr_backward(
-        &self,
-        l: &Layout,
-        r: (&Self, &Layout),
-        gq: Option<(&Self, &Layout)>,
-        gr: Option<(&Self, &Layout)>,
-    ) -> Result<(Self, Layout)>;
-
-    /// The gradient of a reduced SVD, `self = U: (*, m, k)`, `s: (*, k)` and
-    /// `vh: (*, k, n)`, from the cotangents (`None` is zero; `S`'s contiguous), fused (no
-    /// recording; the VJP's fast path); `Ok(Err(_))` where the VJP has no gradient.
-    #[allow(clippy::type_complexity)]
-    fn svd_backward(
-        &self,
-        l: &Layout,
-        s: &Self,
-        vh: (&Self, &Layout),
-        gu: Option<(&Self, &Layout)>,
-        gs: Option<&Self>,
-        gvh: Option<(&Self, &Layout)>,
-    ) -> Result<std::result::Result<(Self, Layout), SvdGradFail>>;
 
     /// The SVD of each matrix of `self: (*, m, n)`: `(U, S, Vh)` with their layouts, `U`
     /// and `Vh` only if `want_uv` (`full`: `(*, m, m)` and `(*, n, n)`, else `(*, m, k)`
@@ -293,39 +191,212 @@ pub(crate) trait BackendStorage: Sized {
         vectors: bool,
     ) -> Result<(Self, Option<(Self, Layout)>, Option<usize>)>;
 
-    /// The gradient of [`eigh`](Self::eigh)'s outputs, `self = V: (*, n, n)` with the
-    /// eigenvalues `w: (*, n)`, from the cotangents (`None` is zero), fused (no recording;
-    /// the VJP's fast path): contiguous `(*, n, n)`, or `None` where the gradient is
-    /// undefined (a cotangent not negligible at a repeated eigenvalue).
+    /// `exp(A)` of each square `self: (*, n, n)` (scaling and squaring with Padé
+    /// approximants), column-major, with its layout.
+    fn matrix_exp(&self, l: &Layout) -> Result<(Self, Layout)>;
+}
+
+/// The optional kernels of a device: fused or specialised versions of what the ops also
+/// compute as compositions of [`BackendStorage`]'s primitives (most are the first-order
+/// VJPs of the factorisations, in one pass and without recording). Each defaults to
+/// `Ok(None)`, "not available here", and the op then takes its composition of tensor ops
+/// (the recorded, differentiable form, the same values to rounding): a device with only
+/// the primitives runs every op and every gradient. `COTANGENT_FAST_PATHS=0` turns them
+/// all off on every device ([`fast_paths`]).
+pub(crate) trait FastPaths: BackendStorage {
+    /// The VJP of [`BackendStorage::vector_norm`] for a finite `ord` other than 0, fused:
+    /// `self` is the input (layout `l`), `y` and `g` the output and its cotangent (layouts
+    /// of the keepdim shape, `self`'s dtype); the result is contiguous.
+    fn vector_norm_backward(
+        &self,
+        _l: &Layout,
+        _dims: &[usize],
+        _ord: f64,
+        _y: (&Self, &Layout),
+        _g: (&Self, &Layout),
+    ) -> Result<Option<Self>> {
+        Ok(None)
+    }
+
+    /// `alpha · Xᵀ G Xᵀ` for each square `X` of `self: (*, n, n)` and `G` of `g` (equal
+    /// batch dims, any strides): the first-order gradient of the inverse (`alpha = −1`)
+    /// in one pass, row-major.
+    fn inv_sandwich(
+        &self,
+        _l: &Layout,
+        _g: &Self,
+        _gl: &Layout,
+        _alpha: f64,
+    ) -> Result<Option<Self>> {
+        Ok(None)
+    }
+
+    /// The VJP of [`BackendStorage::cholesky`] for factors `self: (*, n, n)` and their
+    /// cotangent `g`: the symmetric `gA`, fused.
+    fn cholesky_backward(
+        &self,
+        _l: &Layout,
+        _g: &Self,
+        _gl: &Layout,
+        _upper: bool,
+    ) -> Result<Option<(Self, Layout)>> {
+        Ok(None)
+    }
+
+    /// The inverse of each square matrix whose transpose is `self: (*, n, n)` (layout
+    /// `l`), and the `info` of `self`'s LU (`I64`), in one fused pass (column-major
+    /// result).
+    #[allow(clippy::type_complexity)]
+    fn lu_inv(&self, _l: &Layout) -> Result<Option<(Self, Layout, Self)>> {
+        Ok(None)
+    }
+
+    /// [`BackendStorage::lu_factor`] of square `self: (*, n, n)` (layout `l`) and
+    /// [`BackendStorage::lu_solve`] with those factors of `b: (*, n, k)` (the same batch
+    /// dims), in one fused pass. The factors are kept in the device's own packing, for
+    /// [`FastPaths::lu_solve_saved`], which a device with this kernel must have too.
+    fn lu_factor_solve(
+        &self,
+        _l: &Layout,
+        _b: &Self,
+        _bl: &Layout,
+        _adjoint: bool,
+    ) -> Result<Option<LuSolved<Self>>> {
+        Ok(None)
+    }
+
+    /// [`BackendStorage::lu_solve`] with the factors of order `n` that
+    /// [`FastPaths::lu_factor_solve`] returned (`self`: its `factors`, `perms`: its
+    /// `perms`), for `b: (*, n, k)` with the factorised batch's dims. Column-major result.
+    /// With `outer = Some((y, yl))` (`y: (*, n, k)`, the dims of `b`), also `−X Yᵀ` of
+    /// each matrix, `(*, n, n)` row-major: a solve's backward `gA = −gB Xᵀ` from the
+    /// pass that computes `gB`. Required where `lu_factor_solve` is available (the op
+    /// reaches it only with such factors).
+    fn lu_solve_saved(
+        &self,
+        _perms: &Self,
+        _n: usize,
+        _b: &Self,
+        _bl: &Layout,
+        _adjoint: bool,
+        _outer: Option<(&Self, &Layout)>,
+    ) -> Result<Option<SavedSolve<Self>>> {
+        Ok(None)
+    }
+
+    /// The VJP of [`BackendStorage::lu_factor`] for square packed factors `self: (*, n, n)`,
+    /// their contiguous `I64` interchanges `piv` (`(*, n)`) and the cotangent `g` of the
+    /// factors (same batch): `gA`, fused, with its layout.
+    fn lu_factor_backward(
+        &self,
+        _l: &Layout,
+        _piv: &Self,
+        _g: &Self,
+        _gl: &Layout,
+    ) -> Result<Option<(Self, Layout)>> {
+        Ok(None)
+    }
+
+    /// `c_i A_i⁻ᵀ` for each `A = P L U` given by square packed factors `self: (*, n, n)`
+    /// and contiguous `I64` interchanges `piv` (`(*, n)`), with one scale per matrix in
+    /// `c` (contiguous, the batch's shape), with its layout: row-major for small `n` if
+    /// `row_major`, else column-major.
+    fn lu_inv_t(
+        &self,
+        _l: &Layout,
+        _piv: &Self,
+        _c: &Self,
+        _row_major: bool,
+    ) -> Result<Option<(Self, Layout)>> {
+        Ok(None)
+    }
+
+    /// The cofactor matrix of each square `self: (*, n, n)` (the gradient of `det`), by an
+    /// SVD, exact at singular matrices; row-major.
+    fn cofactor(&self, _l: &Layout) -> Result<Option<Self>> {
+        Ok(None)
+    }
+
+    /// The gradient of a tall or square QR, `self = Q: (*, m, n)`, `r: (*, n, n)`, from
+    /// the cotangents (`None` is zero), fused.
+    fn qr_backward(
+        &self,
+        _l: &Layout,
+        _r: (&Self, &Layout),
+        _gq: Option<(&Self, &Layout)>,
+        _gr: Option<(&Self, &Layout)>,
+    ) -> Result<Option<(Self, Layout)>> {
+        Ok(None)
+    }
+
+    /// The gradient of a reduced SVD, `self = U: (*, m, k)`, `s: (*, k)` and
+    /// `vh: (*, k, n)`, from the cotangents (`None` is zero; `S`'s contiguous), fused;
+    /// `Some(Err(_))` where the VJP has no gradient.
+    #[allow(clippy::type_complexity)]
+    fn svd_backward(
+        &self,
+        _l: &Layout,
+        _s: &Self,
+        _vh: (&Self, &Layout),
+        _gu: Option<(&Self, &Layout)>,
+        _gs: Option<&Self>,
+        _gvh: Option<(&Self, &Layout)>,
+    ) -> Result<Option<std::result::Result<(Self, Layout), SvdGradFail>>> {
+        Ok(None)
+    }
+
+    /// The gradient of [`eigh`](BackendStorage::eigh)'s outputs, `self = V: (*, n, n)`
+    /// with the eigenvalues `w: (*, n)`, from the cotangents (`None` is zero), fused:
+    /// contiguous `(*, n, n)`, or `Some(Err(Undefined))` where the gradient is undefined
+    /// (a cotangent not negligible at a repeated eigenvalue).
+    #[allow(clippy::type_complexity)]
     fn eigh_backward(
         &self,
-        l: &Layout,
-        w: (&Self, &Layout),
-        gw: Option<(&Self, &Layout)>,
-        gv: Option<(&Self, &Layout)>,
-    ) -> Result<Option<(Self, Layout)>>;
+        _l: &Layout,
+        _w: (&Self, &Layout),
+        _gw: Option<(&Self, &Layout)>,
+        _gv: Option<(&Self, &Layout)>,
+    ) -> Result<Option<std::result::Result<(Self, Layout), Undefined>>> {
+        Ok(None)
+    }
 
     /// The middle factor `diag(gw) + F ∘ skew(X)` of eigh's first-order VJP for
     /// `self = X = VᵀgV: (*, n, n)`, the eigenvalues `w: (*, n)` and their cotangent `gw`
     /// (`None` is zero; layouts of `w`'s shape), `F_ij = 1 / (w_j − w_i)`: contiguous
-    /// `(*, n, n)`, or `None` where the gradient is undefined (a cotangent not negligible
-    /// at a repeated eigenvalue).
+    /// `(*, n, n)`, or `Some(Err(Undefined))` as [`FastPaths::eigh_backward`].
     fn eigh_inner(
         &self,
-        l: &Layout,
-        w: (&Self, &Layout),
-        gw: Option<(&Self, &Layout)>,
-    ) -> Result<Option<Self>>;
-
-    /// `exp(A)` of each square `self: (*, n, n)` (scaling and squaring with Padé
-    /// approximants), column-major, with its layout.
-    fn matrix_exp(&self, l: &Layout) -> Result<(Self, Layout)>;
+        _l: &Layout,
+        _w: (&Self, &Layout),
+        _gw: Option<(&Self, &Layout)>,
+    ) -> Result<Option<std::result::Result<Self, Undefined>>> {
+        Ok(None)
+    }
 
     /// The Fréchet derivative of the exponential, `[exp([[X, E], [0, X]])]₁₂`, for each
     /// `X` of `self: (*, n, n)` and `E` of `e` (the same shape and dtype), column-major,
     /// with its layout.
-    fn matrix_exp_frechet(&self, l: &Layout, e: (&Self, &Layout)) -> Result<(Self, Layout)>;
+    fn matrix_exp_frechet(
+        &self,
+        _l: &Layout,
+        _e: (&Self, &Layout),
+    ) -> Result<Option<(Self, Layout)>> {
+        Ok(None)
+    }
 }
+
+/// Whether the optional kernels of [`FastPaths`] may run: unless `COTANGENT_FAST_PATHS`
+/// is `0` in the environment (read once). With them off, every op takes its composition
+/// of primitives, as on a device that has none: CI runs the linalg tests both ways.
+pub(crate) fn fast_paths() -> bool {
+    static ON: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *ON.get_or_init(|| std::env::var("COTANGENT_FAST_PATHS").map_or(true, |v| v.trim() != "0"))
+}
+
+/// A fused backward's answer that the gradient is undefined at this point (the op's
+/// `NotDifferentiable`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Undefined;
 
 /// Why a fused SVD backward has no gradient (the VJP's `NotDifferentiable` reasons).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -1,13 +1,15 @@
 //! [`Storage`]: a tensor's buffer on some device, and the one place that dispatches on
 //! the device. Each kernel is one `match` here, forwarding to the device's
 //! [`BackendStorage`] implementation; everything above `src/backend/` (tensor, ops,
-//! linalg) calls these methods and never names a device's storage type. Operands of one
+//! linalg) calls these methods and never names a device's storage type. The optional
+//! kernels ([`FastPaths`]) answer `None` where the device has none or the environment
+//! turns them off ([`fast_paths`]); the op then composes primitives. Operands of one
 //! kernel are on one device (the tensor ops check it before calling).
 
 use super::cpu::CpuStorage;
 use super::{
-    BackendStorage, BinaryKernel, CmpOp, LuDet, LuSolved, QrSpec, ReduceOp, SavedSolve,
-    SvdGradFail, TriSolve, UnaryKernel,
+    fast_paths, BackendStorage, BinaryKernel, CmpOp, FastPaths, LuDet, LuSolved, QrSpec, ReduceOp,
+    SavedSolve, SvdGradFail, TriSolve, UnaryKernel, Undefined,
 };
 use crate::device::Device;
 use crate::dtype::DType;
@@ -189,19 +191,10 @@ impl Storage {
         }
     }
 
-    /// See [`BackendStorage::vector_norm_backward`].
-    pub(crate) fn vector_norm_backward(
-        &self,
-        l: &Layout,
-        dims: &[usize],
-        ord: f64,
-        y: (&Storage, &Layout),
-        g: (&Storage, &Layout),
-    ) -> Result<Storage> {
+    /// See [`BackendStorage::permutation`].
+    pub(crate) fn permutation(&self, l: &Layout, m: usize, op: &'static str) -> Result<Storage> {
         match self {
-            Storage::Cpu(s) => s
-                .vector_norm_backward(l, dims, ord, (cpu(y.0), y.1), (cpu(g.0), g.1))
-                .map(Storage::Cpu),
+            Storage::Cpu(s) => s.permutation(l, m, op).map(Storage::Cpu),
         }
     }
 
@@ -256,19 +249,6 @@ impl Storage {
         }
     }
 
-    /// See [`BackendStorage::inv_sandwich`].
-    pub(crate) fn inv_sandwich(
-        &self,
-        l: &Layout,
-        g: &Storage,
-        gl: &Layout,
-        alpha: f64,
-    ) -> Result<Option<Storage>> {
-        match self {
-            Storage::Cpu(s) => Ok(s.inv_sandwich(l, cpu(g), gl, alpha)?.map(Storage::Cpu)),
-        }
-    }
-
     /// See [`BackendStorage::solve_triangular`].
     pub(crate) fn solve_triangular(
         &self,
@@ -289,19 +269,6 @@ impl Storage {
                 let (f, fl, info) = s.cholesky(l, upper)?;
                 Ok((Storage::Cpu(f), fl, info))
             }
-        }
-    }
-
-    /// See [`BackendStorage::cholesky_backward`].
-    pub(crate) fn cholesky_backward(
-        &self,
-        l: &Layout,
-        g: &Storage,
-        gl: &Layout,
-        upper: bool,
-    ) -> Result<(Storage, Layout)> {
-        match self {
-            Storage::Cpu(s) => s.cholesky_backward(l, cpu(g), gl, upper).map(on_cpu),
         }
     }
 
@@ -349,48 +316,6 @@ impl Storage {
         }
     }
 
-    /// See [`BackendStorage::lu_inv`].
-    #[allow(clippy::type_complexity)]
-    pub(crate) fn lu_inv(&self, l: &Layout) -> Result<Option<(Storage, Layout, Storage)>> {
-        match self {
-            Storage::Cpu(s) => {
-                Ok(s.lu_inv(l)?.map(|(x, xl, info)| (Storage::Cpu(x), xl, Storage::Cpu(info))))
-            }
-        }
-    }
-
-    /// See [`BackendStorage::lu_factor_solve`].
-    pub(crate) fn lu_factor_solve(
-        &self,
-        l: &Layout,
-        b: &Storage,
-        bl: &Layout,
-        adjoint: bool,
-    ) -> Result<Option<LuSolved<Storage>>> {
-        match self {
-            Storage::Cpu(s) => {
-                Ok(s.lu_factor_solve(l, cpu(b), bl, adjoint)?.map(|r| r.rewrap(Storage::Cpu)))
-            }
-        }
-    }
-
-    /// See [`BackendStorage::lu_solve_saved`].
-    pub(crate) fn lu_solve_saved(
-        &self,
-        perms: &Storage,
-        n: usize,
-        b: &Storage,
-        bl: &Layout,
-        adjoint: bool,
-        outer: Option<(&Storage, &Layout)>,
-    ) -> Result<SavedSolve<Storage>> {
-        match self {
-            Storage::Cpu(s) => Ok(s
-                .lu_solve_saved(cpu(perms), n, cpu(b), bl, adjoint, cpu_opt(outer))?
-                .rewrap(Storage::Cpu)),
-        }
-    }
-
     /// See [`BackendStorage::lu_solve`].
     pub(crate) fn lu_solve(
         &self,
@@ -402,39 +327,6 @@ impl Storage {
     ) -> Result<(Storage, Layout)> {
         match self {
             Storage::Cpu(s) => s.lu_solve(l, cpu(piv), cpu(b), bl, adjoint).map(on_cpu),
-        }
-    }
-
-    /// See [`BackendStorage::lu_factor_backward`].
-    pub(crate) fn lu_factor_backward(
-        &self,
-        l: &Layout,
-        piv: &Storage,
-        g: &Storage,
-        gl: &Layout,
-    ) -> Result<(Storage, Layout)> {
-        match self {
-            Storage::Cpu(s) => s.lu_factor_backward(l, cpu(piv), cpu(g), gl).map(on_cpu),
-        }
-    }
-
-    /// See [`BackendStorage::lu_inv_t`].
-    pub(crate) fn lu_inv_t(
-        &self,
-        l: &Layout,
-        piv: &Storage,
-        c: &Storage,
-        row_major: bool,
-    ) -> Result<(Storage, Layout)> {
-        match self {
-            Storage::Cpu(s) => s.lu_inv_t(l, cpu(piv), cpu(c), row_major).map(on_cpu),
-        }
-    }
-
-    /// See [`BackendStorage::cofactor`].
-    pub(crate) fn cofactor(&self, l: &Layout) -> Result<Storage> {
-        match self {
-            Storage::Cpu(s) => s.cofactor(l).map(Storage::Cpu),
         }
     }
 
@@ -450,39 +342,6 @@ impl Storage {
                 let (q, r, rl) = s.qr(l, spec)?;
                 Ok((q.map(on_cpu), Storage::Cpu(r), rl))
             }
-        }
-    }
-
-    /// See [`BackendStorage::qr_backward`].
-    pub(crate) fn qr_backward(
-        &self,
-        l: &Layout,
-        r: (&Storage, &Layout),
-        gq: Option<(&Storage, &Layout)>,
-        gr: Option<(&Storage, &Layout)>,
-    ) -> Result<(Storage, Layout)> {
-        match self {
-            Storage::Cpu(s) => {
-                s.qr_backward(l, (cpu(r.0), r.1), cpu_opt(gq), cpu_opt(gr)).map(on_cpu)
-            }
-        }
-    }
-
-    /// See [`BackendStorage::svd_backward`].
-    #[allow(clippy::type_complexity)]
-    pub(crate) fn svd_backward(
-        &self,
-        l: &Layout,
-        s: &Storage,
-        vh: (&Storage, &Layout),
-        gu: Option<(&Storage, &Layout)>,
-        gs: Option<&Storage>,
-        gvh: Option<(&Storage, &Layout)>,
-    ) -> Result<std::result::Result<(Storage, Layout), SvdGradFail>> {
-        match self {
-            Storage::Cpu(u) => Ok(u
-                .svd_backward(l, cpu(s), (cpu(vh.0), vh.1), cpu_opt(gu), gs.map(cpu), cpu_opt(gvh))?
-                .map(on_cpu)),
         }
     }
 
@@ -518,33 +377,6 @@ impl Storage {
         }
     }
 
-    /// See [`BackendStorage::eigh_backward`].
-    pub(crate) fn eigh_backward(
-        &self,
-        l: &Layout,
-        w: (&Storage, &Layout),
-        gw: Option<(&Storage, &Layout)>,
-        gv: Option<(&Storage, &Layout)>,
-    ) -> Result<Option<(Storage, Layout)>> {
-        match self {
-            Storage::Cpu(v) => {
-                Ok(v.eigh_backward(l, (cpu(w.0), w.1), cpu_opt(gw), cpu_opt(gv))?.map(on_cpu))
-            }
-        }
-    }
-
-    /// See [`BackendStorage::eigh_inner`].
-    pub(crate) fn eigh_inner(
-        &self,
-        l: &Layout,
-        w: (&Storage, &Layout),
-        gw: Option<(&Storage, &Layout)>,
-    ) -> Result<Option<Storage>> {
-        match self {
-            Storage::Cpu(x) => Ok(x.eigh_inner(l, (cpu(w.0), w.1), cpu_opt(gw))?.map(Storage::Cpu)),
-        }
-    }
-
     /// See [`BackendStorage::matrix_exp`].
     pub(crate) fn matrix_exp(&self, l: &Layout) -> Result<(Storage, Layout)> {
         match self {
@@ -552,14 +384,238 @@ impl Storage {
         }
     }
 
-    /// See [`BackendStorage::matrix_exp_frechet`].
+    // ---------------------------------------------------------------------------------
+    // the optional kernels (FastPaths): `Ok(None)` where the device has none or
+    // COTANGENT_FAST_PATHS=0, and the op then takes its composition of primitives
+
+    /// See [`FastPaths::vector_norm_backward`].
+    pub(crate) fn vector_norm_backward(
+        &self,
+        l: &Layout,
+        dims: &[usize],
+        ord: f64,
+        y: (&Storage, &Layout),
+        g: (&Storage, &Layout),
+    ) -> Result<Option<Storage>> {
+        if !fast_paths() {
+            return Ok(None);
+        }
+        match self {
+            Storage::Cpu(s) => Ok(s
+                .vector_norm_backward(l, dims, ord, (cpu(y.0), y.1), (cpu(g.0), g.1))?
+                .map(Storage::Cpu)),
+        }
+    }
+
+    /// See [`FastPaths::inv_sandwich`].
+    pub(crate) fn inv_sandwich(
+        &self,
+        l: &Layout,
+        g: &Storage,
+        gl: &Layout,
+        alpha: f64,
+    ) -> Result<Option<Storage>> {
+        if !fast_paths() {
+            return Ok(None);
+        }
+        match self {
+            Storage::Cpu(s) => Ok(s.inv_sandwich(l, cpu(g), gl, alpha)?.map(Storage::Cpu)),
+        }
+    }
+
+    /// See [`FastPaths::cholesky_backward`].
+    pub(crate) fn cholesky_backward(
+        &self,
+        l: &Layout,
+        g: &Storage,
+        gl: &Layout,
+        upper: bool,
+    ) -> Result<Option<(Storage, Layout)>> {
+        if !fast_paths() {
+            return Ok(None);
+        }
+        match self {
+            Storage::Cpu(s) => Ok(s.cholesky_backward(l, cpu(g), gl, upper)?.map(on_cpu)),
+        }
+    }
+
+    /// See [`FastPaths::lu_inv`].
+    #[allow(clippy::type_complexity)]
+    pub(crate) fn lu_inv(&self, l: &Layout) -> Result<Option<(Storage, Layout, Storage)>> {
+        if !fast_paths() {
+            return Ok(None);
+        }
+        match self {
+            Storage::Cpu(s) => {
+                Ok(s.lu_inv(l)?.map(|(x, xl, info)| (Storage::Cpu(x), xl, Storage::Cpu(info))))
+            }
+        }
+    }
+
+    /// See [`FastPaths::lu_factor_solve`].
+    pub(crate) fn lu_factor_solve(
+        &self,
+        l: &Layout,
+        b: &Storage,
+        bl: &Layout,
+        adjoint: bool,
+    ) -> Result<Option<LuSolved<Storage>>> {
+        if !fast_paths() {
+            return Ok(None);
+        }
+        match self {
+            Storage::Cpu(s) => {
+                Ok(s.lu_factor_solve(l, cpu(b), bl, adjoint)?.map(|r| r.rewrap(Storage::Cpu)))
+            }
+        }
+    }
+
+    /// See [`FastPaths::lu_solve_saved`] (reached only with the factors of
+    /// [`Storage::lu_factor_solve`], so not switched off by `COTANGENT_FAST_PATHS`).
+    pub(crate) fn lu_solve_saved(
+        &self,
+        perms: &Storage,
+        n: usize,
+        b: &Storage,
+        bl: &Layout,
+        adjoint: bool,
+        outer: Option<(&Storage, &Layout)>,
+    ) -> Result<Option<SavedSolve<Storage>>> {
+        match self {
+            Storage::Cpu(s) => Ok(s
+                .lu_solve_saved(cpu(perms), n, cpu(b), bl, adjoint, cpu_opt(outer))?
+                .map(|r| r.rewrap(Storage::Cpu))),
+        }
+    }
+
+    /// See [`FastPaths::lu_factor_backward`].
+    pub(crate) fn lu_factor_backward(
+        &self,
+        l: &Layout,
+        piv: &Storage,
+        g: &Storage,
+        gl: &Layout,
+    ) -> Result<Option<(Storage, Layout)>> {
+        if !fast_paths() {
+            return Ok(None);
+        }
+        match self {
+            Storage::Cpu(s) => Ok(s.lu_factor_backward(l, cpu(piv), cpu(g), gl)?.map(on_cpu)),
+        }
+    }
+
+    /// See [`FastPaths::lu_inv_t`].
+    pub(crate) fn lu_inv_t(
+        &self,
+        l: &Layout,
+        piv: &Storage,
+        c: &Storage,
+        row_major: bool,
+    ) -> Result<Option<(Storage, Layout)>> {
+        if !fast_paths() {
+            return Ok(None);
+        }
+        match self {
+            Storage::Cpu(s) => Ok(s.lu_inv_t(l, cpu(piv), cpu(c), row_major)?.map(on_cpu)),
+        }
+    }
+
+    /// See [`FastPaths::cofactor`].
+    pub(crate) fn cofactor(&self, l: &Layout) -> Result<Option<Storage>> {
+        if !fast_paths() {
+            return Ok(None);
+        }
+        match self {
+            Storage::Cpu(s) => Ok(s.cofactor(l)?.map(Storage::Cpu)),
+        }
+    }
+
+    /// See [`FastPaths::qr_backward`].
+    pub(crate) fn qr_backward(
+        &self,
+        l: &Layout,
+        r: (&Storage, &Layout),
+        gq: Option<(&Storage, &Layout)>,
+        gr: Option<(&Storage, &Layout)>,
+    ) -> Result<Option<(Storage, Layout)>> {
+        if !fast_paths() {
+            return Ok(None);
+        }
+        match self {
+            Storage::Cpu(s) => {
+                Ok(s.qr_backward(l, (cpu(r.0), r.1), cpu_opt(gq), cpu_opt(gr))?.map(on_cpu))
+            }
+        }
+    }
+
+    /// See [`FastPaths::svd_backward`].
+    #[allow(clippy::type_complexity)]
+    pub(crate) fn svd_backward(
+        &self,
+        l: &Layout,
+        s: &Storage,
+        vh: (&Storage, &Layout),
+        gu: Option<(&Storage, &Layout)>,
+        gs: Option<&Storage>,
+        gvh: Option<(&Storage, &Layout)>,
+    ) -> Result<Option<std::result::Result<(Storage, Layout), SvdGradFail>>> {
+        if !fast_paths() {
+            return Ok(None);
+        }
+        match self {
+            Storage::Cpu(u) => Ok(u
+                .svd_backward(l, cpu(s), (cpu(vh.0), vh.1), cpu_opt(gu), gs.map(cpu), cpu_opt(gvh))?
+                .map(|r| r.map(on_cpu))),
+        }
+    }
+
+    /// See [`FastPaths::eigh_backward`].
+    #[allow(clippy::type_complexity)]
+    pub(crate) fn eigh_backward(
+        &self,
+        l: &Layout,
+        w: (&Storage, &Layout),
+        gw: Option<(&Storage, &Layout)>,
+        gv: Option<(&Storage, &Layout)>,
+    ) -> Result<Option<std::result::Result<(Storage, Layout), Undefined>>> {
+        if !fast_paths() {
+            return Ok(None);
+        }
+        match self {
+            Storage::Cpu(v) => Ok(v
+                .eigh_backward(l, (cpu(w.0), w.1), cpu_opt(gw), cpu_opt(gv))?
+                .map(|r| r.map(on_cpu))),
+        }
+    }
+
+    /// See [`FastPaths::eigh_inner`].
+    pub(crate) fn eigh_inner(
+        &self,
+        l: &Layout,
+        w: (&Storage, &Layout),
+        gw: Option<(&Storage, &Layout)>,
+    ) -> Result<Option<std::result::Result<Storage, Undefined>>> {
+        if !fast_paths() {
+            return Ok(None);
+        }
+        match self {
+            Storage::Cpu(x) => {
+                Ok(x.eigh_inner(l, (cpu(w.0), w.1), cpu_opt(gw))?.map(|r| r.map(Storage::Cpu)))
+            }
+        }
+    }
+
+    /// See [`FastPaths::matrix_exp_frechet`].
     pub(crate) fn matrix_exp_frechet(
         &self,
         l: &Layout,
         e: (&Storage, &Layout),
-    ) -> Result<(Storage, Layout)> {
+    ) -> Result<Option<(Storage, Layout)>> {
+        if !fast_paths() {
+            return Ok(None);
+        }
         match self {
-            Storage::Cpu(s) => s.matrix_exp_frechet(l, (cpu(e.0), e.1)).map(on_cpu),
+            Storage::Cpu(s) => Ok(s.matrix_exp_frechet(l, (cpu(e.0), e.1))?.map(on_cpu)),
         }
     }
 }

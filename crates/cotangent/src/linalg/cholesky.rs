@@ -48,14 +48,13 @@ impl Op for Cholesky {
         let Some(gl) = &g[0] else { return Ok(vec![None]) };
         let f = cx.output(0)?;
         if !cx.create_graph() && f.dtype() == gl.dtype() {
-            // the same formula, fused per matrix (no graph to build)
-            let (s, layout) = f.storage().cholesky_backward(
-                f.layout(),
-                gl.storage(),
-                gl.layout(),
-                self.uplo == Uplo::Upper,
-            )?;
-            return Ok(vec![Some(from_kernel(s, layout))]);
+            // the same formula, fused per matrix (no graph to build), where the device has it
+            let upper = self.uplo == Uplo::Upper;
+            let fused =
+                f.storage().cholesky_backward(f.layout(), gl.storage(), gl.layout(), upper)?;
+            if let Some((s, layout)) = fused {
+                return Ok(vec![Some(from_kernel(s, layout))]);
+            }
         }
         let (l, gl) = match self.uplo {
             Uplo::Lower => (f, gl.clone()),

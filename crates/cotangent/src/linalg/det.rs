@@ -1,6 +1,7 @@
 //! Determinants from one LU factorisation: `linalg.det`, `linalg.slogdet`, `logdet`
 //! (explicit composites with hand-written, singular-safe VJPs).
 
+use super::lu::lu_solve_raw;
 use super::solve::inv_ex;
 use super::util::{check_float, check_square, from_kernel};
 use crate::autograd::node::{record, record1, Op, VjpCtx};
@@ -65,12 +66,21 @@ fn parts(a: &Tensor, want_log: bool) -> Result<Parts> {
 }
 
 /// `g[..., None, None] * A⁻ᵀ` from saved factors (first order only): of `A`, or of `Aᵀ`
-/// if `transposed` (then `g (Aᵀ)⁻ᵀ = g A⁻¹`, column-major, is returned transposed).
+/// if `transposed` (then `g (Aᵀ)⁻ᵀ = g A⁻¹`, column-major, is returned transposed). The
+/// device's fused kernel where it has one, else solves with the factors.
 fn scaled_inv_t(lu: &Tensor, pivots: &Tensor, g: &Tensor, transposed: bool) -> Result<Tensor> {
     let piv = pivots.packed()?;
     let c = g.broadcast_to(pivots.dims()[..pivots.rank() - 1].to_vec())?.packed()?;
-    let (s, l) = lu.storage().lu_inv_t(lu.layout(), piv.storage(), c.storage(), !transposed)?;
-    let x = from_kernel(s, l);
+    let fused = lu.storage().lu_inv_t(lu.layout(), piv.storage(), c.storage(), !transposed)?;
+    let x = if let Some((s, l)) = fused {
+        from_kernel(s, l)
+    } else {
+        // A⁻ᵀ = (Aᵀ)⁻¹: the adjoint solve of the identity with A's factors
+        let n = lu.dims()[lu.rank() - 1];
+        let eye = Tensor::eye(n, lu.dtype())?.broadcast_to(lu.shape().clone())?;
+        let inv_t = lu_solve_raw(lu, &piv, &eye, true)?;
+        inv_t.mul(&c.unsqueeze(-1)?.unsqueeze(-1)?)?
+    };
     if transposed {
         x.mT()
     } else {
@@ -150,8 +160,11 @@ impl Op for DetOp {
         let mut ga = scaled_inv_t(&self.lu, &self.pivots, &g.mul(&d)?, self.transposed)?;
         if self.loose.iter().any(|&s| s) {
             let a = a.detach();
-            let c = a.storage().cofactor(a.layout())?;
-            let c = from_kernel(c, Layout::contiguous(a.shape().clone()));
+            let c = match a.storage().cofactor(a.layout())? {
+                Some(c) => from_kernel(c, Layout::contiguous(a.shape().clone())),
+                // not recorded: a is detached
+                None => cofactor_graph(&a)?,
+            };
             let gc = g.unsqueeze(-1)?.unsqueeze(-1)?.mul(&c)?;
             let batch = a.dims()[..a.rank() - 2].to_vec();
             let mask = Tensor::from_vec(self.loose.clone(), batch)?.unsqueeze(-1)?.unsqueeze(-1)?;

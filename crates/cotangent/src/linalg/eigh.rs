@@ -5,7 +5,7 @@
 use super::util::{batch_of, check_float, check_matrix, check_square, from_kernel};
 use super::Uplo;
 use crate::autograd::node::{record, should_record, Op, VjpCtx};
-use crate::backend::Storage;
+use crate::backend::{Storage, Undefined};
 use crate::dtype::DType;
 use crate::error::{Error, Result};
 use crate::layout::Layout;
@@ -80,12 +80,16 @@ fn degenerate_pairs(w: &Tensor, skew: &Tensor) -> Result<Tensor> {
 /// The middle factor `diag(gw) + F ∘ skew(X)` of the VJP (`X = VᵀgV`), fused by the
 /// backend, for a backward that is not recorded: the same values, and
 /// [`degenerate_pairs`]' rule for zero gaps.
-fn inner_first_order(w: &Tensor, x: &Tensor, gw: Option<&Tensor>) -> Result<Tensor> {
+/// `None` where the device has no such kernel.
+fn inner_first_order(w: &Tensor, x: &Tensor, gw: Option<&Tensor>) -> Result<Option<Tensor>> {
     let gw = gw.map(|g| g.broadcast_to(w.shape().clone())).transpose()?;
     let inner =
         x.storage().eigh_inner(x.layout(), w.operand(), gw.as_ref().map(Tensor::operand))?;
-    let inner = inner.ok_or_else(not_differentiable)?;
-    Ok(Tensor::from_storage(inner, x.shape().clone()))
+    match inner {
+        Some(Ok(inner)) => Ok(Some(Tensor::from_storage(inner, x.shape().clone()))),
+        Some(Err(Undefined)) => Err(not_differentiable()),
+        None => Ok(None),
+    }
 }
 
 impl Op for EighOp {
@@ -119,15 +123,17 @@ impl Op for EighOp {
         let fused_n = if gv.is_some() { FUSED_N } else { FUSED_VALUES_N };
         if n <= fused_n && !cx.create_graph() && same(gw) && same(gv) {
             // fast path (not recorded): the same formula fused per matrix
-            return match v.storage().eigh_backward(
+            let fused = v.storage().eigh_backward(
                 v.layout(),
                 w.operand(),
                 gw.map(Tensor::operand),
                 gv.map(Tensor::operand),
-            )? {
-                Some((s, l)) => Ok(vec![Some(from_kernel(s, l))]),
-                None => Err(not_differentiable()),
-            };
+            )?;
+            match fused {
+                Some(Ok((s, l))) => return Ok(vec![Some(from_kernel(s, l))]),
+                Some(Err(Undefined)) => return Err(not_differentiable()),
+                None => {}
+            }
         }
         let inner = match gv {
             // V diag(gw) Vᵀ with the diagonal applied as a column scaling (one product)
@@ -135,11 +141,12 @@ impl Op for EighOp {
                 Some(gw) => return Ok(vec![Some(v.mul(&gw.unsqueeze(-2)?)?.matmul(&v.mT()?)?)]),
                 None => None,
             },
-            Some(gv) if !cx.create_graph() => {
-                Some(inner_first_order(&w, &v.mT()?.matmul(gv)?, gw)?)
-            }
             Some(gv) => {
                 let x = v.mT()?.matmul(gv)?;
+                let fused = if cx.create_graph() { None } else { inner_first_order(&w, &x, gw)? };
+                if let Some(inner) = fused {
+                    return Ok(vec![Some(v.matmul(&inner)?.matmul(&v.mT()?)?)]);
+                }
                 let skew = x.sub(&x.mT()?)?.mul_scalar(0.5)?;
                 // e_ij = w_j − w_i
                 let e = w.unsqueeze(-2)?.sub(&w.unsqueeze(-1)?)?;

@@ -123,18 +123,9 @@ fn zero_for_zero_a(a: &Tensor, x: &Tensor) -> Result<Tensor> {
     if asz == 0 || xsz == 0 {
         return Ok(x.clone());
     }
-    let av = a.to_vec_f64();
-    let zero: Vec<bool> = av.chunks_exact(asz).map(|c| c.iter().all(|&v| v == 0.0)).collect();
-    if !zero.iter().any(|&z| z) {
-        return Ok(x.clone());
-    }
-    let mut xv = x.to_vec_f64();
-    for (c, &z) in xv.chunks_exact_mut(xsz).zip(&zero) {
-        if z {
-            c.fill(0.0);
-        }
-    }
-    Tensor::from_vec(xv, x.dims().to_vec())?.to_dtype(x.dtype())
+    // a matrix without a non-zero entry (NaN counts as one), as a mask (no read back)
+    let nonzero = a.ne_scalar(0.0)?.to_dtype(x.dtype())?.sum_dims(&[-2, -1], true)?;
+    Tensor::where_cond(&nonzero.eq_scalar(0.0)?, &x.zeros_like()?, x)
 }
 
 /// Least squares `min ‖A X − B‖` (`torch.linalg.lstsq`; an explicit composite).

@@ -88,72 +88,40 @@ pub(crate) fn factor_raw(a: &Tensor, pivot: bool) -> Result<(Tensor, Tensor, Ten
 }
 
 /// For each matrix of `pivots: (*, k)` (1-based interchanges of an `m`-row matrix), the
-/// row permutation `perm` with `(Pᵀ A)[i] = A[perm[i]]`, flattened.
-fn perms(pivots: &Tensor, m: usize) -> Result<Vec<usize>> {
-    let piv = pivots.to_vec::<i64>()?;
-    let k = pivots.dims().last().copied().unwrap_or(0);
-    let count: usize = pivots.dims()[..pivots.rank().saturating_sub(1)].iter().product();
-    let mut out = Vec::with_capacity(count * m);
-    for b in 0..count {
-        let start = out.len();
-        out.extend(0..m);
-        for j in 0..k {
-            let p = piv[b * k + j];
-            if p < 1 || p as usize > m {
-                return Err(Error::InvalidArgument {
-                    op: OP_UNPACK,
-                    arg: "pivots",
-                    reason: "pivots must be 1-based row indices in 1..=m",
-                });
-            }
-            out.swap(start + j, start + p as usize - 1);
-        }
-    }
-    Ok(out)
+/// row permutation `perm: (*, m)` (`I64`) with `(Pᵀ A)[i] = A[perm[i]]`.
+fn perms(pivots: &Tensor, m: usize) -> Result<Tensor> {
+    let mut dims = pivots.dims()[..pivots.rank().saturating_sub(1)].to_vec();
+    dims.push(m);
+    let s = pivots.storage().permutation(pivots.layout(), m, OP_UNPACK)?;
+    Ok(Tensor::from_storage(s, Shape::new(dims)))
 }
 
 /// `P x` (or `Pᵀ x` if `transpose`) for `x: (*, m, c)` and the interchanges `pivots:
 /// (*, k)` of the same batch: a gather of rows, differentiable in `x`.
 pub(crate) fn permute_rows(x: &Tensor, pivots: &Tensor, transpose: bool) -> Result<Tensor> {
     let r = x.rank();
-    let (m, c) = (x.dims()[r - 2], x.dims()[r - 1]);
+    let m = x.dims()[r - 2];
     let perm = perms(pivots, m)?;
-    let count = x.numel() / (m * c).max(1);
-    let mut idx = Vec::with_capacity(x.numel());
-    let mut inv = vec![0usize; m];
-    for b in 0..count {
-        let p = &perm[b * m..(b + 1) * m];
-        // (Pᵀ x)[i] = x[perm[i]];  (P x)[perm[i]] = x[i]
-        let rows: &[usize] = if transpose {
-            p
-        } else {
-            for (i, &pi) in p.iter().enumerate() {
-                inv[pi] = i;
-            }
-            &inv
-        };
-        for &row in rows {
-            idx.extend(std::iter::repeat_n(row as i64, c));
-        }
-    }
-    let idx = Tensor::from_vec(idx, x.shape().clone())?;
-    x.gather(-2, &idx)
+    // (Pᵀ x)[i] = x[perm[i]];  (P x)[perm[i]] = x[i], i.e. (P x)[i] = x[inv[i]]
+    let rows = if transpose {
+        perm
+    } else {
+        let ramp =
+            Tensor::arange(0.0, m as f64, 1.0, DType::I64)?.broadcast_to(perm.shape().clone())?;
+        perm.zeros_like()?.scatter_add(-1, &perm, &ramp)?
+    };
+    x.gather(-2, &rows.unsqueeze(-1)?.broadcast_to(x.shape().clone())?)
 }
 
-/// The permutation matrices `(*, m, m)` of `pivots: (*, k)`, in `dtype`.
+/// The permutation matrices `(*, m, m)` of `pivots: (*, k)`, in `dtype`: `P[perm[i], i] =
+/// 1`, the identity's rows taken in the order `perm` and transposed.
 fn perm_matrix(pivots: &Tensor, m: usize, dtype: DType) -> Result<Tensor> {
     let mut dims = pivots.dims()[..pivots.rank() - 1].to_vec();
     dims.extend([m, m]);
     Shape::new(dims.clone()).checked_numel(OP_UNPACK)?;
     let perm = perms(pivots, m)?;
-    let count = perm.len() / m.max(1);
-    let mut v = vec![0.0f64; count * m * m];
-    for b in 0..count {
-        for (i, &pi) in perm[b * m..(b + 1) * m].iter().enumerate() {
-            v[b * m * m + pi * m + i] = 1.0; // P[perm[i], i] = 1
-        }
-    }
-    Tensor::from_vec(v, dims)?.to_dtype(dtype)
+    let eye = Tensor::eye(m, dtype)?.broadcast_to(dims.clone())?;
+    eye.gather(-2, &perm.unsqueeze(-1)?.broadcast_to(dims)?)?.mT()
 }
 
 /// `L` (unit lower, `(*, m, k)`) and `U` (`(*, k, n)`) of packed factors, in tensor ops.
@@ -190,13 +158,15 @@ impl Op for LuFactorOp {
         if !cx.create_graph() && lu.dims()[r - 2] == lu.dims()[r - 1] {
             // first order, square: one fused kernel (the tensor ops below give the same)
             let piv = pivots.packed()?;
-            let (s, l) = lu.storage().lu_factor_backward(
+            let fused = lu.storage().lu_factor_backward(
                 lu.layout(),
                 piv.storage(),
                 g.storage(),
                 g.layout(),
             )?;
-            return Ok(vec![Some(from_kernel(s, l))]);
+            if let Some((s, l)) = fused {
+                return Ok(vec![Some(from_kernel(s, l))]);
+            }
         }
         let (l, u) = unpack_lu(&lu)?;
         let k = l.dims()[l.rank() - 1];

@@ -102,14 +102,16 @@ impl Op for VectorNorm {
         let y = cx.output(0)?.reshape(self.keep.clone())?;
         if !cx.create_graph() && p.is_finite() {
             // the same rule, fused in one pass over x (no graph to record)
-            let s = x.storage().vector_norm_backward(
+            let fused = x.storage().vector_norm_backward(
                 x.layout(),
                 &self.dims,
                 p,
-                (y.storage(), y.layout()),
-                (g.storage(), g.layout()),
+                y.operand(),
+                g.operand(),
             )?;
-            return Ok(vec![Some(Tensor::from_storage(s, x.shape().clone()))]);
+            if let Some(s) = fused {
+                return Ok(vec![Some(Tensor::from_storage(s, x.shape().clone()))]);
+            }
         }
         let gx = if p.is_infinite() {
             let ax = x.detach().abs()?;

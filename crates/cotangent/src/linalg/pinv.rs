@@ -7,7 +7,7 @@ use super::{qr, solve_triangular, Diag, QrMode, Side, Uplo};
 use crate::autograd::mode::no_grad;
 use crate::autograd::node::{record1, Op, VjpCtx};
 use crate::dtype::DType;
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::tensor::Tensor;
 
 const OP_PINV: &str = "linalg.pinv";
@@ -18,8 +18,21 @@ pub(crate) fn sym_lower(a: &Tensor) -> Result<Tensor> {
     a.tril(0)?.add(&a.tril(-1)?.mT()?)
 }
 
-/// The cutoff of each matrix of a batch, PyTorch's rule: `max(atol, rtol · σ_max)` with
-/// `rtol = max(m, n) · eps` when it is not given, unless `atol > 0` is (then `rtol = 0`).
+/// The tolerances `(atol, rtol)` of the cutoff `max(atol, rtol · σ_max)`, PyTorch's
+/// rule: `rtol = max(m, n) · eps` when it is not given, unless `atol > 0` is (then
+/// `rtol = 0`); a missing `atol` is 0.
+fn tolerances(m: usize, n: usize, dt: DType, atol: Option<f64>, rtol: Option<f64>) -> (f64, f64) {
+    let eps = if dt == DType::F64 { f64::EPSILON } else { f64::from(f32::EPSILON) };
+    let rtol = match (atol, rtol) {
+        (_, Some(r)) => r,
+        (Some(a), None) if a > 0.0 => 0.0,
+        _ => m.max(n) as f64 * eps,
+    };
+    (atol.unwrap_or(0.0), rtol)
+}
+
+/// The cutoff of each matrix of a batch (the singular values `s`, `k` per matrix, `nb`
+/// matrices), with [`tolerances`].
 fn cutoffs(
     s: &[f64],
     k: usize,
@@ -30,13 +43,7 @@ fn cutoffs(
     atol: Option<f64>,
     rtol: Option<f64>,
 ) -> Vec<f64> {
-    let eps = if dt == DType::F64 { f64::EPSILON } else { f64::from(f32::EPSILON) };
-    let rtol = match (atol, rtol) {
-        (_, Some(r)) => r,
-        (Some(a), None) if a > 0.0 => 0.0,
-        _ => m.max(n) as f64 * eps,
-    };
-    let atol = atol.unwrap_or(0.0);
+    let (atol, rtol) = tolerances(m, n, dt, atol, rtol);
     (0..nb)
         .map(|b| {
             let smax = if k == 0 { 0.0 } else { s[b * k] };
@@ -338,10 +345,12 @@ pub fn matrix_rank(
     let (m, n, batch, nb) = dims_of(&a);
     let k = m.min(n);
     let a_read = if hermitian { sym_lower(&a)? } else { a.clone() };
-    let sv = svdvals(&a_read)?.to_vec_f64();
-    let cut = cutoffs(&sv, k, nb, m, n, a.dtype(), atol, rtol);
-    let ranks: Vec<i64> = (0..nb)
-        .map(|b| sv[b * k..(b + 1) * k].iter().filter(|&&x| x > cut[b]).count() as i64)
-        .collect();
-    Tensor::from_vec(ranks, batch).map_err(|_| Error::Internal { op: OP_RANK, reason: "rank" })
+    if k == 0 || nb == 0 {
+        return Tensor::zeros(batch, DType::I64);
+    }
+    // tensor ops throughout (no read back): the count of σ_i > max(atol, rtol σ_max)
+    let (atol, rtol) = tolerances(m, n, a.dtype(), atol, rtol);
+    let s = svdvals(&a_read)?;
+    let cut = s.narrow(-1, 0, 1)?.mul_scalar(rtol)?.clamp(Some(atol), None)?;
+    s.gt(&cut)?.to_dtype(a.dtype())?.sum_dims(&[-1], false)?.to_dtype(DType::I64)
 }

@@ -114,13 +114,15 @@ impl Op for QrOp {
         let (q, r) = (cx.output(0)?, cx.output(1)?);
         if m >= n && !cx.create_graph() && same_dtype(&q, gq) && same_dtype(&q, gr) {
             // fast path (not recorded): the same formula fused per matrix
-            let (s, l) = q.storage().qr_backward(
+            let fused = q.storage().qr_backward(
                 q.layout(),
                 r.operand(),
                 gq.map(Tensor::operand),
                 gr.map(Tensor::operand),
             )?;
-            return Ok(vec![Some(from_kernel(s, l))]);
+            if let Some((s, l)) = fused {
+                return Ok(vec![Some(from_kernel(s, l))]);
+            }
         }
         if m >= n {
             return Ok(vec![Some(qr_grad_tall(&q, &r, gq, gr)?)]);

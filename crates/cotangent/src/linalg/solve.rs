@@ -83,6 +83,8 @@ impl Factors {
             !adjoint,
             outer.map(Tensor::operand),
         )?;
+        let r =
+            r.ok_or(Error::Internal { op: OP_SOLVE, reason: "saved factors without a solve" })?;
         Ok((from_kernel(r.x, r.x_layout), r.outer.map(|(p, l)| from_kernel(p, l))))
     }
 }
@@ -335,8 +337,15 @@ fn inv_impl(op: &'static str, a: &Tensor, check: bool) -> Result<InvEx> {
     // with Aᵀ = P L U: A⁻¹ = (Aᵀ)⁻ᵀ = P L⁻ᵀ U⁻ᵀ
     let ones = Tensor::ones(batch, a.dtype())?;
     let piv = pivots.packed()?;
-    let (s, l) = lu.storage().lu_inv_t(lu.layout(), piv.storage(), ones.storage(), false)?;
-    let x = from_kernel(s, l);
+    let fused = lu.storage().lu_inv_t(lu.layout(), piv.storage(), ones.storage(), false)?;
+    let x = if let Some((s, l)) = fused {
+        from_kernel(s, l)
+    } else {
+        // (Aᵀ)⁻ᵀ: the adjoint solve of the identity with Aᵀ's factors
+        let n = a.dims()[a.rank() - 1];
+        let eye = Tensor::eye(n, a.dtype())?.broadcast_to(lu.shape().clone())?;
+        lu_solve_raw(&lu, &piv, &eye, true)?
+    };
     let inverse = record1(InvOp, &[a], x, true);
     Ok(InvEx { inverse, info })
 }

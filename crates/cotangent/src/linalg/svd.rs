@@ -268,15 +268,16 @@ impl Op for SvdOp {
                 gs.as_ref().map(|g| &**g.storage()),
                 gvh.as_ref().map(Tensor::operand),
             )?;
-            return match r {
-                Ok((g, gl)) => Ok(vec![Some(from_kernel(g, gl))]),
-                Err(SvdGradFail::Gap) => {
-                    Err(Error::NotDifferentiable { op: OP, reason: NOT_DIFF_GAP })
+            match r {
+                Some(Ok((g, gl))) => return Ok(vec![Some(from_kernel(g, gl))]),
+                Some(Err(SvdGradFail::Gap)) => {
+                    return Err(Error::NotDifferentiable { op: OP, reason: NOT_DIFF_GAP })
                 }
-                Err(SvdGradFail::Zero) => {
-                    Err(Error::NotDifferentiable { op: OP, reason: NOT_DIFF_ZERO })
+                Some(Err(SvdGradFail::Zero)) => {
+                    return Err(Error::NotDifferentiable { op: OP, reason: NOT_DIFF_ZERO })
                 }
-            };
+                None => {}
+            }
         }
         if gu.is_none() && gvh.is_none() {
             let gs = gs.ok_or(Error::Internal { op: OP, reason: "no cotangent" })?;

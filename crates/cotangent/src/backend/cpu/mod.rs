@@ -1,5 +1,42 @@
 //! The CPU backend: a typed buffer per dtype and generic kernels over strided layouts.
 
+/// The dtype dispatch of the real floating-point kernels, written once: runs `$body` with
+/// `$a: &[T]` the buffer of `$s` and `T` (the name given as `$T`) its element type, `f32`
+/// or `f64`; for any other dtype, `DTypeMismatch` naming `$op` if one of the further
+/// operands `[$o, ...]` has another dtype than `$s`, else `UnsupportedDType`. Further
+/// operands are read inside the body with [`typed`], which checks their dtype. A dtype
+/// added to this kernel family (complex, say) is one arm here.
+macro_rules! real {
+    ($op:expr, $s:expr, [$($o:expr),*], |$a:ident: $T:ident| $body:expr) => {
+        match $s {
+            CpuStorage::F32(v) => {
+                type $T = f32;
+                let $a: &[$T] = v;
+                $body
+            }
+            CpuStorage::F64(v) => {
+                type $T = f64;
+                let $a: &[$T] = v;
+                $body
+            }
+            other => {
+                $(
+                    if $o.dtype() != other.dtype() {
+                        return Err(Error::DTypeMismatch {
+                            op: $op,
+                            lhs: other.dtype(),
+                            rhs: $o.dtype(),
+                        });
+                    }
+                )*
+                return Err(Error::UnsupportedDType { op: $op, dtype: other.dtype() });
+            }
+        }
+    };
+}
+
+mod fast;
+
 pub(crate) mod linalg;
 pub(crate) mod matmul;
 pub(crate) mod norm;
@@ -802,6 +839,29 @@ impl BackendStorage for CpuStorage {
         Ok(buf)
     }
 
+    fn permutation(&self, l: &Layout, m: usize, op: &'static str) -> Result<CpuStorage> {
+        let CpuStorage::I64(v) = self else { return Err(unsupported(op, self.dtype())) };
+        let piv = in_place(v, l);
+        let k = l.dims().last().copied().unwrap_or(0);
+        let count: usize = l.dims()[..l.rank().saturating_sub(1)].iter().product();
+        let mut out: Vec<i64> = Vec::with_capacity(count * m);
+        for b in 0..count {
+            let start = out.len();
+            out.extend(0..m as i64);
+            for (j, &p) in piv[b * k..(b + 1) * k].iter().enumerate() {
+                if p < 1 || p as usize > m {
+                    return Err(Error::InvalidArgument {
+                        op,
+                        arg: "pivots",
+                        reason: "pivots must be 1-based row indices in 1..=m",
+                    });
+                }
+                out.swap(start + j, start + p as usize - 1);
+            }
+        }
+        Ok(CpuStorage::I64(out))
+    }
+
     fn flip(&self, l: &Layout, dims: &[usize]) -> Result<CpuStorage> {
         fn go<T: Copy>(v: &[T], l: &Layout, flip: &[usize]) -> Vec<T> {
             let mut out = Vec::with_capacity(l.numel());
@@ -945,77 +1005,16 @@ impl BackendStorage for CpuStorage {
     }
 
     fn vector_norm(&self, l: &Layout, dims: &[usize], ord: f64) -> Result<CpuStorage> {
-        Ok(match self {
-            CpuStorage::F32(v) => CpuStorage::F32(norm::vector_norm(v, l, dims, ord)),
-            CpuStorage::F64(v) => CpuStorage::F64(norm::vector_norm(v, l, dims, ord)),
-            _ => return Err(unsupported("linalg.vector_norm", self.dtype())),
-        })
-    }
-
-    fn vector_norm_backward(
-        &self,
-        l: &Layout,
-        dims: &[usize],
-        ord: f64,
-        (y, yl): (&CpuStorage, &Layout),
-        (g, gl): (&CpuStorage, &Layout),
-    ) -> Result<CpuStorage> {
-        const OP: &str = "linalg.vector_norm";
-        Ok(match (self, y, g) {
-            (CpuStorage::F32(x), CpuStorage::F32(y), CpuStorage::F32(g)) => {
-                let (y, g) = (in_place(y, yl), in_place(g, gl));
-                CpuStorage::F32(norm::vector_norm_backward(x, l, dims, ord, &y, &g))
-            }
-            (CpuStorage::F64(x), CpuStorage::F64(y), CpuStorage::F64(g)) => {
-                let (y, g) = (in_place(y, yl), in_place(g, gl));
-                CpuStorage::F64(norm::vector_norm_backward(x, l, dims, ord, &y, &g))
-            }
-            _ if self.dtype() != g.dtype() || self.dtype() != y.dtype() => {
-                return Err(Error::DTypeMismatch { op: OP, lhs: self.dtype(), rhs: g.dtype() })
-            }
-            _ => return Err(unsupported(OP, self.dtype())),
-        })
+        Ok(real!("linalg.vector_norm", self, [], |v: T| {
+            T::into_host(norm::vector_norm(v, l, dims, ord))
+        }))
     }
 
     fn matmul(&self, l: &Layout, rhs: &CpuStorage, rl: &Layout) -> Result<CpuStorage> {
-        Ok(match (self, rhs) {
-            (CpuStorage::F32(a), CpuStorage::F32(b)) => {
-                CpuStorage::F32(matmul::matmul(a, l, b, rl))
-            }
-            (CpuStorage::F64(a), CpuStorage::F64(b)) => {
-                CpuStorage::F64(matmul::matmul(a, l, b, rl))
-            }
-            _ if self.dtype() != rhs.dtype() => {
-                return Err(Error::DTypeMismatch {
-                    op: "matmul",
-                    lhs: self.dtype(),
-                    rhs: rhs.dtype(),
-                })
-            }
-            _ => return Err(unsupported("matmul", self.dtype())),
-        })
-    }
-
-    fn inv_sandwich(
-        &self,
-        l: &Layout,
-        g: &CpuStorage,
-        gl: &Layout,
-        alpha: f64,
-    ) -> Result<Option<CpuStorage>> {
-        const OP: &str = "linalg.inv";
-        Ok(match (self, g) {
-            (CpuStorage::F32(x), CpuStorage::F32(g)) => {
-                matmul::sandwich_t(x, l, g, gl, alpha as f32).map(CpuStorage::F32)
-            }
-            (CpuStorage::F64(x), CpuStorage::F64(g)) => {
-                matmul::sandwich_t(x, l, g, gl, alpha).map(CpuStorage::F64)
-            }
-            _ if self.dtype() != g.dtype() => {
-                return Err(Error::DTypeMismatch { op: OP, lhs: self.dtype(), rhs: g.dtype() })
-            }
-            _ => return Err(unsupported(OP, self.dtype())),
-        })
+        let op = ("matmul", self.dtype());
+        Ok(real!(op.0, self, [rhs], |a: T| {
+            T::into_host(matmul::matmul(a, l, typed::<T>(op, rhs)?, rl))
+        }))
     }
 
     fn solve_triangular(
@@ -1025,59 +1024,19 @@ impl BackendStorage for CpuStorage {
         bl: &Layout,
         spec: TriSolve,
     ) -> Result<(CpuStorage, Layout)> {
-        const OP: &str = "linalg.solve_triangular";
-        Ok(match (self, b) {
-            (CpuStorage::F32(a), CpuStorage::F32(b)) => {
-                let (x, xl) = linalg::triangular::solve_triangular(a, l, b, bl, spec);
-                (CpuStorage::F32(x), xl)
-            }
-            (CpuStorage::F64(a), CpuStorage::F64(b)) => {
-                let (x, xl) = linalg::triangular::solve_triangular(a, l, b, bl, spec);
-                (CpuStorage::F64(x), xl)
-            }
-            _ if self.dtype() != b.dtype() => {
-                return Err(Error::DTypeMismatch { op: OP, lhs: self.dtype(), rhs: b.dtype() })
-            }
-            _ => return Err(unsupported(OP, self.dtype())),
-        })
+        let op = ("linalg.solve_triangular", self.dtype());
+        Ok(real!(op.0, self, [b], |a: T| {
+            let b = typed::<T>(op, b)?;
+            let (x, xl) = linalg::triangular::solve_triangular(a, l, b, bl, spec);
+            (T::into_host(x), xl)
+        }))
     }
 
     fn cholesky(&self, l: &Layout, upper: bool) -> Result<(CpuStorage, Layout, Vec<i64>)> {
-        Ok(match self {
-            CpuStorage::F32(a) => {
-                let (f, fl, info) = linalg::cholesky::cholesky(a, l, upper);
-                (CpuStorage::F32(f), fl, info)
-            }
-            CpuStorage::F64(a) => {
-                let (f, fl, info) = linalg::cholesky::cholesky(a, l, upper);
-                (CpuStorage::F64(f), fl, info)
-            }
-            _ => return Err(unsupported("linalg.cholesky", self.dtype())),
-        })
-    }
-
-    fn cholesky_backward(
-        &self,
-        l: &Layout,
-        g: &CpuStorage,
-        gl: &Layout,
-        upper: bool,
-    ) -> Result<(CpuStorage, Layout)> {
-        const OP: &str = "linalg.cholesky";
-        Ok(match (self, g) {
-            (CpuStorage::F32(f), CpuStorage::F32(g)) => {
-                let (x, xl) = linalg::cholesky::cholesky_backward(f, l, g, gl, upper);
-                (CpuStorage::F32(x), xl)
-            }
-            (CpuStorage::F64(f), CpuStorage::F64(g)) => {
-                let (x, xl) = linalg::cholesky::cholesky_backward(f, l, g, gl, upper);
-                (CpuStorage::F64(x), xl)
-            }
-            _ if self.dtype() != g.dtype() => {
-                return Err(Error::DTypeMismatch { op: OP, lhs: self.dtype(), rhs: g.dtype() })
-            }
-            _ => return Err(unsupported(OP, self.dtype())),
-        })
+        Ok(real!("linalg.cholesky", self, [], |a: T| {
+            let (f, fl, info) = linalg::cholesky::cholesky(a, l, upper);
+            (T::into_host(f), fl, info)
+        }))
     }
 
     fn lu_factor(
@@ -1085,39 +1044,21 @@ impl BackendStorage for CpuStorage {
         l: &Layout,
         pivot: bool,
     ) -> Result<(CpuStorage, Layout, CpuStorage, CpuStorage)> {
-        Ok(match self {
-            CpuStorage::F32(a) => {
-                let (lu, ll, p, i) = if pivot {
-                    linalg::lu::lu_factor(a, l)
-                } else {
-                    linalg::lu_nopivot::lu_factor_nopivot(a, l)
-                };
-                (CpuStorage::F32(lu), ll, CpuStorage::I64(p), CpuStorage::I64(i))
-            }
-            CpuStorage::F64(a) => {
-                let (lu, ll, p, i) = if pivot {
-                    linalg::lu::lu_factor(a, l)
-                } else {
-                    linalg::lu_nopivot::lu_factor_nopivot(a, l)
-                };
-                (CpuStorage::F64(lu), ll, CpuStorage::I64(p), CpuStorage::I64(i))
-            }
-            _ => return Err(unsupported("linalg.lu_factor", self.dtype())),
-        })
+        Ok(real!("linalg.lu_factor", self, [], |a: T| {
+            let (lu, ll, p, i) = if pivot {
+                linalg::lu::lu_factor(a, l)
+            } else {
+                linalg::lu_nopivot::lu_factor_nopivot(a, l)
+            };
+            (T::into_host(lu), ll, CpuStorage::I64(p), CpuStorage::I64(i))
+        }))
     }
 
     fn ldl_factor(&self, l: &Layout) -> Result<(CpuStorage, Layout, CpuStorage, CpuStorage)> {
-        Ok(match self {
-            CpuStorage::F32(a) => {
-                let (f, fl, p, i) = linalg::ldl::ldl_factor(a, l);
-                (CpuStorage::F32(f), fl, CpuStorage::I64(p), CpuStorage::I64(i))
-            }
-            CpuStorage::F64(a) => {
-                let (f, fl, p, i) = linalg::ldl::ldl_factor(a, l);
-                (CpuStorage::F64(f), fl, CpuStorage::I64(p), CpuStorage::I64(i))
-            }
-            _ => return Err(unsupported("linalg.ldl_factor", self.dtype())),
-        })
+        Ok(real!("linalg.ldl_factor", self, [], |a: T| {
+            let (f, fl, p, i) = linalg::ldl::ldl_factor(a, l);
+            (T::into_host(f), fl, CpuStorage::I64(p), CpuStorage::I64(i))
+        }))
     }
 
     fn ldl_solve(
@@ -1127,98 +1068,18 @@ impl BackendStorage for CpuStorage {
         b: &CpuStorage,
         bl: &Layout,
     ) -> Result<(CpuStorage, Layout)> {
-        const OP: &str = "linalg.ldl_solve";
-        let CpuStorage::I64(p) = piv else { return Err(unsupported(OP, piv.dtype())) };
-        Ok(match (self, b) {
-            (CpuStorage::F32(f), CpuStorage::F32(b)) => {
-                let (x, xl) = linalg::ldl::ldl_solve(f, l, p, b, bl);
-                (CpuStorage::F32(x), xl)
-            }
-            (CpuStorage::F64(f), CpuStorage::F64(b)) => {
-                let (x, xl) = linalg::ldl::ldl_solve(f, l, p, b, bl);
-                (CpuStorage::F64(x), xl)
-            }
-            _ if self.dtype() != b.dtype() => {
-                return Err(Error::DTypeMismatch { op: OP, lhs: self.dtype(), rhs: b.dtype() })
-            }
-            _ => return Err(unsupported(OP, self.dtype())),
-        })
+        let op = ("linalg.ldl_solve", self.dtype());
+        let CpuStorage::I64(p) = piv else { return Err(unsupported(op.0, piv.dtype())) };
+        Ok(real!(op.0, self, [b], |f: T| {
+            let (x, xl) = linalg::ldl::ldl_solve(f, l, p, typed::<T>(op, b)?, bl);
+            (T::into_host(x), xl)
+        }))
     }
 
     fn lu_det(&self, l: &Layout, want_log: bool) -> Result<crate::backend::LuDet<CpuStorage>> {
-        Ok(match self {
-            CpuStorage::F32(a) => linalg::lu::lu_det(a, l, want_log).map(CpuStorage::F32),
-            CpuStorage::F64(a) => linalg::lu::lu_det(a, l, want_log).map(CpuStorage::F64),
-            _ => return Err(unsupported("linalg.det", self.dtype())),
-        })
-    }
-
-    fn lu_inv(&self, l: &Layout) -> Result<Option<(CpuStorage, Layout, CpuStorage)>> {
-        Ok(match self {
-            CpuStorage::F32(a) => linalg::lu::lu_inv(a, l)
-                .map(|(x, xl, i)| (CpuStorage::F32(x), xl, CpuStorage::I64(i))),
-            CpuStorage::F64(a) => linalg::lu::lu_inv(a, l)
-                .map(|(x, xl, i)| (CpuStorage::F64(x), xl, CpuStorage::I64(i))),
-            _ => return Err(unsupported("linalg.inv", self.dtype())),
-        })
-    }
-
-    fn lu_factor_solve(
-        &self,
-        l: &Layout,
-        b: &CpuStorage,
-        bl: &Layout,
-        adjoint: bool,
-    ) -> Result<Option<crate::backend::LuSolved<CpuStorage>>> {
-        const OP: &str = "linalg.solve";
-        Ok(match (self, b) {
-            (CpuStorage::F32(a), CpuStorage::F32(b)) => {
-                linalg::lu::lu_factor_solve(a, l, b, bl, adjoint).map(|r| r.map(CpuStorage::F32))
-            }
-            (CpuStorage::F64(a), CpuStorage::F64(b)) => {
-                linalg::lu::lu_factor_solve(a, l, b, bl, adjoint).map(|r| r.map(CpuStorage::F64))
-            }
-            _ if self.dtype() != b.dtype() => {
-                return Err(Error::DTypeMismatch { op: OP, lhs: self.dtype(), rhs: b.dtype() })
-            }
-            _ => return Err(unsupported(OP, self.dtype())),
-        })
-    }
-
-    fn lu_solve_saved(
-        &self,
-        perms: &CpuStorage,
-        n: usize,
-        b: &CpuStorage,
-        bl: &Layout,
-        adjoint: bool,
-        outer: Option<(&CpuStorage, &Layout)>,
-    ) -> Result<crate::backend::SavedSolve<CpuStorage>> {
-        const OP: &str = "linalg.solve";
-        let CpuStorage::I64(p) = perms else { return Err(unsupported(OP, perms.dtype())) };
-        Ok(match (self, b, outer) {
-            (CpuStorage::F32(f), CpuStorage::F32(b), None) => {
-                linalg::lu::lu_solve_saved(f, p, n, b, bl, adjoint, None).map(CpuStorage::F32)
-            }
-            (CpuStorage::F64(f), CpuStorage::F64(b), None) => {
-                linalg::lu::lu_solve_saved(f, p, n, b, bl, adjoint, None).map(CpuStorage::F64)
-            }
-            (CpuStorage::F32(f), CpuStorage::F32(b), Some((CpuStorage::F32(y), yl))) => {
-                linalg::lu::lu_solve_saved(f, p, n, b, bl, adjoint, Some((y, yl)))
-                    .map(CpuStorage::F32)
-            }
-            (CpuStorage::F64(f), CpuStorage::F64(b), Some((CpuStorage::F64(y), yl))) => {
-                linalg::lu::lu_solve_saved(f, p, n, b, bl, adjoint, Some((y, yl)))
-                    .map(CpuStorage::F64)
-            }
-            (_, _, Some((y, _))) if y.dtype() != self.dtype() => {
-                return Err(Error::DTypeMismatch { op: OP, lhs: self.dtype(), rhs: y.dtype() })
-            }
-            _ if self.dtype() != b.dtype() => {
-                return Err(Error::DTypeMismatch { op: OP, lhs: self.dtype(), rhs: b.dtype() })
-            }
-            _ => return Err(unsupported(OP, self.dtype())),
-        })
+        Ok(real!("linalg.det", self, [], |a: T| {
+            linalg::lu::lu_det(a, l, want_log).map(T::into_host)
+        }))
     }
 
     fn lu_solve(
@@ -1229,82 +1090,12 @@ impl BackendStorage for CpuStorage {
         bl: &Layout,
         adjoint: bool,
     ) -> Result<(CpuStorage, Layout)> {
-        const OP: &str = "linalg.lu_solve";
-        let CpuStorage::I64(p) = piv else { return Err(unsupported(OP, piv.dtype())) };
-        Ok(match (self, b) {
-            (CpuStorage::F32(a), CpuStorage::F32(b)) => {
-                let (x, xl) = linalg::lu::lu_solve(a, l, p, b, bl, adjoint);
-                (CpuStorage::F32(x), xl)
-            }
-            (CpuStorage::F64(a), CpuStorage::F64(b)) => {
-                let (x, xl) = linalg::lu::lu_solve(a, l, p, b, bl, adjoint);
-                (CpuStorage::F64(x), xl)
-            }
-            _ if self.dtype() != b.dtype() => {
-                return Err(Error::DTypeMismatch { op: OP, lhs: self.dtype(), rhs: b.dtype() })
-            }
-            _ => return Err(unsupported(OP, self.dtype())),
-        })
-    }
-
-    fn lu_factor_backward(
-        &self,
-        l: &Layout,
-        piv: &CpuStorage,
-        g: &CpuStorage,
-        gl: &Layout,
-    ) -> Result<(CpuStorage, Layout)> {
-        const OP: &str = "linalg.lu_factor";
-        let CpuStorage::I64(p) = piv else { return Err(unsupported(OP, piv.dtype())) };
-        Ok(match (self, g) {
-            (CpuStorage::F32(a), CpuStorage::F32(g)) => {
-                let (x, xl) = linalg::lu::lu_factor_backward(a, l, p, g, gl);
-                (CpuStorage::F32(x), xl)
-            }
-            (CpuStorage::F64(a), CpuStorage::F64(g)) => {
-                let (x, xl) = linalg::lu::lu_factor_backward(a, l, p, g, gl);
-                (CpuStorage::F64(x), xl)
-            }
-            _ if self.dtype() != g.dtype() => {
-                return Err(Error::DTypeMismatch { op: OP, lhs: self.dtype(), rhs: g.dtype() })
-            }
-            _ => return Err(unsupported(OP, self.dtype())),
-        })
-    }
-
-    fn lu_inv_t(
-        &self,
-        l: &Layout,
-        piv: &CpuStorage,
-        c: &CpuStorage,
-        row_major: bool,
-    ) -> Result<(CpuStorage, Layout)> {
-        const OP: &str = "linalg.inv";
-        let CpuStorage::I64(p) = piv else { return Err(unsupported(OP, piv.dtype())) };
-        Ok(match (self, c) {
-            (CpuStorage::F32(a), CpuStorage::F32(c)) => {
-                let (x, xl) = linalg::lu::lu_inv_t(a, l, p, c, row_major);
-                (CpuStorage::F32(x), xl)
-            }
-            (CpuStorage::F64(a), CpuStorage::F64(c)) => {
-                let (x, xl) = linalg::lu::lu_inv_t(a, l, p, c, row_major);
-                (CpuStorage::F64(x), xl)
-            }
-            _ if self.dtype() != c.dtype() => {
-                return Err(Error::DTypeMismatch { op: OP, lhs: self.dtype(), rhs: c.dtype() })
-            }
-            _ => return Err(unsupported(OP, self.dtype())),
-        })
-    }
-
-    fn cofactor(&self, l: &Layout) -> Result<CpuStorage> {
-        const OP: &str = "linalg.det";
-        let fail = |batch| Error::NoConvergence { op: OP, batch };
-        Ok(match self {
-            CpuStorage::F32(a) => CpuStorage::F32(linalg::lu::cofactor(a, l).map_err(fail)?),
-            CpuStorage::F64(a) => CpuStorage::F64(linalg::lu::cofactor(a, l).map_err(fail)?),
-            _ => return Err(unsupported(OP, self.dtype())),
-        })
+        let op = ("linalg.lu_solve", self.dtype());
+        let CpuStorage::I64(p) = piv else { return Err(unsupported(op.0, piv.dtype())) };
+        Ok(real!(op.0, self, [b], |a: T| {
+            let (x, xl) = linalg::lu::lu_solve(a, l, p, typed::<T>(op, b)?, bl, adjoint);
+            (T::into_host(x), xl)
+        }))
     }
 
     fn qr(
@@ -1312,71 +1103,10 @@ impl BackendStorage for CpuStorage {
         l: &Layout,
         spec: QrSpec,
     ) -> Result<(Option<(CpuStorage, Layout)>, CpuStorage, Layout)> {
-        Ok(match self {
-            CpuStorage::F32(a) => {
-                let (q, (r, rl)) = linalg::qr::qr(a, l, spec);
-                (q.map(|(q, ql)| (CpuStorage::F32(q), ql)), CpuStorage::F32(r), rl)
-            }
-            CpuStorage::F64(a) => {
-                let (q, (r, rl)) = linalg::qr::qr(a, l, spec);
-                (q.map(|(q, ql)| (CpuStorage::F64(q), ql)), CpuStorage::F64(r), rl)
-            }
-            _ => return Err(unsupported("linalg.qr", self.dtype())),
-        })
-    }
-
-    fn qr_backward(
-        &self,
-        l: &Layout,
-        r: (&CpuStorage, &Layout),
-        gq: Option<(&CpuStorage, &Layout)>,
-        gr: Option<(&CpuStorage, &Layout)>,
-    ) -> Result<(CpuStorage, Layout)> {
-        let op = ("linalg.qr", self.dtype());
-        macro_rules! go {
-            ($v:ident, $a:expr) => {{
-                let rr = (typed(op, r.0)?, r.1);
-                let (gq, gr) = (typed_opt(op, gq)?, typed_opt(op, gr)?);
-                let (g, gl) = linalg::qr::qr_backward((&$a[..], l), rr, gq, gr);
-                (CpuStorage::$v(g), gl)
-            }};
-        }
-        Ok(match self {
-            CpuStorage::F32(a) => go!(F32, a),
-            CpuStorage::F64(a) => go!(F64, a),
-            _ => return Err(unsupported("linalg.qr", self.dtype())),
-        })
-    }
-
-    fn svd_backward(
-        &self,
-        l: &Layout,
-        s: &CpuStorage,
-        vh: (&CpuStorage, &Layout),
-        gu: Option<(&CpuStorage, &Layout)>,
-        gs: Option<&CpuStorage>,
-        gvh: Option<(&CpuStorage, &Layout)>,
-    ) -> Result<std::result::Result<(CpuStorage, Layout), super::SvdGradFail>> {
-        let op = ("linalg.svd", self.dtype());
-        macro_rules! go {
-            ($v:ident, $a:expr) => {{
-                let gs = gs.map(|d| typed(op, d)).transpose()?;
-                let r = linalg::svd::svd_backward(
-                    (&$a[..], l),
-                    typed(op, s)?,
-                    (typed(op, vh.0)?, vh.1),
-                    typed_opt(op, gu)?,
-                    gs,
-                    typed_opt(op, gvh)?,
-                );
-                r.map(|(g, gl)| (CpuStorage::$v(g), gl))
-            }};
-        }
-        Ok(match self {
-            CpuStorage::F32(a) => go!(F32, a),
-            CpuStorage::F64(a) => go!(F64, a),
-            _ => return Err(unsupported("linalg.svd", self.dtype())),
-        })
+        Ok(real!("linalg.qr", self, [], |a: T| {
+            let (q, (r, rl)) = linalg::qr::qr(a, l, spec);
+            (q.map(|(q, ql)| (T::into_host(q), ql)), T::into_host(r), rl)
+        }))
     }
 
     fn svd(
@@ -1387,21 +1117,14 @@ impl BackendStorage for CpuStorage {
     ) -> Result<(Option<(CpuStorage, Layout)>, (CpuStorage, Layout), Option<(CpuStorage, Layout)>)>
     {
         let fail = |batch| Error::NoConvergence { op: "linalg.svd", batch };
-        macro_rules! go {
-            ($v:ident, $a:expr) => {{
-                let r = linalg::svd::svd($a, l, want_uv, full).map_err(fail)?;
-                (
-                    r.u.map(|(d, dl)| (CpuStorage::$v(d), dl)),
-                    (CpuStorage::$v(r.s.0), r.s.1),
-                    r.vh.map(|(d, dl)| (CpuStorage::$v(d), dl)),
-                )
-            }};
-        }
-        Ok(match self {
-            CpuStorage::F32(a) => go!(F32, a),
-            CpuStorage::F64(a) => go!(F64, a),
-            _ => return Err(unsupported("linalg.svd", self.dtype())),
-        })
+        Ok(real!("linalg.svd", self, [], |a: T| {
+            let r = linalg::svd::svd(a, l, want_uv, full).map_err(fail)?;
+            (
+                r.u.map(|(d, dl)| (T::into_host(d), dl)),
+                (T::into_host(r.s.0), r.s.1),
+                r.vh.map(|(d, dl)| (T::into_host(d), dl)),
+            )
+        }))
     }
 
     fn eigh(
@@ -1410,93 +1133,16 @@ impl BackendStorage for CpuStorage {
         upper: bool,
         vectors: bool,
     ) -> Result<(CpuStorage, Option<(CpuStorage, Layout)>, Option<usize>)> {
-        Ok(match self {
-            CpuStorage::F32(a) => {
-                let (w, v, f) = linalg::eigh::eigh(a, l, upper, vectors);
-                (CpuStorage::F32(w), v.map(|(v, vl)| (CpuStorage::F32(v), vl)), f)
-            }
-            CpuStorage::F64(a) => {
-                let (w, v, f) = linalg::eigh::eigh(a, l, upper, vectors);
-                (CpuStorage::F64(w), v.map(|(v, vl)| (CpuStorage::F64(v), vl)), f)
-            }
-            _ => return Err(unsupported("linalg.eigh", self.dtype())),
-        })
-    }
-
-    fn eigh_backward(
-        &self,
-        l: &Layout,
-        w: (&CpuStorage, &Layout),
-        gw: Option<(&CpuStorage, &Layout)>,
-        gv: Option<(&CpuStorage, &Layout)>,
-    ) -> Result<Option<(CpuStorage, Layout)>> {
-        let op = ("linalg.eigh", self.dtype());
-        macro_rules! go {
-            ($v:ident, $a:expr) => {{
-                let ww = (typed(op, w.0)?, w.1);
-                let (gw, gv) = (typed_opt(op, gw)?, typed_opt(op, gv)?);
-                linalg::eigh::eigh_backward(ww, (&$a[..], l), gw, gv)
-                    .map(|(g, gl)| (CpuStorage::$v(g), gl))
-            }};
-        }
-        Ok(match self {
-            CpuStorage::F32(a) => go!(F32, a),
-            CpuStorage::F64(a) => go!(F64, a),
-            _ => return Err(unsupported("linalg.eigh", self.dtype())),
-        })
-    }
-
-    fn eigh_inner(
-        &self,
-        l: &Layout,
-        w: (&CpuStorage, &Layout),
-        gw: Option<(&CpuStorage, &Layout)>,
-    ) -> Result<Option<CpuStorage>> {
-        let dtype = self.dtype();
-        let eps = match dtype {
-            DType::F64 => f64::EPSILON,
-            DType::F32 => f64::from(f32::EPSILON),
-            _ => return Err(unsupported("linalg.eigh", dtype)),
-        };
-        let (x, w) = (self.to_f64_vec(l), w.0.to_f64_vec(w.1));
-        let gw = gw.map(|(g, gl)| g.to_f64_vec(gl));
-        let n = l.dims()[l.rank() - 1];
-        let out = linalg::eigh_inner::inner_first_order(&w, &x, gw.as_deref(), n, eps);
-        pool::give(x);
-        Ok(out.map(|o| CpuStorage::from_f64_vec(o, dtype)))
+        Ok(real!("linalg.eigh", self, [], |a: T| {
+            let (w, v, f) = linalg::eigh::eigh(a, l, upper, vectors);
+            (T::into_host(w), v.map(|(v, vl)| (T::into_host(v), vl)), f)
+        }))
     }
 
     fn matrix_exp(&self, l: &Layout) -> Result<(CpuStorage, Layout)> {
-        Ok(match self {
-            CpuStorage::F32(a) => {
-                let (x, xl) = linalg::matrix_exp::matrix_exp(a, l);
-                (CpuStorage::F32(x), xl)
-            }
-            CpuStorage::F64(a) => {
-                let (x, xl) = linalg::matrix_exp::matrix_exp(a, l);
-                (CpuStorage::F64(x), xl)
-            }
-            _ => return Err(unsupported("linalg.matrix_exp", self.dtype())),
-        })
-    }
-
-    fn matrix_exp_frechet(
-        &self,
-        l: &Layout,
-        e: (&CpuStorage, &Layout),
-    ) -> Result<(CpuStorage, Layout)> {
-        let op = ("linalg.matrix_exp", self.dtype());
-        macro_rules! go {
-            ($v:ident, $a:expr) => {{
-                let ee = typed(op, e.0)?;
-                let (x, xl) = linalg::matrix_exp::matrix_exp_frechet(&$a[..], l, ee, e.1);
-                (CpuStorage::$v(x), xl)
-            }};
-        }
-        Ok(match self {
-            CpuStorage::F32(a) => go!(F32, a),
-            CpuStorage::F64(a) => go!(F64, a),
-            _ => return Err(unsupported("linalg.matrix_exp", self.dtype())),
-        })
+        Ok(real!("linalg.matrix_exp", self, [], |a: T| {
+            let (x, xl) = linalg::matrix_exp::matrix_exp(a, l);
+            (T::into_host(x), xl)
+        }))
     }
 }
