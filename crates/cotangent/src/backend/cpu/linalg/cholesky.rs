@@ -18,6 +18,7 @@ use faer::linalg::cholesky::llt::factor::{
 use faer::{Par, Spec};
 
 use super::lu::{lane_offsets, load_lanes};
+use super::order::by_order;
 use super::{colmajor_layout, colmajor_mut, lower_tiles, Batch, LinalgElem};
 use crate::dtype::Float;
 use crate::layout::Layout;
@@ -123,15 +124,9 @@ fn right_looking_small<T: Float>(l: &mut [T], n: usize) -> bool {
     fn fixed<T: Float, const N: usize>(l: &mut [T]) -> bool {
         right_looking(&mut l[..N * N], N)
     }
-    macro_rules! arms {
-        ($($n:literal)*) => {
-            match n {
-                $($n => fixed::<T, $n>(l),)*
-                _ => right_looking(l, n),
-            }
-        };
-    }
-    arms!(1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16)
+    by_order!(n;
+        1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 => |N| fixed::<T, N>(l),
+        _ => right_looking(l, n))
 }
 
 /// Loads the lower triangle of matrix `i` of `ba` into `dst` (row-major, zero above).
@@ -298,16 +293,12 @@ fn factor_lanes<T: LinalgElem>(
             rows,
         });
     }
-    macro_rules! arms {
-        ($($n:literal)*) => {
-            match ba.n {
-                $($n => fixed::<T, $n>(ba, a, first, dst, info, buf, rows),)*
-                _ => crate::backend::cpu::simd::arch()
-                    .dispatch(Kernel::<T, 0> { ba, a, first, dst, info, buf, rows }),
-            }
-        };
-    }
-    arms!(1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16);
+    by_order!(ba.n;
+        1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 => |N| {
+            fixed::<T, N>(ba, a, first, dst, info, buf, rows);
+        },
+        _ => crate::backend::cpu::simd::arch()
+            .dispatch(Kernel::<T, 0> { ba, a, first, dst, info, buf, rows }));
 }
 
 /// [`right_looking`] on [`LANES`] matrices `first..` at once, each operation over the
@@ -515,15 +506,9 @@ fn backward_small<T: Float>(l: &[T], g: &mut [T], dst: &mut [T], n: usize) {
     fn fixed<T: Float, const N: usize>(l: &[T], g: &mut [T], dst: &mut [T]) {
         backward_one(&l[..N * N], &mut g[..N * N], &mut dst[..N * N], N);
     }
-    macro_rules! arms {
-        ($($n:literal)*) => {
-            match n {
-                $($n => fixed::<T, $n>(l, g, dst),)*
-                _ => backward_one(l, g, dst, n),
-            }
-        };
-    }
-    arms!(1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16);
+    by_order!(n;
+        1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 => |N| fixed::<T, N>(l, g, dst),
+        _ => backward_one(l, g, dst, n));
 }
 
 /// One lane group of [`cholesky_backward`]: the factors `f` and cotangents `g` of the
@@ -569,15 +554,10 @@ fn backward_lanes<T: LinalgElem>(grp: LaneGroup<'_, T>) {
             }
         }
     }
-    macro_rules! arms {
-        ($($n:literal)*) => {
-            match grp.f.0.n {
-                $($n => crate::backend::cpu::simd::arch().dispatch(Kernel::<T, $n>(grp)),)*
-                _ => crate::backend::cpu::simd::arch().dispatch(Kernel::<T, 0>(grp)),
-            }
-        };
-    }
-    arms!(1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16);
+    let arch = crate::backend::cpu::simd::arch();
+    by_order!(grp.f.0.n;
+        1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 => |N| arch.dispatch(Kernel::<T, N>(grp)),
+        _ => arch.dispatch(Kernel::<T, 0>(grp)));
 }
 
 // lanes are indexed on purpose (the loops over them vectorise); Float has no SubAssign

@@ -31,6 +31,7 @@
 use crate::backend::cpu::par::{for_each_chunk, run_tasks, Parts};
 use crate::backend::cpu::pool;
 
+use super::order::by_order;
 use super::{colmajor_layout, Batch, LinalgElem, TASK_WORK};
 use crate::layout::Layout;
 
@@ -158,15 +159,7 @@ pub(super) fn sine_tau<T: LinalgElem>(t: T) -> (T, T) {
 /// (`a` is left scaled).
 fn jacobi<T: LinalgElem>(a: &mut [T], n: usize, w: &mut [T], v: Option<&mut [T]>) -> T {
     // one instance per order: the loops get constant bounds (unrolled, no bounds checks)
-    macro_rules! by_order {
-        ($($k:literal)*) => {
-            match n {
-                $($k => jacobi_n::<T, $k>(a, w, v),)*
-                _ => jacobi_n::<T, 0>(a, w, v),
-            }
-        };
-    }
-    by_order!(1 2 3 4)
+    by_order!(n; 1 2 3 4 => |N| jacobi_n::<T, N>(a, w, v), _ => jacobi_n::<T, 0>(a, w, v))
 }
 
 /// [`jacobi`] for the order `N` (`N = 0`: the order of `w`).
@@ -746,19 +739,10 @@ fn jacobi_lanes<T: LinalgElem>(
     for buf in [&mut bufs.a, &mut bufs.a0, &mut bufs.v] {
         buf.resize(n * n, [T::ZERO; LANES]);
     }
-    macro_rules! by_order {
-        ($($k:literal)*) => {
-            match n {
-                $($k => crate::backend::cpu::simd::arch().dispatch(Kernel::<T, $k> {
-                    data, b, first, count, upper, out, bufs
-                }),)*
-                _ => crate::backend::cpu::simd::arch().dispatch(Kernel::<T, 0> {
-                    data, b, first, count, upper, out, bufs
-                }),
-            }
-        };
-    }
-    by_order!(2 3 4);
+    let arch = crate::backend::cpu::simd::arch();
+    by_order!(n;
+        2 3 4 => |N| arch.dispatch(Kernel::<T, N> { data, b, first, count, upper, out, bufs }),
+        _ => arch.dispatch(Kernel::<T, 0> { data, b, first, count, upper, out, bufs }));
 }
 
 /// Loads the symmetric matrices `first..first + count` of the batch (the triangle `upper`
@@ -1163,19 +1147,10 @@ fn ql_lanes<T: LinalgElem + LaneBits>(
     }
     let n = b.n;
     bufs.v.resize(n * n, [T::ZERO; LANES]);
-    macro_rules! by_order {
-        ($($k:literal)*) => {
-            match n {
-                $($k => crate::backend::cpu::simd::arch().dispatch(Kernel::<T, $k> {
-                    data, b, first, count, upper, out, bufs
-                }),)*
-                _ => crate::backend::cpu::simd::arch().dispatch(Kernel::<T, 0> {
-                    data, b, first, count, upper, out, bufs
-                }),
-            }
-        };
-    }
-    by_order!(8 16);
+    let arch = crate::backend::cpu::simd::arch();
+    by_order!(n;
+        8 16 => |N| arch.dispatch(Kernel::<T, N> { data, b, first, count, upper, out, bufs }),
+        _ => arch.dispatch(Kernel::<T, 0> { data, b, first, count, upper, out, bufs }));
 }
 
 /// [`ql_lanes`] for the order `n` (a constant where it is small): the operations of
@@ -1775,15 +1750,10 @@ fn backward_simd<T: LinalgElem + LaneBits>(
         }
     }
     let n = inputs.v.1.n;
-    macro_rules! by_order {
-        ($($k:literal)*) => {
-            match n {
-                $($k => crate::backend::cpu::simd::arch().dispatch(Kernel::<T, $k> { inputs, first, out }),)*
-                _ => crate::backend::cpu::simd::arch().dispatch(Kernel::<T, 0> { inputs, first, out }),
-            }
-        };
-    }
-    by_order!(2 3 4 8 16)
+    let arch = crate::backend::cpu::simd::arch();
+    by_order!(n;
+        2 3 4 8 16 => |N| arch.dispatch(Kernel::<T, N> { inputs, first, out }),
+        _ => arch.dispatch(Kernel::<T, 0> { inputs, first, out }))
 }
 
 /// Where [`backward_simd_n`] reads `gV` from: rows or columns in place (the slice from
@@ -1969,15 +1939,9 @@ fn backward_one<T: LinalgElem>(
     dst: &mut [T],
     eps: f64,
 ) -> bool {
-    macro_rules! by_order {
-        ($($k:literal)*) => {
-            match n {
-                $($k => backward_n::<T, $k>(n, vm, wi, gwi, gv, x, y, dst, eps),)*
-                _ => backward_n::<T, 0>(n, vm, wi, gwi, gv, x, y, dst, eps),
-            }
-        };
-    }
-    by_order!(1 2 3 4 8 16)
+    by_order!(n;
+        1 2 3 4 8 16 => |N| backward_n::<T, N>(n, vm, wi, gwi, gv, x, y, dst, eps),
+        _ => backward_n::<T, 0>(n, vm, wi, gwi, gv, x, y, dst, eps))
 }
 
 /// [`backward_one`] for the order `N` (`N = 0`: `n`).

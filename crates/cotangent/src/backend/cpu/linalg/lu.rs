@@ -21,6 +21,7 @@ use faer::linalg::lu::partial_pivoting::factor as pp;
 use faer::linalg::triangular_solve as ts;
 use faer::{MatRef, Par, Spec};
 
+use super::order::by_order;
 use super::{colmajor_layout, colmajor_mut, for_each_matrix, Batch, LinalgElem, TASK_WORK};
 use crate::backend::cpu::par::{run_tasks, with_par, Parts};
 use crate::layout::Layout;
@@ -46,13 +47,9 @@ pub(crate) fn lu_unblocked<T: LinalgElem>(
 ) -> i64 {
     // square matrices up to 4 x 4 get a copy of the loop with constant sizes, which the
     // compiler unrolls
-    match (m, n) {
-        (1, 1) => lu_unblocked_n::<T, 1>(a, m, n, ipiv),
-        (2, 2) => lu_unblocked_n::<T, 2>(a, m, n, ipiv),
-        (3, 3) => lu_unblocked_n::<T, 3>(a, m, n, ipiv),
-        (4, 4) => lu_unblocked_n::<T, 4>(a, m, n, ipiv),
-        _ => lu_unblocked_n::<T, 0>(a, m, n, ipiv),
-    }
+    by_order!(if m == n { n } else { 0 };
+        1 2 3 4 => |N| lu_unblocked_n::<T, N>(a, m, n, ipiv),
+        _ => lu_unblocked_n::<T, 0>(a, m, n, ipiv))
 }
 
 /// [`lu_unblocked`] for `N x N` matrices when `N > 0` (sizes known at compile time),
@@ -487,19 +484,12 @@ fn factor_lanes<T: LinalgElem>(
             factor_lanes_n(simd, ba, a, first, dst, ipiv, info, &mut buf[..n * n], n, det);
         }
     }
-    macro_rules! arms {
-        ($($n:literal)*) => {
-            match ba.n {
-                $($n => crate::backend::cpu::simd::arch().dispatch(Kernel::<T, $n> {
-                    ba, a, first, dst, ipiv, info, buf, det
-                }),)*
-                _ => crate::backend::cpu::simd::arch().dispatch(Kernel::<T, 0> {
-                    ba, a, first, dst, ipiv, info, buf, det
-                }),
-            }
-        };
-    }
-    arms!(1 2 3 4 5 6 8 16);
+    let arch = crate::backend::cpu::simd::arch();
+    by_order!(ba.n;
+        1 2 3 4 5 6 8 16 => |N| {
+            arch.dispatch(Kernel::<T, N> { ba, a, first, dst, ipiv, info, buf, det });
+        },
+        _ => arch.dispatch(Kernel::<T, 0> { ba, a, first, dst, ipiv, info, buf, det }));
 }
 
 /// [`lu_unblocked`] on [`LANES`] square `n x n` matrices at once, every operation over
@@ -1322,13 +1312,9 @@ fn solve_blocked<T: LinalgElem>(
 /// column-major (`n x n`): every inner loop runs along a column of `lu`.
 fn solve_small<T: LinalgElem>(lu: &[T], ipiv: &[i64], x: &mut [T], n: usize, adjoint: bool) {
     // constant sizes up to 4 let the compiler unroll the substitutions
-    match n {
-        1 => solve_small_n::<T, 1>(lu, ipiv, x, n, adjoint),
-        2 => solve_small_n::<T, 2>(lu, ipiv, x, n, adjoint),
-        3 => solve_small_n::<T, 3>(lu, ipiv, x, n, adjoint),
-        4 => solve_small_n::<T, 4>(lu, ipiv, x, n, adjoint),
-        _ => solve_small_n::<T, 0>(lu, ipiv, x, n, adjoint),
-    }
+    by_order!(n;
+        1 2 3 4 => |N| solve_small_n::<T, N>(lu, ipiv, x, n, adjoint),
+        _ => solve_small_n::<T, 0>(lu, ipiv, x, n, adjoint));
 }
 
 /// [`solve_small`] with `n = N` known at compile time when `N > 0`.
@@ -1555,14 +1541,9 @@ fn solve_lanes<T: LinalgElem>(
             adjoint,
         });
     }
-    match sys.lu.0.n {
-        2 => fixed::<T, 2>(sys, dst, lub, xb, k, adjoint),
-        3 => fixed::<T, 3>(sys, dst, lub, xb, k, adjoint),
-        4 => fixed::<T, 4>(sys, dst, lub, xb, k, adjoint),
-        8 => fixed::<T, 8>(sys, dst, lub, xb, k, adjoint),
-        16 => fixed::<T, 16>(sys, dst, lub, xb, k, adjoint),
-        _ => fixed::<T, 0>(sys, dst, lub, xb, k, adjoint),
-    }
+    by_order!(sys.lu.0.n;
+        2 3 4 8 16 => |N| fixed::<T, N>(sys, dst, lub, xb, k, adjoint),
+        _ => fixed::<T, 0>(sys, dst, lub, xb, k, adjoint));
 }
 
 /// The row permutation of each of the [`LANES`] systems `first..` from its interchanges
@@ -2112,19 +2093,12 @@ fn middle_lanes<T: LinalgElem>(
             middle_lanes_n(simd, fac, piv, mid, first, dst, bufs, n, row_major);
         }
     }
-    macro_rules! arms {
-        ($($n:literal)*) => {
-            match n {
-                $($n => crate::backend::cpu::simd::arch().dispatch(Kernel::<T, $n> {
-                    fac, n, piv, mid, first, dst, bufs, row_major
-                }),)*
-                _ => crate::backend::cpu::simd::arch().dispatch(Kernel::<T, 0> {
-                    fac, n, piv, mid, first, dst, bufs, row_major
-                }),
-            }
-        };
-    }
-    arms!(2 3 4 8 16);
+    let arch = crate::backend::cpu::simd::arch();
+    by_order!(n;
+        2 3 4 8 16 => |N| {
+            arch.dispatch(Kernel::<T, N> { fac, n, piv, mid, first, dst, bufs, row_major });
+        },
+        _ => arch.dispatch(Kernel::<T, 0> { fac, n, piv, mid, first, dst, bufs, row_major }));
 }
 
 /// The loops of [`middle_small_n`] and [`outer_small_n`] over [`LANES`] matrices, every
@@ -2393,13 +2367,9 @@ fn z_cols<T: LinalgElem, const R: usize>(
 /// `X = tril(Lᵀ gL, -1) + triu(gU Uᵀ)` into `x` for one small matrix (`a` the packed
 /// factors, `g` the cotangent; all column-major).
 fn middle_small<T: LinalgElem>(a: &[T], g: &[T], x: &mut [T], n: usize) {
-    match n {
-        1 => middle_small_n::<T, 1>(a, g, x, n),
-        2 => middle_small_n::<T, 2>(a, g, x, n),
-        3 => middle_small_n::<T, 3>(a, g, x, n),
-        4 => middle_small_n::<T, 4>(a, g, x, n),
-        _ => middle_small_n::<T, 0>(a, g, x, n),
-    }
+    by_order!(n;
+        1 2 3 4 => |N| middle_small_n::<T, N>(a, g, x, n),
+        _ => middle_small_n::<T, 0>(a, g, x, n));
 }
 
 /// [`middle_small`] with `n = N` known at compile time when `N > 0`.
@@ -2437,13 +2407,9 @@ fn outer_small<T: LinalgElem>(
     diag: bool,
     row_major: bool,
 ) {
-    match n {
-        1 => outer_small_n::<T, 1>(a, x, tmp, ipiv, n, diag, row_major),
-        2 => outer_small_n::<T, 2>(a, x, tmp, ipiv, n, diag, row_major),
-        3 => outer_small_n::<T, 3>(a, x, tmp, ipiv, n, diag, row_major),
-        4 => outer_small_n::<T, 4>(a, x, tmp, ipiv, n, diag, row_major),
-        _ => outer_small_n::<T, 0>(a, x, tmp, ipiv, n, diag, row_major),
-    }
+    by_order!(n;
+        1 2 3 4 => |N| outer_small_n::<T, N>(a, x, tmp, ipiv, n, diag, row_major),
+        _ => outer_small_n::<T, 0>(a, x, tmp, ipiv, n, diag, row_major));
 }
 
 /// [`outer_small`] with `n = N` known at compile time when `N > 0`.
@@ -2607,15 +2573,10 @@ fn factor_solve_lanes<T: LinalgElem>(g: FactorSolveGroup<'_, T>) {
             solve_from_lanes(simd, factor, &perm, first, b, x, &mut bufs.x, n, k, adjoint);
         }
     }
-    macro_rules! arms {
-        ($($n:literal)*) => {
-            match g.a.0.n {
-                $($n => crate::backend::cpu::simd::arch().dispatch(Kernel::<T, $n>(g)),)*
-                _ => crate::backend::cpu::simd::arch().dispatch(Kernel::<T, 0>(g)),
-            }
-        };
-    }
-    arms!(1 2 3 4 5 6 8 16);
+    let arch = crate::backend::cpu::simd::arch();
+    by_order!(g.a.0.n;
+        1 2 3 4 5 6 8 16 => |N| arch.dispatch(Kernel::<T, N>(g)),
+        _ => arch.dispatch(Kernel::<T, 0>(g)));
 }
 
 /// Where the lane group of `b`'s matrices `first..first + count` is read from, as a
@@ -2796,15 +2757,10 @@ fn solve_saved_lanes<T: LinalgElem>(g: SavedGroup<'_, T>) {
             solve_from_lanes(simd, lub, &perm, first, b, x, xb, n, k, adjoint);
         }
     }
-    macro_rules! arms {
-        ($($n:literal)*) => {
-            match g.n {
-                $($n => crate::backend::cpu::simd::arch().dispatch(Kernel::<T, $n>(g)),)*
-                _ => crate::backend::cpu::simd::arch().dispatch(Kernel::<T, 0>(g)),
-            }
-        };
-    }
-    arms!(1 2 3 4 5 6 8 16);
+    let arch = crate::backend::cpu::simd::arch();
+    by_order!(g.n;
+        1 2 3 4 5 6 8 16 => |N| arch.dispatch(Kernel::<T, N>(g)),
+        _ => arch.dispatch(Kernel::<T, 0>(g)));
 }
 
 /// [`lu_solve`] with the factors of order `n` that [`lu_factor_solve`] saved (`factors`
@@ -2913,13 +2869,9 @@ pub(crate) fn lu_solve_saved<T: LinalgElem>(
 /// order, of the negated terms (the bits of the product, then its negation). The order a
 /// constant up to 4.
 fn neg_outer<T: LinalgElem>(xs: &[T], y: (&[T], &Batch, usize), d: &mut [T], n: usize, k: usize) {
-    match n {
-        1 => neg_outer_n::<T, 1>(xs, y, d, n, k),
-        2 => neg_outer_n::<T, 2>(xs, y, d, n, k),
-        3 => neg_outer_n::<T, 3>(xs, y, d, n, k),
-        4 => neg_outer_n::<T, 4>(xs, y, d, n, k),
-        _ => neg_outer_n::<T, 0>(xs, y, d, n, k),
-    }
+    by_order!(n;
+        1 2 3 4 => |N| neg_outer_n::<T, N>(xs, y, d, n, k),
+        _ => neg_outer_n::<T, 0>(xs, y, d, n, k));
 }
 
 /// [`neg_outer`] with `n = N` when `N > 0`.

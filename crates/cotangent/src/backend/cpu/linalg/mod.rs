@@ -22,6 +22,7 @@ pub(crate) mod lu_nopivot;
 #[cfg(target_arch = "x86_64")]
 mod lu_wide;
 pub(crate) mod matrix_exp;
+mod order;
 pub(crate) mod qr;
 pub(crate) mod svd;
 pub(crate) mod svd_split;

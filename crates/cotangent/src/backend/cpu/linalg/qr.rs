@@ -34,6 +34,7 @@ use crate::backend::cpu::pool;
 use faer::{MatMut, MatRef, Par};
 
 use super::householder as hh;
+use super::order::by_order;
 use super::{colmajor_layout, load_colmajor, Batch, LinalgElem};
 use crate::backend::QrSpec;
 use crate::layout::Layout;
@@ -375,12 +376,7 @@ fn reflect<T: QrElem>(buf: &mut [V<T>], n: usize, j: usize, v: &[V<T>], tau: V<T
         reflect_block::<T, 4>(buf, n, j, v, tau, c);
         c += 4;
     }
-    match n - c {
-        3 => reflect_block::<T, 3>(buf, n, j, v, tau, c),
-        2 => reflect_block::<T, 2>(buf, n, j, v, tau, c),
-        1 => reflect_block::<T, 1>(buf, n, j, v, tau, c),
-        _ => {}
-    }
+    by_order!(n - c; 3 2 1 => |W| reflect_block::<T, W>(buf, n, j, v, tau, c), _ => {});
 }
 
 /// `geqr2` and `org2r` on [`LANES`] square `n x n` matrices `first..` of `ba` at once: the
@@ -527,15 +523,9 @@ fn qr_lanes<T: QrElem>(
         // compiled for the widest instruction set the CPU has (the same operations)
         crate::backend::cpu::simd::arch().dispatch(Kernel::<T, N> { ba, a, first, q, r, w, qb })
     }
-    macro_rules! arms {
-        ($($n:literal)*) => {
-            match ba.n {
-                $($n => fixed::<T, $n>(ba, a, first, q, r, w, qb),)*
-                n => qr_lanes_n(ba, a, first, q, r, w, qb, n),
-            }
-        };
-    }
-    arms!(1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16)
+    by_order!(ba.n;
+        1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 => |N| fixed::<T, N>(ba, a, first, q, r, w, qb),
+        _ => qr_lanes_n(ba, a, first, q, r, w, qb, ba.n))
 }
 
 /// [`one`] into row-major `q` and `r` (square `n x n` matrices), through column-major
@@ -806,12 +796,7 @@ macro_rules! blocks {
             $f::<T, 4>($($arg,)* at);
             at += 4;
         }
-        match end - at {
-            3 => $f::<T, 3>($($arg,)* at),
-            2 => $f::<T, 2>($($arg,)* at),
-            1 => $f::<T, 1>($($arg,)* at),
-            _ => {}
-        }
+        by_order!(end - at; 3 2 1 => |W| $f::<T, W>($($arg,)* at), _ => {});
     }};
 }
 
@@ -880,15 +865,9 @@ fn backward_lanes<T: QrElem>(
     ) {
         crate::backend::cpu::simd::arch().dispatch(Kernel::<T, N> { ops, idx, buf });
     }
-    macro_rules! arms {
-        ($($n:literal)*) => {
-            match n {
-                $($n => fixed::<T, $n>(ops, idx, buf),)*
-                _ => backward_lanes_n(ops, idx, buf, n),
-            }
-        };
-    }
-    arms!(1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16);
+    by_order!(n;
+        1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 => |N| fixed::<T, N>(ops, idx, buf),
+        _ => backward_lanes_n(ops, idx, buf, n));
 }
 
 /// [`qr_backward`] for batches of square matrices up to [`LANES_MAX`]: [`LANES`] at a

@@ -18,6 +18,7 @@ use faer::Par;
 
 use super::eigh::{pow2_near, rotation_tangent, sine_tau, tiny_pair};
 use super::lu::{lane_split, LANES};
+use super::order::by_order;
 use super::svd_split;
 use super::{colmajor_layout, for_each_matrix, Batch, LinalgElem, TASK_WORK};
 use crate::backend::cpu::par::{run_tasks, Parts};
@@ -184,17 +185,24 @@ fn jacobi_small<T: LinalgElem>(
     // `W` and `Q` on the stack, as large as the order needs (zeroing the largest, 4 KiB
     // in f64, showed in a 4 x 4 SVD's profile)
     // and for square orders to 4 the order as a constant (loops unrolled)
-    match (m, n) {
-        (2, 2) => jacobi_small_in::<T, 4, 16, 2>(a, m, n, s, uv),
-        (3, 3) => jacobi_small_in::<T, 4, 16, 3>(a, m, n, s, uv),
-        (4, 4) => jacobi_small_in::<T, 4, 16, 4>(a, m, n, s, uv),
-        _ => match m.max(n) {
-            0..=4 => jacobi_small_in::<T, 4, 16, 0>(a, m, n, s, uv),
-            5..=8 => jacobi_small_in::<T, 8, 64, 0>(a, m, n, s, uv),
-            _ => {
-                jacobi_small_in::<T, JACOBI_ROOM, { JACOBI_ROOM * JACOBI_ROOM }, 0>(a, m, n, s, uv)
-            }
-        },
+    by_order!(if m == n { n } else { 0 };
+        2 3 4 => |N| jacobi_small_in::<T, 4, 16, N>(a, m, n, s, uv),
+        _ => jacobi_small_any(a, m, n, s, uv))
+}
+
+/// [`jacobi_small`] of any shape, with `W` and `Q` in the smallest of the stack arrays
+/// that holds them.
+fn jacobi_small_any<T: LinalgElem>(
+    a: &[T],
+    m: usize,
+    n: usize,
+    s: &mut [T],
+    uv: Option<(&mut [T], &mut [T])>,
+) -> bool {
+    match m.max(n) {
+        0..=4 => jacobi_small_in::<T, 4, 16, 0>(a, m, n, s, uv),
+        5..=8 => jacobi_small_in::<T, 8, 64, 0>(a, m, n, s, uv),
+        _ => jacobi_small_in::<T, JACOBI_ROOM, { JACOBI_ROOM * JACOBI_ROOM }, 0>(a, m, n, s, uv),
     }
 }
 
@@ -539,14 +547,9 @@ fn sweep_lanes<T: JacobiElem>(
             sweeps,
         })
     }
-    match (rows, cols) {
-        (2, 2) => fixed::<T, 2, 2>(k),
-        (3, 3) => fixed::<T, 3, 3>(k),
-        (4, 4) => fixed::<T, 4, 4>(k),
-        (8, 8) => fixed::<T, 8, 8>(k),
-        (16, 16) => fixed::<T, 16, 16>(k),
-        _ => fixed::<T, 0, 0>(k),
-    }
+    by_order!(if rows == cols { cols } else { 0 };
+        2 3 4 8 16 => |N| fixed::<T, N, N>(k),
+        _ => fixed::<T, 0, 0>(k))
 }
 
 /// The start of the f64 lane kernel beyond [`JACOBI_MAX`] columns: [`MIXED_SWEEPS`]
@@ -1181,15 +1184,10 @@ fn svd_backward_simd<T: LinalgElem>(cx: &SvdBack<'_, T>, i: usize, dst: &mut [T]
             svd_backward_one::<T, K>(self.cx, self.i, self.dst, self.tmp);
         }
     }
-    macro_rules! by_order {
-        ($($k:literal)*) => {
-            match cx.dims.1 {
-                $($k => crate::backend::cpu::simd::arch().dispatch(Kernel::<T, $k> { cx, i, dst, tmp }),)*
-                _ => crate::backend::cpu::simd::arch().dispatch(Kernel::<T, 0> { cx, i, dst, tmp }),
-            }
-        };
-    }
-    by_order!(2 3 4 8 16);
+    let arch = crate::backend::cpu::simd::arch();
+    by_order!(cx.dims.1;
+        2 3 4 8 16 => |K| arch.dispatch(Kernel::<T, K> { cx, i, dst, tmp }),
+        _ => arch.dispatch(Kernel::<T, 0> { cx, i, dst, tmp }));
 }
 
 /// One matrix of [`svd_backward`] for `k = K` (`K = 0`: any `k`): `gA` column-major into
