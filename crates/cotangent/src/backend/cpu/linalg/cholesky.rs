@@ -17,7 +17,7 @@ use faer::linalg::cholesky::llt::factor::{
 };
 use faer::{Par, Spec};
 
-use super::lu::{lane_offsets, load_lanes};
+use super::lanes::{lane_offsets, load_lanes};
 use super::order::by_order;
 use super::{colmajor_layout, colmajor_mut, lower_tiles, Batch, LinalgElem};
 use crate::dtype::Float;
@@ -40,7 +40,7 @@ fn per_task(len: usize, work: usize) -> usize {
 
 /// [`per_task`] for matrices of order `n` that the lane kernels take, in whole groups of
 /// [`LANES`]: at least a sixteenth of the batch there, as the LU lanes do
-/// ([`super::lu::lane_task_len`]). Each task makes its own lane scratch (48 KiB for the
+/// ([`super::lanes::lane_task_len`]). Each task makes its own lane scratch (48 KiB for the
 /// backward at n = 16); with groups of eight per task a 1024x16x16 fwd+bwd made 680
 /// allocations and zeroed them (`memset` showed in its profile).
 fn per_lane_task(len: usize, work: usize, n: usize) -> usize {
@@ -319,7 +319,7 @@ fn factor_lanes_n<T: LinalgElem, S: pulp::Simd>(
     rows: bool,
 ) {
     // the whole matrices, column-major (the loop below reads only the lower triangles),
-    // by register transposes where the layout and [`super::lu::LaneMoves`] allow
+    // by register transposes where the layout and [`super::lanes::LaneMoves`] allow
     load_lanes(simd, buf, a, &lane_offsets(ba, first), (ba.rs, ba.cs), n, n);
     let mut ok = [true; LANES];
     for k in 0..n {
@@ -526,7 +526,7 @@ struct LaneGroup<'a, T> {
 /// [`backward_one`] on a [`LaneGroup`] (`n <= LANES_MAX`): the factors and cotangents
 /// loaded into row-major lanes, [`backward_lanes_n`], and `gA` moved from the lanes to
 /// the group's blocks, the moves by register transposes where
-/// [`super::lu::LaneMoves`] has them (scalar loads and stores lane by lane were a fifth
+/// [`super::lanes::LaneMoves`] has them (scalar loads and stores lane by lane were a fifth
 /// of a 1024x16x16 fwd+bwd), with the order a constant (unrolled loops).
 ///
 /// The whole matrices are loaded: the kernel reads only the lower triangles of `L` and

@@ -31,6 +31,7 @@
 use crate::backend::cpu::par::{for_each_chunk, run_tasks, Parts};
 use crate::backend::cpu::pool;
 
+use super::lanes::{load_symmetric_lanes, masks, sel, LaneBits};
 use super::order::by_order;
 use super::{colmajor_layout, Batch, LinalgElem, TASK_WORK};
 use crate::layout::Layout;
@@ -745,52 +746,6 @@ fn jacobi_lanes<T: LinalgElem>(
         _ => arch.dispatch(Kernel::<T, 0> { data, b, first, count, upper, out, bufs }));
 }
 
-/// Loads the symmetric matrices `first..first + count` of the batch (the triangle `upper`
-/// or lower, mirrored) into the lanes of `dst` (`n x n`, row-major); unused lanes and
-/// lanes with a non-finite entry hold zeros (they converge at once). Returns which lanes
-/// were non-finite.
-#[inline(always)]
-fn load_lanes<T: LinalgElem>(
-    data: &[T],
-    b: &Batch,
-    first: usize,
-    count: usize,
-    upper: bool,
-    n: usize,
-    dst: &mut [[T; LANES]],
-) -> [bool; LANES] {
-    let mut bad = [false; LANES];
-    for l in 0..LANES {
-        if l >= count {
-            for x in dst.iter_mut() {
-                x[l] = T::ZERO;
-            }
-            continue;
-        }
-        let off = b.offset(first + l);
-        let mut finite = true;
-        for j in 0..n {
-            for k in j..n {
-                let x = if upper {
-                    data[off + j * b.rs + k * b.cs]
-                } else {
-                    data[off + k * b.rs + j * b.cs]
-                };
-                finite &= x.is_finite();
-                dst[j * n + k][l] = x;
-                dst[k * n + j][l] = x;
-            }
-        }
-        if !finite {
-            bad[l] = true;
-            for x in dst.iter_mut() {
-                x[l] = T::ZERO;
-            }
-        }
-    }
-    bad
-}
-
 /// [`jacobi_lanes`] for the order `n` (a constant where it is small): the operations of
 /// [`jacobi_n`] and [`rayleigh`] in the same order, each lane rotating only where the
 /// scalar loop rotates (elsewhere the rotation is the identity, `t = 0`); the sweeps go on
@@ -815,7 +770,7 @@ fn jacobi_lanes_n<T: LinalgElem>(
     let v = &mut bufs.v[..nn];
     let vectors = out.v.is_some();
     // load (unused and non-finite lanes hold zeros: they converge at once)
-    let bad = load_lanes(data, b, first, count, upper, n, a);
+    let bad = load_symmetric_lanes(data, b, first, count, upper, n, a);
     if vectors {
         a0.copy_from_slice(a);
         for x in v.iter_mut() {
@@ -1048,71 +1003,6 @@ fn rotate_cols<T: LinalgElem + LaneBits>(
     }
 }
 
-/// Selects on the bits of a float: the lane kernels blend with masks of this type rather
-/// than with `if`, which the compiler may turn into branches or masked stores (slow).
-pub(crate) trait LaneBits: Copy {
-    /// All bits set where `on`, none elsewhere (not a number to compute with).
-    fn mask(on: bool) -> Self;
-    /// `a` where the mask `m` is set, else `b` (bit for bit).
-    fn blend(m: Self, a: Self, b: Self) -> Self;
-    /// `self * a + b` with one rounding (an FMA instruction inside the kernels run
-    /// through `pulp`'s dispatch, which enable the CPU's FMA).
-    fn mul_add(self, a: Self, b: Self) -> Self;
-}
-
-impl LaneBits for f64 {
-    #[inline(always)]
-    fn mask(on: bool) -> f64 {
-        f64::from_bits(0u64.wrapping_sub(u64::from(on)))
-    }
-    #[inline(always)]
-    fn blend(m: f64, a: f64, b: f64) -> f64 {
-        let m = m.to_bits();
-        f64::from_bits((a.to_bits() & m) | (b.to_bits() & !m))
-    }
-    #[inline(always)]
-    fn mul_add(self, a: f64, b: f64) -> f64 {
-        f64::mul_add(self, a, b)
-    }
-}
-
-impl LaneBits for f32 {
-    #[inline(always)]
-    fn mask(on: bool) -> f32 {
-        f32::from_bits(0u32.wrapping_sub(u32::from(on)))
-    }
-    #[inline(always)]
-    fn blend(m: f32, a: f32, b: f32) -> f32 {
-        let m = m.to_bits();
-        f32::from_bits((a.to_bits() & m) | (b.to_bits() & !m))
-    }
-    #[inline(always)]
-    fn mul_add(self, a: f32, b: f32) -> f32 {
-        f32::mul_add(self, a, b)
-    }
-}
-
-/// The masks of `on` (see [`LaneBits`]), opaque to the compiler (else it sees through
-/// them back to the `bool`s and branches again).
-#[inline(always)]
-fn masks<T: LaneBits>(on: &[bool; LANES]) -> [T; LANES] {
-    let mut m = [T::mask(false); LANES];
-    for l in 0..LANES {
-        m[l] = T::mask(on[l]);
-    }
-    std::hint::black_box(m)
-}
-
-/// `a` where the mask `m` is set, else `b`, per lane.
-#[inline(always)]
-fn sel<T: LaneBits>(m: &[T; LANES], a: &[T; LANES], b: &[T; LANES]) -> [T; LANES] {
-    let mut out = *b;
-    for l in 0..LANES {
-        out[l] = T::blend(m[l], a[l], b[l]);
-    }
-    out
-}
-
 /// The matrices `first..first + count` (`count <= LANES`, `ROTATE_N < n <= SMALL_N`) of
 /// `b`, decomposed at once by the Householder tridiagonalisation and implicit QL
 /// iteration of [`tridiagonal_ql`] run over the lanes ([`ql_lanes_n`]), then sorted and
@@ -1180,7 +1070,7 @@ fn ql_lanes_n<T: LinalgElem + LaneBits>(
     let zero: L<T> = [T::ZERO; LANES];
     let one: L<T> = [T::ONE; LANES];
     // load as `load_symmetric` (unused and non-finite lanes hold zeros)
-    let bad = load_lanes(data, b, first, count, upper, n, v);
+    let bad = load_symmetric_lanes(data, b, first, count, upper, n, v);
     // scale each lane by a power of two near its largest entry (a zero lane: by one; its
     // result is replaced by the scalar code's early answer below)
     let mut amax = zero;

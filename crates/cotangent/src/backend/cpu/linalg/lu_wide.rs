@@ -40,7 +40,8 @@ use core::arch::x86_64::{
 };
 
 use super::super::wide::{avx512, load8, load8i, store8, store8i};
-use super::lu::{logabs_of, DetOut, DetSpec, HALF_BITS, LANES, LG, LN2_HI, LN2_LO, ONE_BITS};
+use super::lanes::LANES;
+use super::lu::{logabs_of, DetOut, DetSpec, HALF_BITS, LG, LN2_HI, LN2_LO, ONE_BITS};
 
 /// The order of the matrices this kernel factorises.
 const N: usize = 4;

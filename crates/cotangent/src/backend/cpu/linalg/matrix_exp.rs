@@ -29,7 +29,7 @@ use faer::linalg::matmul::matmul as faer_matmul;
 use faer::linalg::solvers::Solve;
 use faer::{Accum, MatMut, MatRef, Par};
 
-use super::eigh::LaneBits;
+use super::lanes::LaneBits;
 use super::order::by_order;
 use super::{colmajor_layout, for_each_matrix, Batch, LinalgElem};
 use crate::layout::Layout;

@@ -16,6 +16,7 @@ pub(crate) mod bidiag_split;
 pub(crate) mod cholesky;
 pub(crate) mod eigh;
 pub(crate) mod householder;
+pub(crate) mod lanes;
 pub(crate) mod ldl;
 pub(crate) mod lu;
 pub(crate) mod lu_nopivot;
@@ -41,7 +42,12 @@ use super::strided::walk;
 
 /// Elements faer factorises: `f32`, `f64`.
 pub(crate) trait LinalgElem:
-    Float + faer::traits::RealField + super::pool::Pooled + lu::LaneMoves + tridiag_split::SymvSimd
+    Float
+    + faer::traits::RealField
+    + super::pool::Pooled
+    + lanes::LaneMoves
+    + lu::WideLu
+    + tridiag_split::SymvSimd
 {
 }
 impl LinalgElem for f32 {}

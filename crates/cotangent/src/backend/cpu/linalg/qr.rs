@@ -400,7 +400,7 @@ fn qr_lanes_n<T: QrElem>(
 ) -> [bool; LANES] {
     if ba.cs == 1 && ba.rs == n {
         let offs = std::array::from_fn(|l| ba.offset(first + l));
-        super::lu::gather_blocks(a, &offs, &mut w[..n * n]);
+        super::lanes::gather_blocks(a, &offs, &mut w[..n * n]);
     } else {
         for l in 0..LANES {
             let off = ba.offset(first + l);
@@ -692,7 +692,7 @@ fn load_lanes<T: QrElem>(
         Some((d, b)) if b.cs == 1 && b.rs == n => {
             // contiguous row-major (the forward's results): each matrix one block
             let offs = idx.map(|i| b.offset(i));
-            super::lu::gather_blocks(d, &offs, &mut dst[..n * n]);
+            super::lanes::gather_blocks(d, &offs, &mut dst[..n * n]);
         }
         Some((d, b)) => {
             for l in 0..LANES {

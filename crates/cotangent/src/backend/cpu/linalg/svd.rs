@@ -17,7 +17,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use faer::Par;
 
 use super::eigh::{pow2_near, rotation_tangent, sine_tau, tiny_pair};
-use super::lu::{lane_split, LANES};
+use super::lanes::{lane_split, LANES};
 use super::order::by_order;
 use super::svd_split;
 use super::{colmajor_layout, for_each_matrix, Batch, LinalgElem, TASK_WORK};
