@@ -17,7 +17,7 @@ use faer::linalg::cholesky::llt::factor::{
 };
 use faer::{Par, Spec};
 
-use super::lanes::{lane_offsets, load_lanes};
+use super::lanes::{lane_offsets, load_lanes, store_lanes, LANES, LANES_MAX};
 use super::order::by_order;
 use super::{colmajor_layout, colmajor_mut, lower_tiles, Batch, LinalgElem};
 use crate::dtype::Float;
@@ -196,12 +196,6 @@ fn factor_one<T: LinalgElem>(
     info as i64
 }
 
-/// Matrices factorised together by the lane kernel (independent dependency chains: the
-/// latency of each square root and division is hidden behind the others').
-const LANES: usize = 8;
-/// Largest order of the lane kernel.
-const LANES_MAX: usize = 16;
-
 /// Factorises the consecutive matrices `start..` of `ba` into `dst` and `info`: groups of
 /// [`LANES`] tiny matrices at once, the rest one by one. `L` column-major, or row-major
 /// if `rows`.
@@ -354,14 +348,7 @@ fn factor_lanes_n<T: LinalgElem, S: pulp::Simd>(
         buf[c * n..c * n + c].fill([T::ZERO; LANES]);
     }
     let size = n * n;
-    let src = |o: usize| if rows { (o % n) * n + o / n } else { o };
-    if !T::blocks_from_lanes(simd, buf, src, dst) {
-        for (w, d) in dst.chunks_exact_mut(size).enumerate() {
-            for (o, x) in d.iter_mut().enumerate() {
-                *x = buf[src(o)][w];
-            }
-        }
-    }
+    store_lanes(simd, buf, dst, n, rows);
     for (w, d) in dst.chunks_exact_mut(size).enumerate() {
         if ok[w] {
             info[w] = 0;
@@ -545,13 +532,7 @@ fn backward_lanes<T: LinalgElem>(grp: LaneGroup<'_, T>) {
             load_lanes(simd, lb, f, &lane_offsets(bf, first), (bf.cs, bf.rs), n, n);
             load_lanes(simd, gb, g, &lane_offsets(bg, first), (bg.cs, bg.rs), n, n);
             backward_lanes_n(lb, gb, db, n);
-            if !T::blocks_from_lanes(simd, db, |o| o, dst) {
-                for (w, d) in dst.chunks_exact_mut(size).enumerate() {
-                    for (x, v) in d.iter_mut().zip(db.iter()) {
-                        *x = v[w];
-                    }
-                }
-            }
+            store_lanes(simd, db, dst, n, false);
         }
     }
     let arch = crate::backend::cpu::simd::arch();

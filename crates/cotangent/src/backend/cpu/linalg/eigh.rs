@@ -31,7 +31,7 @@
 use crate::backend::cpu::par::{for_each_chunk, run_tasks, Parts};
 use crate::backend::cpu::pool;
 
-use super::lanes::{load_symmetric_lanes, masks, sel, LaneBits};
+use super::lanes::{load_symmetric_lanes, masks, sel, LaneBits, LANES};
 use super::order::by_order;
 use super::{colmajor_layout, Batch, LinalgElem, TASK_WORK};
 use crate::layout::Layout;
@@ -683,9 +683,6 @@ pub(crate) fn eigh<T: LinalgElem + LaneBits>(
     (w, v.map(|v| (v, vl)), failed)
 }
 
-/// Matrices decomposed together by the lane kernel (one per lane: every operation runs
-/// over the lanes, which the compiler vectorises).
-const LANES: usize = 8;
 /// Up to this order a batch goes through the lane kernels ([`jacobi_lanes`] to
 /// [`ROTATE_N`], [`ql_lanes`] above).
 const LANES_MAX_N: usize = SMALL_N;

@@ -15,10 +15,13 @@ use faer::Par;
 
 use super::{Batch, LinalgElem, TASK_WORK};
 
-/// Matrices factorised together by the lane kernel (independent pivot searches and
-/// divisions overlap, and each update is one vector operation over the lanes).
+/// Matrices run together by a lane kernel, one per lane: each operation of the
+/// one-matrix loop is one vector operation over them (which the compiler vectorises: no
+/// reductions across lanes, no short rows), and their independent dependency chains
+/// (pivot searches, divisions, square roots) overlap, each one's latency hidden behind
+/// the others'.
 pub(crate) const LANES: usize = 8;
-/// Largest order of square matrices the lane kernel takes.
+/// Largest order of square matrices the LU, Cholesky and QR lane kernels take.
 pub(crate) const LANES_MAX: usize = 16;
 
 /// Where the [`LANES`] matrices `first..` of `b` start.

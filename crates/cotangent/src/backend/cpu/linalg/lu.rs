@@ -486,12 +486,10 @@ fn factor_lanes_n<T: LinalgElem, S: pulp::Simd>(
         }
     }
     let mut dst = dst;
-    // every lane's factors out at once where the registers allow (a redone lane's block
-    // is then overwritten below)
-    let moved = match dst.as_deref_mut() {
-        Some(d) => d.len() == LANES * size && T::blocks_from_lanes(simd, buf, |o| o, d),
-        None => false,
-    };
+    // every lane's factors out at once (a redone lane's block is then overwritten below)
+    if let Some(d) = dst.as_deref_mut() {
+        store_lanes(simd, buf, d, n, false);
+    }
     // every lane's interchanges and info (a redone lane's are overwritten below; with a
     // branch per lane, this showed in the kernel's profile)
     for (w, p) in ipiv.chunks_exact_mut(n).enumerate().take(LANES) {
@@ -521,10 +519,6 @@ fn factor_lanes_n<T: LinalgElem, S: pulp::Simd>(
             // the lanes hold this matrix's factors too
             for (x, &v) in buf.iter_mut().zip(d.iter()) {
                 x[w] = v;
-            }
-        } else if !moved {
-            for (o, x) in d.iter_mut().zip(buf.iter()) {
-                *o = x[w];
             }
         }
     }

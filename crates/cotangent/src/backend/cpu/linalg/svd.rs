@@ -17,7 +17,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use faer::Par;
 
 use super::eigh::{pow2_near, rotation_tangent, sine_tau, tiny_pair};
-use super::lanes::{lane_split, LANES};
+use super::lanes::{lane_split, load_lanes, LANES};
 use super::order::by_order;
 use super::svd_split;
 use super::{colmajor_layout, for_each_matrix, Batch, LinalgElem, TASK_WORK};
@@ -441,13 +441,8 @@ fn jacobi_lanes<T: JacobiElem>(
     let (rs, cs) = if wide { (ba.cs, ba.rs) } else { (ba.rs, ba.cs) };
     let w = &mut sc.w[..rows * cols];
     let offs: [usize; LANES] = std::array::from_fn(|l| ba.offset(first + l.min(count - 1)));
-    // (a row of the lanes at a time: one whole line stored per entry)
-    for (c, col) in w.chunks_exact_mut(rows).enumerate() {
-        for (r, x) in col.iter_mut().enumerate() {
-            let at = r * rs + c * cs;
-            *x = std::array::from_fn(|l| a[offs[l] + at]);
-        }
-    }
+    // (outside the CPU's dispatch: the portable moves)
+    load_lanes(pulp::Scalar::new(), w, a, &offs, (rs, cs), rows, cols);
     // the largest magnitude, and x · 0 summed (0 when every entry is finite, else NaN)
     let mut amax = [T::ZERO; LANES];
     let mut nan = [T::ZERO; LANES];
