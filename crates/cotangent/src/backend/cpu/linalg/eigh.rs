@@ -31,6 +31,10 @@
 use crate::backend::cpu::par::{for_each_chunk, run_tasks, Parts};
 use crate::backend::cpu::pool;
 
+use super::jacobi::{
+    pow2_near, rotate, rotate_lanes, rotate_pair, rotation_tangent, sine_tau, sweep_pairs, tangent,
+    tangent_theta, tiny_pair,
+};
 use super::lanes::{load_symmetric_lanes, masks, sel, LaneBits, LANES};
 use super::order::by_order;
 use super::{colmajor_layout, Batch, LinalgElem, TASK_WORK};
@@ -74,83 +78,6 @@ fn load_symmetric<T: LinalgElem>(
     // slow, most of it cache misses
     super::lower_tiles(n, put);
     finite
-}
-
-/// The pairs `(p, q)`, `p < q`, of one Jacobi sweep of order `n <= ROTATE_N`. For
-/// `n = 4`, in three rounds of two disjoint pairs (`(0, 1), (2, 3)`, then `(0, 2), (1, 3)`,
-/// then `(0, 3), (1, 2)`): the two angles of a round are computed from entries the other
-/// rotation does not touch, so their chains of square roots and divisions (most of a
-/// rotation's time) overlap; row by row, each rotation waits for the one before.
-/// Otherwise row by row (every pair shares an index for `n <= 3`).
-fn sweep_pairs(n: usize) -> &'static [(usize, usize)] {
-    const _: () = assert!(ROTATE_N == 4);
-    match n {
-        4 => &[(0, 1), (2, 3), (0, 2), (1, 3), (0, 3), (1, 2)],
-        3 => &[(0, 1), (0, 2), (1, 2)],
-        2 => &[(0, 1)],
-        _ => &[],
-    }
-}
-
-/// The tangent `t` of a Jacobi rotation from `d` and `two`: for the two-sided rotation
-/// that zeroes `apq` in the symmetric block `[[app, apq], [apq, aqq]]`, `d = aqq − app` and
-/// `two = 2 apq`; for the one-sided one that orthogonalises two columns of squared norms
-/// `α`, `β` and inner product `γ` ([`super::svd`]), `d = β − α` and `two = 2γ`. It is the
-/// root of smaller magnitude of `t² + 2θt − 1 = 0`, `θ = d / two`:
-/// `sgn(θ) / (|θ| + √(θ² + 1))`, here multiplied through by `|two|` as
-/// `t = sgn(d) two / (|d| + √(d² + two²))`, one square root and one division (θ's form
-/// takes a division more, on the path to the next rotation). The entries are of a matrix
-/// scaled by a power of two near its largest entry: nothing overflows; where both `|d|`
-/// and `|two|` are below `√(min positive)` the squares lose digits ([`tiny_pair`]) and
-/// [`tangent_theta`] takes over ([`rotation_tangent`] picks).
-#[inline(always)]
-pub(super) fn tangent<T: LinalgElem>(d: T, two: T) -> T {
-    let t = two / (d.abs() + (d * d + two * two).sqrt());
-    if d < T::ZERO {
-        -t
-    } else {
-        t
-    }
-}
-
-/// Whether [`tangent`]'s squares would lose digits (both `|d|` and `|two|` below
-/// `√(min positive)`).
-#[inline(always)]
-pub(super) fn tiny_pair<T: LinalgElem>(d: T, two: T) -> bool {
-    let tiny = T::sqrt_min_positive_impl();
-    d.abs() < tiny && two.abs() < tiny
-}
-
-/// [`tangent`] through `θ = d / two` (`two != 0`), for a [`tiny_pair`]. Beyond
-/// `1 / √ε`, `√(θ² + 1)` is `|θ|` in the rounding (and its square would overflow
-/// further): then `t = 1 / (2θ)`.
-#[inline(always)]
-pub(super) fn tangent_theta<T: LinalgElem>(d: T, two: T) -> T {
-    let theta = d / two;
-    let sg = if theta < T::ZERO { -T::ONE } else { T::ONE };
-    let at = theta.abs();
-    let root = if at > T::ONE / T::EPSILON.sqrt() { at } else { (T::ONE + theta * theta).sqrt() };
-    sg / (at + root)
-}
-
-/// [`tangent`], or [`tangent_theta`] for a [`tiny_pair`].
-#[inline(always)]
-pub(super) fn rotation_tangent<T: LinalgElem>(d: T, two: T) -> T {
-    if tiny_pair(d, two) {
-        tangent_theta(d, two)
-    } else {
-        tangent(d, two)
-    }
-}
-
-/// The sine `s` and `τ = s / (1 + c)` (Rutishauser's form of the update) of the rotation
-/// of tangent `t`: with `h = √(1 + t²)`, `c = 1 / h`, `s = t c` and `τ = t / (1 + h)`, the
-/// two divisions independent of each other.
-#[inline(always)]
-pub(super) fn sine_tau<T: LinalgElem>(t: T) -> (T, T) {
-    let h = (t * t + T::ONE).sqrt();
-    let c = T::ONE / h;
-    (t * c, t / (T::ONE + h))
 }
 
 /// Cyclic Jacobi (in the order of [`sweep_pairs`]) on the symmetric column-major `n x n`
@@ -218,24 +145,14 @@ fn jacobi_n<T: LinalgElem, const N: usize>(a: &mut [T], w: &mut [T], v: Option<&
                 if k == p || k == q {
                     continue;
                 }
-                let g = a[p * n + k];
-                let h = a[q * n + k];
-                let gp = g - s * (h + g * tau);
-                let hq = h + s * (g - h * tau);
+                let (gp, hq) = rotate_pair(a[p * n + k], a[q * n + k], s, tau);
                 a[p * n + k] = gp;
                 a[k * n + p] = gp;
                 a[q * n + k] = hq;
                 a[k * n + q] = hq;
             }
             if let Some(v) = v.as_deref_mut() {
-                // p < q: column p lies before column q
-                let (lo, hi) = v.split_at_mut(q * n);
-                let (vp, vq) = (&mut lo[p * n..p * n + n], &mut hi[..n]);
-                for (x, y) in vp.iter_mut().zip(vq.iter_mut()) {
-                    let (g, h) = (*x, *y);
-                    *x = g - s * (h + g * tau);
-                    *y = h + s * (g - h * tau);
-                }
+                rotate(v, n, p, q, tau, s);
             }
         }
         if !rotated {
@@ -272,7 +189,7 @@ fn rayleigh<T: LinalgElem>(a0: &[T], n: usize, scale: T, w: &mut [T], v: &[T]) {
 
 /// Up to this order the Jacobi loop is used; above (to [`SMALL_N`]), Householder
 /// tridiagonalisation and the implicit QL iteration ([`tridiagonal_ql`]).
-const ROTATE_N: usize = 4;
+pub(crate) const ROTATE_N: usize = 4;
 /// The most QL iterations per eigenvalue (two or three are typical); a bound so that no
 /// input can loop forever.
 const MAX_QL_ITER: usize = 60;
@@ -475,22 +392,6 @@ fn tridiagonal_ql<T: LinalgElem>(a: &[T], n: usize, w: &mut [T], v: &mut [T], e:
     for x in d.iter_mut() {
         *x *= scale;
     }
-}
-
-/// A power of two within a factor 2 of `x > 0` (finite).
-pub(crate) fn pow2_near<T: LinalgElem>(x: T) -> T {
-    let mut s = T::ONE;
-    let two = T::of(2.0);
-    let mut y = x;
-    while y >= two {
-        y /= two;
-        s *= two;
-    }
-    while y < T::ONE {
-        y *= two;
-        s /= two;
-    }
-    s
 }
 
 /// Sorts `w` ascending (stable: equal values keep their order), moving the columns of
@@ -862,8 +763,7 @@ fn jacobi_lanes_n<T: LinalgElem>(
                 let mut gp = [T::ZERO; LANES];
                 let mut hq = [T::ZERO; LANES];
                 for l in 0..LANES {
-                    gp[l] = g[l] - s[l] * (h[l] + g[l] * tau[l]);
-                    hq[l] = h[l] + s[l] * (g[l] - h[l] * tau[l]);
+                    (gp[l], hq[l]) = rotate_pair(g[l], h[l], s[l], tau[l]);
                 }
                 a[p * n + k] = gp;
                 a[k * n + p] = gp;
@@ -871,17 +771,7 @@ fn jacobi_lanes_n<T: LinalgElem>(
                 a[k * n + q] = hq;
             }
             if vectors {
-                for k in 0..n {
-                    let g = v[p * n + k];
-                    let h = v[q * n + k];
-                    let (x, y) = (&mut [T::ZERO; LANES], &mut [T::ZERO; LANES]);
-                    for l in 0..LANES {
-                        x[l] = g[l] - s[l] * (h[l] + g[l] * tau[l]);
-                        y[l] = h[l] + s[l] * (g[l] - h[l] * tau[l]);
-                    }
-                    v[p * n + k] = *x;
-                    v[q * n + k] = *y;
-                }
+                rotate_lanes(v, n, p, q, &tau, &s);
             }
         }
         if !rotated {

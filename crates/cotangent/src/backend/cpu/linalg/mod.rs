@@ -16,6 +16,7 @@ pub(crate) mod bidiag_split;
 pub(crate) mod cholesky;
 pub(crate) mod eigh;
 pub(crate) mod householder;
+mod jacobi;
 pub(crate) mod lanes;
 pub(crate) mod ldl;
 pub(crate) mod lu;

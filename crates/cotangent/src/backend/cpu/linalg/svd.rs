@@ -16,7 +16,9 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use faer::Par;
 
-use super::eigh::{pow2_near, rotation_tangent, sine_tau, tiny_pair};
+use super::jacobi::{
+    pow2_near, rotate, rotate_lanes, rotation_tangent, sine_tau, tiny_pair, Pairs, JACOBI_ROOM,
+};
 use super::lanes::{lane_split, load_lanes, LANES};
 use super::order::by_order;
 use super::svd_split;
@@ -41,8 +43,6 @@ pub(crate) struct SvdOut<T> {
 /// Batches of at least [`LANES`] matrices take Jacobi up to [`JACOBI_ROOM`]: [`LANES`]
 /// matrices at a time in SIMD lanes, faster than faer per matrix at 16 x 16.
 const JACOBI_MAX: usize = 8;
-/// Room of the Jacobi kernel's stack arrays (the largest `max(m, n)` it takes).
-const JACOBI_ROOM: usize = 16;
 /// Sweeps after which the Jacobi kernel gives up (the matrix then goes to
 /// [`svd_split`](super::svd_split)).
 const JACOBI_SWEEPS: usize = 40;
@@ -101,55 +101,6 @@ fn jacobi_rotation<T: LinalgElem>(alpha: T, beta: T, gamma: T) -> (T, T, T) {
     let t = rotation_tangent(beta - alpha, gamma + gamma);
     let (s, tau) = sine_tau(t);
     (tau, s, t)
-}
-
-/// The pairs of columns of one Jacobi sweep over `cols <= JACOBI_ROOM` columns, every pair
-/// once: rounds of disjoint pairs (the round-robin "circle" order; an odd number of columns
-/// gets a dummy one). The pairs of a round commute (they touch different columns), so the
-/// lane kernel computes a round's inner products before rotating, and the scalar kernel
-/// runs the same pairs in the same order: the same bits.
-struct Pairs {
-    pairs: [(usize, usize); JACOBI_ROOM * (JACOBI_ROOM - 1) / 2],
-    /// Round `r` is `pairs[ends[r - 1]..ends[r]]` (`ends[-1] = 0`).
-    ends: [usize; JACOBI_ROOM],
-    rounds: usize,
-}
-
-impl Pairs {
-    fn new(cols: usize) -> Self {
-        let m = cols + cols % 2;
-        let mut idx = [0usize; JACOBI_ROOM];
-        for (i, x) in idx.iter_mut().enumerate().take(m) {
-            *x = i;
-        }
-        let mut pairs = [(0, 0); JACOBI_ROOM * (JACOBI_ROOM - 1) / 2];
-        let mut ends = [0usize; JACOBI_ROOM];
-        let rounds = m.saturating_sub(1);
-        let mut len = 0;
-        for end in ends.iter_mut().take(rounds) {
-            for i in 0..m / 2 {
-                let (a, b) = (idx[i], idx[m - 1 - i]);
-                if a < cols && b < cols {
-                    pairs[len] = (a.min(b), a.max(b));
-                    len += 1;
-                }
-            }
-            *end = len;
-            idx[1..m].rotate_right(1);
-        }
-        Pairs { pairs, ends, rounds }
-    }
-
-    /// The pairs of round `r`.
-    fn round(&self, r: usize) -> &[(usize, usize)] {
-        let start = if r == 0 { 0 } else { self.ends[r - 1] };
-        &self.pairs[start..self.ends[r]]
-    }
-
-    /// Every pair of a sweep, round after round.
-    fn all(&self) -> &[(usize, usize)] {
-        &self.pairs[..if self.rounds == 0 { 0 } else { self.ends[self.rounds - 1] }]
-    }
 }
 
 /// `xᵀ y` summed in order (the scalar and lane kernels alike).
@@ -351,23 +302,6 @@ fn jacobi_finish<T: LinalgElem>(
         }
     }
     true
-}
-
-/// Rotates columns `p` and `q` (`rows` long) of a column-major array in place:
-/// `(x_p, x_q) <- (c x_p − s x_q, s x_p + c x_q)`, in Rutishauser's form
-/// `(x_p − s (x_q + tau x_p), x_q + s (x_p − tau x_q))` with `tau = s / (1 + c)`: the
-/// small rotations of the last sweeps change the columns by small corrections, which
-/// rounds less than `c x_p − s x_q`.
-#[inline]
-fn rotate<T: LinalgElem>(x: &mut [T], rows: usize, p: usize, q: usize, tau: T, s: T) {
-    let (lo, hi) = x.split_at_mut(q * rows);
-    let xp = &mut lo[p * rows..(p + 1) * rows];
-    let xq = &mut hi[..rows];
-    for (a, b) in xp.iter_mut().zip(xq.iter_mut()) {
-        let (ap, bq) = (*a, *b);
-        *a = ap - s * (bq + tau * ap);
-        *b = bq + s * (ap - tau * bq);
-    }
 }
 
 /// Scratch of the lane kernel, reused across one task's groups.
@@ -1015,29 +949,6 @@ jacobi_elem!(
     or_m32s,
     select_f32s
 );
-
-/// [`rotate`] over the lanes, each with its own `(tau, s)`.
-#[allow(clippy::needless_range_loop)]
-#[inline(always)]
-fn rotate_lanes<T: LinalgElem>(
-    x: &mut [[T; LANES]],
-    rows: usize,
-    p: usize,
-    q: usize,
-    tau: &[T; LANES],
-    s: &[T; LANES],
-) {
-    let (lo, hi) = x.split_at_mut(q * rows);
-    let xp = &mut lo[p * rows..(p + 1) * rows];
-    let xq = &mut hi[..rows];
-    for (a, b) in xp.iter_mut().zip(xq.iter_mut()) {
-        for l in 0..LANES {
-            let (ap, bq) = (a[l], b[l]);
-            a[l] = ap - s[l] * (bq + tau[l] * ap);
-            b[l] = bq + s[l] * (ap - tau[l] * bq);
-        }
-    }
-}
 
 /// The VJP of a reduced SVD `A = U diag(S) Vh` (`u: (*, m, k)`, `s: (*, k)` contiguous,
 /// `vh: (*, k, n)`) from the cotangents (`None` is zero; `gs` contiguous), fused per
