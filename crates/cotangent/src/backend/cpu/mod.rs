@@ -1098,7 +1098,7 @@ impl BackendStorage for CpuStorage {
                 let (lu, ll, p, i) = if pivot {
                     linalg::lu::lu_factor(a, l)
                 } else {
-                    linalg::lu_nopivot::lu_factor_nopivot(a, l)
+                    linalg::lu::lu_factor_nopivot(a, l)
                 };
                 (CpuStorage::F32(lu), ll, CpuStorage::I64(p), CpuStorage::I64(i))
             }
@@ -1106,7 +1106,7 @@ impl BackendStorage for CpuStorage {
                 let (lu, ll, p, i) = if pivot {
                     linalg::lu::lu_factor(a, l)
                 } else {
-                    linalg::lu_nopivot::lu_factor_nopivot(a, l)
+                    linalg::lu::lu_factor_nopivot(a, l)
                 };
                 (CpuStorage::F64(lu), ll, CpuStorage::I64(p), CpuStorage::I64(i))
             }

@@ -20,9 +20,6 @@ mod jacobi;
 pub(crate) mod lanes;
 pub(crate) mod ldl;
 pub(crate) mod lu;
-pub(crate) mod lu_nopivot;
-#[cfg(target_arch = "x86_64")]
-mod lu_wide;
 pub(crate) mod matrix_exp;
 mod order;
 pub(crate) mod qr;
