@@ -23,6 +23,7 @@ pub(crate) mod lu;
 pub(crate) mod matrix_exp;
 mod order;
 pub(crate) mod qr;
+mod secular;
 pub(crate) mod svd;
 pub(crate) mod svd_split;
 pub(crate) mod triangular;
