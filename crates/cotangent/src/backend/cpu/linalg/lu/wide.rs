@@ -40,6 +40,7 @@ use core::arch::x86_64::{
 };
 
 use super::super::lanes::LANES;
+use super::super::order::by_order;
 use super::det::{logabs_of, DetOut, DetSpec, HALF_BITS, LG, LN2_HI, LN2_LO, ONE_BITS};
 use crate::backend::cpu::wide::{avx512, load8, load8i, store8, store8i};
 
@@ -114,12 +115,10 @@ pub(super) fn factor_solve(r: Run<'_>) -> Option<Vec<usize>> {
     let mut undone = Vec::new();
     // SAFETY: the CPU has AVX-512F (asserted above), the only extension `run` uses
     unsafe {
-        match r.k {
-            1 => run::<4>(r, &mut undone),
-            2 => run::<8>(r, &mut undone),
-            3 => run::<12>(r, &mut undone),
-            _ => run::<16>(r, &mut undone),
-        }
+        // (`XS = 4 k` entries of right-hand sides per matrix)
+        by_order!(r.k;
+            1 2 3 => |K| run::<{ 4 * K }>(r, &mut undone),
+            _ => run::<16>(r, &mut undone));
     }
     Some(undone)
 }
@@ -420,12 +419,7 @@ pub(super) fn solve_saved(r: SavedRun<'_>) -> bool {
     }
     // SAFETY: the CPU has AVX-512F (asserted above), the only extension `run_saved` uses
     unsafe {
-        match r.k {
-            1 => run_saved::<4>(r),
-            2 => run_saved::<8>(r),
-            3 => run_saved::<12>(r),
-            _ => run_saved::<16>(r),
-        }
+        by_order!(r.k; 1 2 3 => |K| run_saved::<{ 4 * K }>(r), _ => run_saved::<16>(r));
     }
     true
 }
