@@ -6,8 +6,9 @@
 //! Both take the angle from the same formulas ([`rotation_tangent`], [`sine_tau`]) and
 //! apply it in the same form ([`rotate_pair`]), so each kernel's lanes and its
 //! one-matrix loop give the same bits; each visits its pairs in its own sweep order
-//! ([`sweep_pairs`], [`Pairs`]); both scale their matrix by a power of two first
-//! ([`pow2_near`], which the other small-matrix paths use too).
+//! ([`sweep_pairs`], [`Pairs`]). Here too is [`pow2_near`], the power-of-two scale that
+//! the two-sided kernel and other paths of the eigendecomposition and the SVD apply
+//! first, so that nothing overflows.
 
 use super::lanes::LANES;
 use super::LinalgElem;

@@ -266,8 +266,8 @@ pub(crate) fn store_lanes<T: LinalgElem, S: pulp::Simd>(
 
 /// Loads the symmetric matrices `first..first + count` of the batch (the triangle `upper`
 /// or lower, mirrored) into the lanes of `dst` (`n x n`, row-major); unused lanes and
-/// lanes with a non-finite entry hold zeros (they converge at once). Returns which lanes
-/// were non-finite.
+/// lanes with a non-finite entry hold zeros (the eigendecomposition's lane loops finish a
+/// zero matrix at once). Returns which lanes were non-finite.
 #[inline(always)]
 pub(crate) fn load_symmetric_lanes<T: LinalgElem>(
     data: &[T],
