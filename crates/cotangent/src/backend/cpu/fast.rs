@@ -208,7 +208,7 @@ impl FastPaths for CpuStorage {
         let (x, w) = (self.to_f64_vec(l), w.0.to_f64_vec(w.1));
         let gw = gw.map(|(g, gl)| g.to_f64_vec(gl));
         let n = l.dims()[l.rank() - 1];
-        let out = linalg::eigh_inner::inner_first_order(&w, &x, gw.as_deref(), n, eps);
+        let out = linalg::eigh::inner::inner_first_order(&w, &x, gw.as_deref(), n, eps);
         pool::give(x);
         Ok(Some(out.map(|o| CpuStorage::from_f64_vec(o, dtype)).ok_or(Undefined)))
     }

@@ -1048,7 +1048,7 @@ impl BackendStorage for CpuStorage {
             let (lu, ll, p, i) = if pivot {
                 linalg::lu::lu_factor(a, l)
             } else {
-                linalg::lu_nopivot::lu_factor_nopivot(a, l)
+                linalg::lu::lu_factor_nopivot(a, l)
             };
             (T::into_host(lu), ll, CpuStorage::I64(p), CpuStorage::I64(i))
         }))

@@ -26,7 +26,8 @@
 //!   `σ² = d_o² + τ`, so that every difference `d_j² - σ²` is computed as
 //!   `(d_j - d_o)(d_j + d_o) - τ`, never from rounded squares; each is found by the
 //!   "middle way" rational interpolation of its two nearest poles (Li), kept inside a
-//!   bracket by bisection (as the symmetric tridiagonal divide and conquer does);
+//!   bracket by bisection ([`super::secular`], shared with the symmetric tridiagonal
+//!   divide and conquer);
 //! - the right singular vectors of `M` are `(ẑ_j / (d_j² - σ²))_j`, the left ones
 //!   `(-1, d_1 v_1, …)` (the first entry from the secular equation), each normalised,
 //!   where `ẑ` is recomputed from the computed roots (Gu & Eisenstat, Löwner): `ẑ` is the
@@ -55,7 +56,8 @@ use faer::linalg::svd::{self as fsvd, ComputeSvdVectors};
 use faer::{Accum, MatMut, MatRef, Par};
 
 use super::eigh::hypot;
-use super::tridiag_dc::{middle_way, reset, reset_big, sums, z_hat};
+use super::secular::{roots, z_hat, Squares};
+use super::tridiag_dc::{reset, reset_big};
 use super::tridiag_qr::identity;
 use super::LinalgElem;
 use crate::backend::cpu::pool::{self, Pooled};
@@ -67,10 +69,6 @@ pub(super) const LEAF: usize = 8;
 /// From this order a subproblem solves its two halves in parallel and its merge (its
 /// roots, its products) uses every thread of the pool, when allowed to.
 const PAR_MERGE: usize = 128;
-/// After this many rational steps without convergence a root is bisected; the bracket
-/// then halves each step, so `MAX_STEPS` bounds the work on any input.
-const BISECT_AFTER: usize = 24;
-const MAX_STEPS: usize = 200;
 
 /// Which rows of a column of `diag(U₁, 1, U₂)` (and of the matching column of
 /// `diag(V₁, V₂)`) can be nonzero: those of the upper child, both, the lower child.
@@ -535,19 +533,8 @@ fn merge<T: LinalgElem>(
     reset(origin, kk, 0);
     reset(tau, kk, T::ZERO);
     let (dk, zk) = (&dk[..], &zk[..]);
-    {
-        let solve = |first: usize, origin: &mut [usize], tau: &mut [T]| {
-            crate::backend::cpu::simd::arch().dispatch(Roots { d: dk, z: zk, first, origin, tau });
-        };
-        if parallel {
-            let h = kk / 2;
-            let (o0, o1) = origin.split_at_mut(h);
-            let (t0, t1) = tau.split_at_mut(h);
-            rayon::join(|| solve(0, o0, t0), || solve(h, o1, t1));
-        } else {
-            solve(0, origin, tau);
-        }
-    }
+    // (ρ = 1: the equation is `1 + Σ_j z_j² / (d_j² − σ²)`)
+    roots::<T, Squares>(dk, zk, T::ONE, origin, tau, parallel);
     let (origin, tau) = (&origin[..], &tau[..]);
     // the rows of the arrowhead's vectors in the order: upper child only, the first
     // (U: the middle row; V: the upper child, or both for sqre = 1), both, lower only;
@@ -569,7 +556,7 @@ fn merge<T: LinalgElem>(
     reset(zh, kk, T::ZERO);
     // the arrowhead for which the computed roots are exact (squared poles); its scale
     // matters here, unlike the symmetric case: the left vectors' first entry is -1
-    z_hat(dk, zk, origin, tau, zh, |a: T, b: T| (a - b) * (a + b), parallel);
+    z_hat::<T, Squares>(dk, zk, origin, tau, zh, parallel);
     if vecs {
         dpos.clear();
         dpos.extend(pos.iter().map(|&i| dk[i]));
@@ -725,102 +712,6 @@ fn product<T: LinalgElem>(
     }
     let pm = MatRef::from_column_major_slice(pack, r, c);
     matmul(out, Accum::Replace, pm, small, T::ONE, par);
-}
-
-/// The roots `first..first + tau.len()` of the secular equation
-/// `1 + Σ_j z_j² / (d_j² - σ²) = 0` (`d` strictly ascending from `d_0 = 0`, no `z_j`
-/// zero): root `i` is `σ_i² = d[origin[i]]² + tau[i]`, in `(d_i², d_{i+1}²)`, the last in
-/// `(d_{k-1}², d_{k-1}² + ‖z‖²]`.
-struct Roots<'a, T> {
-    d: &'a [T],
-    z: &'a [T],
-    first: usize,
-    origin: &'a mut [usize],
-    tau: &'a mut [T],
-}
-
-impl<T: LinalgElem> pulp::WithSimd for Roots<'_, T> {
-    type Output = ();
-    #[inline(always)]
-    fn with_simd<S: pulp::Simd>(self, _simd: S) {
-        let Roots { d, z, first, origin, tau } = self;
-        for (r, (o, t)) in origin.iter_mut().zip(tau.iter_mut()).enumerate() {
-            (*o, *t) = secular_root(d, z, first + r);
-        }
-    }
-}
-
-/// Root `i` of the secular equation (see [`Roots`]): `(origin, tau)`.
-#[inline(always)]
-fn secular_root<T: LinalgElem>(d: &[T], z: &[T], i: usize) -> (usize, T) {
-    let k = d.len();
-    let eps = T::EPSILON;
-    let two = T::of(2.0);
-    let last = i + 1 == k;
-    if k == 1 {
-        return (0, z[0] * z[0]);
-    }
-    // d_a² - d_b², accurately
-    let gap = |a: usize, b: usize| (d[a] - d[b]) * (d[a] + d[b]);
-    // the two poles of the model: i and i + 1, or for the last root i - 1 and i
-    let (p1, p2) = if last { (i - 1, i) } else { (i, i + 1) };
-    // the origin (the nearer pole), the bracket for tau, and the first point
-    let (o, mut lo, mut hi, mut t, mut at) = if last {
-        let zz: T = z.iter().fold(T::ZERO, |s, &x| s + x * x);
-        (i, T::ZERO, zz, zz / two, None)
-    } else {
-        // the midpoint of the gap decides the nearer pole; its sums start the iteration
-        let mid = gap(i + 1, i) / two;
-        let (psi, dpsi) = sums(&d[..=p1], &z[..=p1], |x| (x - d[i]) * (x + d[i]), mid);
-        let (phi, dphi) = sums(&d[p2..], &z[p2..], |x| (x - d[i]) * (x + d[i]), mid);
-        let at = Some((psi, dpsi, phi, dphi));
-        if T::ONE + psi + phi >= T::ZERO {
-            (i, T::ZERO, mid, mid, at)
-        } else {
-            (i + 1, -mid, T::ZERO, -mid, at)
-        }
-    };
-    let dor = d[o];
-    let (del1, del2) = (gap(p1, o), gap(p2, o));
-    if t == T::ZERO {
-        return (o, t);
-    }
-    for step in 0..MAX_STEPS {
-        // ψ: poles up to p1; φ: from p2 (the last root: ψ all but the last pole, φ it)
-        let (psi, dpsi, phi, dphi) = if let Some(s) = at.take() {
-            s
-        } else {
-            let (psi, dpsi) = sums(&d[..=p1], &z[..=p1], |x| (x - dor) * (x + dor), t);
-            let (phi, dphi) = sums(&d[p2..], &z[p2..], |x| (x - dor) * (x + dor), t);
-            (psi, dpsi, phi, dphi)
-        };
-        let w = T::ONE + psi + phi;
-        if w == T::ZERO {
-            break;
-        }
-        let err = T::of(8.0) * (phi.abs() + psi.abs()) + two + T::of(3.0) * t.abs() * (dpsi + dphi);
-        if w.abs() <= eps * err {
-            break;
-        }
-        if w > T::ZERO {
-            hi = t;
-        } else {
-            lo = t;
-        }
-        if hi - lo <= two * eps * if lo.abs() > hi.abs() { lo.abs() } else { hi.abs() } {
-            break;
-        }
-        let next = if step < BISECT_AFTER {
-            middle_way(w, (dpsi, dphi), (del1, del2), t, (lo, hi))
-        } else {
-            (lo + hi) / two
-        };
-        if next == t {
-            break;
-        }
-        t = next;
-    }
-    (o, t)
 }
 
 /// Columns `first..` of the arrowhead's right singular vectors into `cv` and left ones

@@ -17,7 +17,8 @@ use faer::linalg::cholesky::llt::factor::{
 };
 use faer::{Par, Spec};
 
-use super::lu::{lane_offsets, load_lanes};
+use super::lanes::{lane_offsets, load_lanes, store_lanes, LANES, LANES_MAX};
+use super::order::by_order;
 use super::{colmajor_layout, colmajor_mut, lower_tiles, Batch, LinalgElem};
 use crate::dtype::Float;
 use crate::layout::Layout;
@@ -39,7 +40,7 @@ fn per_task(len: usize, work: usize) -> usize {
 
 /// [`per_task`] for matrices of order `n` that the lane kernels take, in whole groups of
 /// [`LANES`]: at least a sixteenth of the batch there, as the LU lanes do
-/// ([`super::lu::lane_task_len`]). Each task makes its own lane scratch (48 KiB for the
+/// ([`super::lanes::lane_task_len`]). Each task makes its own lane scratch (48 KiB for the
 /// backward at n = 16); with groups of eight per task a 1024x16x16 fwd+bwd made 680
 /// allocations and zeroed them (`memset` showed in its profile).
 fn per_lane_task(len: usize, work: usize, n: usize) -> usize {
@@ -123,15 +124,9 @@ fn right_looking_small<T: Float>(l: &mut [T], n: usize) -> bool {
     fn fixed<T: Float, const N: usize>(l: &mut [T]) -> bool {
         right_looking(&mut l[..N * N], N)
     }
-    macro_rules! arms {
-        ($($n:literal)*) => {
-            match n {
-                $($n => fixed::<T, $n>(l),)*
-                _ => right_looking(l, n),
-            }
-        };
-    }
-    arms!(1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16)
+    by_order!(n;
+        1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 => |N| fixed::<T, N>(l),
+        _ => right_looking(l, n))
 }
 
 /// Loads the lower triangle of matrix `i` of `ba` into `dst` (row-major, zero above).
@@ -200,12 +195,6 @@ fn factor_one<T: LinalgElem>(
     }
     info as i64
 }
-
-/// Matrices factorised together by the lane kernel (independent dependency chains: the
-/// latency of each square root and division is hidden behind the others').
-const LANES: usize = 8;
-/// Largest order of the lane kernel.
-const LANES_MAX: usize = 16;
 
 /// Factorises the consecutive matrices `start..` of `ba` into `dst` and `info`: groups of
 /// [`LANES`] tiny matrices at once, the rest one by one. `L` column-major, or row-major
@@ -298,16 +287,12 @@ fn factor_lanes<T: LinalgElem>(
             rows,
         });
     }
-    macro_rules! arms {
-        ($($n:literal)*) => {
-            match ba.n {
-                $($n => fixed::<T, $n>(ba, a, first, dst, info, buf, rows),)*
-                _ => crate::backend::cpu::simd::arch()
-                    .dispatch(Kernel::<T, 0> { ba, a, first, dst, info, buf, rows }),
-            }
-        };
-    }
-    arms!(1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16);
+    by_order!(ba.n;
+        1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 => |N| {
+            fixed::<T, N>(ba, a, first, dst, info, buf, rows);
+        },
+        _ => crate::backend::cpu::simd::arch()
+            .dispatch(Kernel::<T, 0> { ba, a, first, dst, info, buf, rows }));
 }
 
 /// [`right_looking`] on [`LANES`] matrices `first..` at once, each operation over the
@@ -328,7 +313,7 @@ fn factor_lanes_n<T: LinalgElem, S: pulp::Simd>(
     rows: bool,
 ) {
     // the whole matrices, column-major (the loop below reads only the lower triangles),
-    // by register transposes where the layout and [`super::lu::LaneMoves`] allow
+    // by register transposes where the layout and [`super::lanes::LaneMoves`] allow
     load_lanes(simd, buf, a, &lane_offsets(ba, first), (ba.rs, ba.cs), n, n);
     let mut ok = [true; LANES];
     for k in 0..n {
@@ -363,14 +348,7 @@ fn factor_lanes_n<T: LinalgElem, S: pulp::Simd>(
         buf[c * n..c * n + c].fill([T::ZERO; LANES]);
     }
     let size = n * n;
-    let src = |o: usize| if rows { (o % n) * n + o / n } else { o };
-    if !T::blocks_from_lanes(simd, buf, src, dst) {
-        for (w, d) in dst.chunks_exact_mut(size).enumerate() {
-            for (o, x) in d.iter_mut().enumerate() {
-                *x = buf[src(o)][w];
-            }
-        }
-    }
+    store_lanes(simd, buf, dst, n, rows);
     for (w, d) in dst.chunks_exact_mut(size).enumerate() {
         if ok[w] {
             info[w] = 0;
@@ -515,15 +493,9 @@ fn backward_small<T: Float>(l: &[T], g: &mut [T], dst: &mut [T], n: usize) {
     fn fixed<T: Float, const N: usize>(l: &[T], g: &mut [T], dst: &mut [T]) {
         backward_one(&l[..N * N], &mut g[..N * N], &mut dst[..N * N], N);
     }
-    macro_rules! arms {
-        ($($n:literal)*) => {
-            match n {
-                $($n => fixed::<T, $n>(l, g, dst),)*
-                _ => backward_one(l, g, dst, n),
-            }
-        };
-    }
-    arms!(1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16);
+    by_order!(n;
+        1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 => |N| fixed::<T, N>(l, g, dst),
+        _ => backward_one(l, g, dst, n));
 }
 
 /// One lane group of [`cholesky_backward`]: the factors `f` and cotangents `g` of the
@@ -541,7 +513,7 @@ struct LaneGroup<'a, T> {
 /// [`backward_one`] on a [`LaneGroup`] (`n <= LANES_MAX`): the factors and cotangents
 /// loaded into row-major lanes, [`backward_lanes_n`], and `gA` moved from the lanes to
 /// the group's blocks, the moves by register transposes where
-/// [`super::lu::LaneMoves`] has them (scalar loads and stores lane by lane were a fifth
+/// [`super::lanes::LaneMoves`] has them (scalar loads and stores lane by lane were a fifth
 /// of a 1024x16x16 fwd+bwd), with the order a constant (unrolled loops).
 ///
 /// The whole matrices are loaded: the kernel reads only the lower triangles of `L` and
@@ -560,24 +532,13 @@ fn backward_lanes<T: LinalgElem>(grp: LaneGroup<'_, T>) {
             load_lanes(simd, lb, f, &lane_offsets(bf, first), (bf.cs, bf.rs), n, n);
             load_lanes(simd, gb, g, &lane_offsets(bg, first), (bg.cs, bg.rs), n, n);
             backward_lanes_n(lb, gb, db, n);
-            if !T::blocks_from_lanes(simd, db, |o| o, dst) {
-                for (w, d) in dst.chunks_exact_mut(size).enumerate() {
-                    for (x, v) in d.iter_mut().zip(db.iter()) {
-                        *x = v[w];
-                    }
-                }
-            }
+            store_lanes(simd, db, dst, n, false);
         }
     }
-    macro_rules! arms {
-        ($($n:literal)*) => {
-            match grp.f.0.n {
-                $($n => crate::backend::cpu::simd::arch().dispatch(Kernel::<T, $n>(grp)),)*
-                _ => crate::backend::cpu::simd::arch().dispatch(Kernel::<T, 0>(grp)),
-            }
-        };
-    }
-    arms!(1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16);
+    let arch = crate::backend::cpu::simd::arch();
+    by_order!(grp.f.0.n;
+        1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 => |N| arch.dispatch(Kernel::<T, N>(grp)),
+        _ => arch.dispatch(Kernel::<T, 0>(grp)));
 }
 
 // lanes are indexed on purpose (the loops over them vectorise); Float has no SubAssign

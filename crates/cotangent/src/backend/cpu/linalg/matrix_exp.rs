@@ -29,7 +29,8 @@ use faer::linalg::matmul::matmul as faer_matmul;
 use faer::linalg::solvers::Solve;
 use faer::{Accum, MatMut, MatRef, Par};
 
-use super::eigh::LaneBits;
+use super::lanes::LaneBits;
+use super::order::by_order;
 use super::{colmajor_layout, for_each_matrix, Batch, LinalgElem};
 use crate::layout::Layout;
 
@@ -551,20 +552,6 @@ fn frechet_one<T: LinalgElem + LaneBits, const N: usize>(
     }
 }
 
-/// Runs `f::<N>` compiled by `pulp`'s dispatch (the CPU's FMA and vector width), with `N`
-/// the order for the orders whose loops unroll, else 0.
-macro_rules! by_order {
-    ($n:expr, $kernel:ident { $($field:ident),* }) => {
-        match $n {
-            2 => crate::backend::cpu::simd::arch().dispatch($kernel::<T, 2> { $($field),* }),
-            3 => crate::backend::cpu::simd::arch().dispatch($kernel::<T, 3> { $($field),* }),
-            4 => crate::backend::cpu::simd::arch().dispatch($kernel::<T, 4> { $($field),* }),
-            16 => crate::backend::cpu::simd::arch().dispatch($kernel::<T, 16> { $($field),* }),
-            _ => crate::backend::cpu::simd::arch().dispatch($kernel::<T, 0> { $($field),* }),
-        }
-    };
-}
-
 /// `exp(A)` of each square matrix of `a: (*, n, n)`; column-major results, with their
 /// layout.
 pub(crate) fn matrix_exp<T: LinalgElem + LaneBits>(a: &[T], l: &Layout) -> (Vec<T>, Layout) {
@@ -587,7 +574,12 @@ pub(crate) fn matrix_exp<T: LinalgElem + LaneBits>(a: &[T], l: &Layout) -> (Vec<
     let work = 20 * n * n * n;
     for_each_matrix(&mut out, n * n, work, n >= PAR_N, |i, dst, tmp, par| {
         b.load(a, i, dst);
-        by_order!(n, Kernel { dst, tmp, n, par });
+        // compiled by `pulp`'s dispatch (the CPU's FMA and vector width), with `N` the
+        // order for the orders whose loops unroll, else 0
+        let arch = crate::backend::cpu::simd::arch();
+        by_order!(n;
+            2 3 4 16 => |N| arch.dispatch(Kernel::<T, N> { dst, tmp, n, par }),
+            _ => arch.dispatch(Kernel::<T, 0> { dst, tmp, n, par }));
     });
     (out, colmajor_layout(&b.dims, n, n))
 }
@@ -624,7 +616,11 @@ pub(crate) fn matrix_exp_frechet<T: LinalgElem + LaneBits>(
         bx.load(x, i, &mut tmp[..nn]);
         be.load(e, i, &mut tmp[nn..2 * nn]);
         let work = &mut tmp[..];
-        by_order!(n, Kernel { work, dst, n, par });
+        // (as in `matrix_exp`)
+        let arch = crate::backend::cpu::simd::arch();
+        by_order!(n;
+            2 3 4 16 => |N| arch.dispatch(Kernel::<T, N> { work, dst, n, par }),
+            _ => arch.dispatch(Kernel::<T, 0> { work, dst, n, par }));
     });
     (out, colmajor_layout(&bx.dims, n, n))
 }

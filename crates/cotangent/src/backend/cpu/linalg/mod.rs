@@ -15,15 +15,15 @@ pub(crate) mod bidiag_dc;
 pub(crate) mod bidiag_split;
 pub(crate) mod cholesky;
 pub(crate) mod eigh;
-pub(crate) mod eigh_inner;
 pub(crate) mod householder;
+mod jacobi;
+pub(crate) mod lanes;
 pub(crate) mod ldl;
 pub(crate) mod lu;
-pub(crate) mod lu_nopivot;
-#[cfg(target_arch = "x86_64")]
-mod lu_wide;
 pub(crate) mod matrix_exp;
+mod order;
 pub(crate) mod qr;
+mod secular;
 pub(crate) mod svd;
 pub(crate) mod svd_split;
 pub(crate) mod triangular;
@@ -41,7 +41,12 @@ use super::strided::walk;
 
 /// Elements faer factorises: `f32`, `f64`.
 pub(crate) trait LinalgElem:
-    Float + faer::traits::RealField + super::pool::Pooled + lu::LaneMoves + tridiag_split::SymvSimd
+    Float
+    + faer::traits::RealField
+    + super::pool::Pooled
+    + lanes::LaneMoves
+    + lu::WideLu
+    + tridiag_split::SymvSimd
 {
 }
 impl LinalgElem for f32 {}

@@ -34,6 +34,8 @@ use crate::backend::cpu::pool;
 use faer::{MatMut, MatRef, Par};
 
 use super::householder as hh;
+use super::lanes::{lane_offsets, load_lanes, LANES, LANES_MAX};
+use super::order::by_order;
 use super::{colmajor_layout, load_colmajor, Batch, LinalgElem};
 use crate::backend::QrSpec;
 use crate::layout::Layout;
@@ -312,12 +314,6 @@ fn one<T: QrElem>(
 /// A factor's buffer and layout.
 type Factor<T> = (Vec<T>, Layout);
 
-/// Matrices factorised together by the lane kernel (each operation over the lanes, which
-/// the compiler vectorises; no reductions, no short rows).
-const LANES: usize = 8;
-/// Largest order of the lane kernel (square matrices).
-const LANES_MAX: usize = 16;
-
 /// One lane group's value: entry `l` belongs to matrix `l` of the group.
 type V<T> = [T; LANES];
 
@@ -375,12 +371,7 @@ fn reflect<T: QrElem>(buf: &mut [V<T>], n: usize, j: usize, v: &[V<T>], tau: V<T
         reflect_block::<T, 4>(buf, n, j, v, tau, c);
         c += 4;
     }
-    match n - c {
-        3 => reflect_block::<T, 3>(buf, n, j, v, tau, c),
-        2 => reflect_block::<T, 2>(buf, n, j, v, tau, c),
-        1 => reflect_block::<T, 1>(buf, n, j, v, tau, c),
-        _ => {}
-    }
+    by_order!(n - c; 3 2 1 => |W| reflect_block::<T, W>(buf, n, j, v, tau, c), _ => {});
 }
 
 /// `geqr2` and `org2r` on [`LANES`] square `n x n` matrices `first..` of `ba` at once: the
@@ -392,7 +383,8 @@ fn reflect<T: QrElem>(buf: &mut [V<T>], n: usize, j: usize, v: &[V<T>], tau: V<T
 // lanes are indexed on purpose (the loops over them vectorise)
 #[allow(clippy::needless_range_loop, clippy::too_many_arguments)]
 #[inline(always)]
-fn qr_lanes_n<T: QrElem>(
+fn qr_lanes_n<T: QrElem, S: pulp::Simd>(
+    simd: S,
     ba: &Batch,
     a: &[T],
     first: usize,
@@ -402,19 +394,8 @@ fn qr_lanes_n<T: QrElem>(
     qb: &mut [[T; LANES]],
     n: usize,
 ) -> [bool; LANES] {
-    if ba.cs == 1 && ba.rs == n {
-        let offs = std::array::from_fn(|l| ba.offset(first + l));
-        super::lu::gather_blocks(a, &offs, &mut w[..n * n]);
-    } else {
-        for l in 0..LANES {
-            let off = ba.offset(first + l);
-            for i in 0..n {
-                for c in 0..n {
-                    w[i * n + c][l] = a[off + i * ba.rs + c * ba.cs];
-                }
-            }
-        }
-    }
+    // row-major lanes: the column-major load of the transposes
+    load_lanes(simd, w, a, &lane_offsets(ba, first), (ba.cs, ba.rs), n, n);
     let mut ok = [true; LANES];
     let mut taus = [[T::ZERO; LANES]; LANES_MAX];
     let mut v = [[T::ZERO; LANES]; LANES_MAX];
@@ -509,9 +490,9 @@ fn qr_lanes<T: QrElem>(
     impl<T: QrElem, const N: usize> pulp::WithSimd for Kernel<'_, T, N> {
         type Output = [bool; LANES];
         #[inline(always)]
-        fn with_simd<S: pulp::Simd>(self, _: S) -> [bool; LANES] {
+        fn with_simd<S: pulp::Simd>(self, simd: S) -> [bool; LANES] {
             let Kernel { ba, a, first, q, r, w, qb } = self;
-            qr_lanes_n(ba, a, first, q, r, &mut w[..N * N], &mut qb[..N * N], N)
+            qr_lanes_n(simd, ba, a, first, q, r, &mut w[..N * N], &mut qb[..N * N], N)
         }
     }
     #[allow(clippy::too_many_arguments)]
@@ -527,15 +508,9 @@ fn qr_lanes<T: QrElem>(
         // compiled for the widest instruction set the CPU has (the same operations)
         crate::backend::cpu::simd::arch().dispatch(Kernel::<T, N> { ba, a, first, q, r, w, qb })
     }
-    macro_rules! arms {
-        ($($n:literal)*) => {
-            match ba.n {
-                $($n => fixed::<T, $n>(ba, a, first, q, r, w, qb),)*
-                n => qr_lanes_n(ba, a, first, q, r, w, qb, n),
-            }
-        };
-    }
-    arms!(1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16)
+    by_order!(ba.n;
+        1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 => |N| fixed::<T, N>(ba, a, first, q, r, w, qb),
+        _ => qr_lanes_n(pulp::Scalar::new(), ba, a, first, q, r, w, qb, ba.n))
 }
 
 /// [`one`] into row-major `q` and `r` (square `n x n` matrices), through column-major
@@ -687,11 +662,11 @@ pub(crate) fn qr<T: QrElem>(a: &[T], al: &Layout, spec: QrSpec) -> (Option<Facto
 /// One operand of [`qr_backward`]: its data and batch (`None`: a zero cotangent).
 type Operand<'a, T> = Option<(&'a [T], &'a Batch)>;
 
-/// Loads matrix `idx[l]` of `x` (square `n x n`) into lane `l` of `dst` (row-major), or
-/// zeros without `x`.
-#[allow(clippy::needless_range_loop)]
+/// Loads matrix `idx[l]` of `x` (square `n x n`) into lane `l` of `dst` (row-major: the
+/// column-major [`load_lanes`] of the transposes), or zeros without `x`.
 #[inline(always)]
-fn load_lanes<T: QrElem>(
+fn load_operand<T: QrElem, S: pulp::Simd>(
+    simd: S,
     x: Operand<'_, T>,
     idx: &[usize; LANES],
     dst: &mut [[T; LANES]],
@@ -699,21 +674,7 @@ fn load_lanes<T: QrElem>(
 ) {
     match x {
         None => dst.iter_mut().for_each(|v| *v = [T::ZERO; LANES]),
-        Some((d, b)) if b.cs == 1 && b.rs == n => {
-            // contiguous row-major (the forward's results): each matrix one block
-            let offs = idx.map(|i| b.offset(i));
-            super::lu::gather_blocks(d, &offs, &mut dst[..n * n]);
-        }
-        Some((d, b)) => {
-            for l in 0..LANES {
-                let off = b.offset(idx[l]);
-                for i in 0..n {
-                    for c in 0..n {
-                        dst[i * n + c][l] = d[off + i * b.rs + c * b.cs];
-                    }
-                }
-            }
-        }
+        Some((d, b)) => load_lanes(simd, dst, d, &idx.map(|i| b.offset(i)), (b.cs, b.rs), n, n),
     }
 }
 
@@ -806,12 +767,7 @@ macro_rules! blocks {
             $f::<T, 4>($($arg,)* at);
             at += 4;
         }
-        match end - at {
-            3 => $f::<T, 3>($($arg,)* at),
-            2 => $f::<T, 2>($($arg,)* at),
-            1 => $f::<T, 1>($($arg,)* at),
-            _ => {}
-        }
+        by_order!(end - at; 3 2 1 => |W| $f::<T, W>($($arg,)* at), _ => {});
     }};
 }
 
@@ -822,7 +778,8 @@ macro_rules! blocks {
 // lanes are indexed on purpose (the loops over them vectorise)
 #[allow(clippy::needless_range_loop)]
 #[inline(always)]
-fn backward_lanes_n<T: QrElem>(
+fn backward_lanes_n<T: QrElem, S: pulp::Simd>(
+    simd: S,
     ops: [Operand<'_, T>; 4],
     idx: &[usize; LANES],
     buf: &mut [[T; LANES]],
@@ -834,10 +791,10 @@ fn backward_lanes_n<T: QrElem>(
     let (r, rest) = rest.split_at_mut(size);
     let (gq, rest) = rest.split_at_mut(size);
     let (gr, mm) = rest.split_at_mut(size);
-    load_lanes(ops[0], idx, q, n);
-    load_lanes(ops[1], idx, r, n);
-    load_lanes(ops[2], idx, gq, n);
-    load_lanes(ops[3], idx, gr, n);
+    load_operand(simd, ops[0], idx, q, n);
+    load_operand(simd, ops[1], idx, r, n);
+    load_operand(simd, ops[2], idx, gq, n);
+    load_operand(simd, ops[3], idx, gr, n);
     // M = gR Rᵀ − Qᵀ gQ, its upper triangle (rows 0..=j of column j), mirrored: S = Φ*(M)
     for j in 0..n {
         blocks!(m_block, 0, j + 1, (q, r, gq, gr, mm, n, j));
@@ -869,8 +826,8 @@ fn backward_lanes<T: QrElem>(
     impl<T: QrElem, const N: usize> pulp::WithSimd for Kernel<'_, '_, T, N> {
         type Output = ();
         #[inline(always)]
-        fn with_simd<S: pulp::Simd>(self, _: S) {
-            backward_lanes_n(self.ops, self.idx, self.buf, N);
+        fn with_simd<S: pulp::Simd>(self, simd: S) {
+            backward_lanes_n(simd, self.ops, self.idx, self.buf, N);
         }
     }
     fn fixed<T: QrElem, const N: usize>(
@@ -880,15 +837,9 @@ fn backward_lanes<T: QrElem>(
     ) {
         crate::backend::cpu::simd::arch().dispatch(Kernel::<T, N> { ops, idx, buf });
     }
-    macro_rules! arms {
-        ($($n:literal)*) => {
-            match n {
-                $($n => fixed::<T, $n>(ops, idx, buf),)*
-                _ => backward_lanes_n(ops, idx, buf, n),
-            }
-        };
-    }
-    arms!(1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16);
+    by_order!(n;
+        1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 => |N| fixed::<T, N>(ops, idx, buf),
+        _ => backward_lanes_n(pulp::Scalar::new(), ops, idx, buf, n));
 }
 
 /// [`qr_backward`] for batches of square matrices up to [`LANES_MAX`]: [`LANES`] at a

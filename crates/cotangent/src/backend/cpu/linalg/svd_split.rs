@@ -17,8 +17,8 @@ use faer::{Conj, MatMut, MatRef, Par};
 
 use super::bidiag_dc::{bidiag_dc, Work};
 use super::bidiag_split::{bidiag_split, Scratch as SplitScratch};
-use super::eigh::pow2_near;
 use super::householder as hh;
+use super::jacobi::pow2_near;
 use super::qr::QrElem;
 use super::LinalgElem;
 use crate::backend::cpu::par::with_par;

@@ -31,7 +31,8 @@ use faer::linalg::householder::{
 use faer::linalg::qr::no_pivoting::factor::recommended_block_size;
 use faer::{Conj, MatMut, MatRef, Par, Spec};
 
-use super::eigh::{hypot, pow2_near};
+use super::eigh::hypot;
+use super::jacobi::pow2_near;
 use super::tridiag_dc::{tridiag_dc, Work};
 use super::tridiag_split::{tridiag_split, SPLIT_N};
 use super::LinalgElem;

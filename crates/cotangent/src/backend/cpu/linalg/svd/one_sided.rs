@@ -1,49 +1,27 @@
-//! Singular value decomposition of a batch of strided matrices, with a deterministic sign
-//! gauge: one-sided Jacobi for small matrices (one at a time, or [`LANES`] at a time in
-//! SIMD lanes for batches; round-robin pair order and cached squared column norms, as
-//! LAPACK's `dgesvj`, so one inner product per pair; f64 lanes beyond [`JACOBI_MAX`]
-//! columns start in f32, [`mixed_start`]), our own stages otherwise (the blocked
-//! bidiagonalisation and bidiagonal divide and conquer of
-//! [`svd_split`](super::svd_split), by QR first beyond a ratio of 11/6; a vector by its
-//! scaled norm, [`svd_vector`]); and the fused per-matrix VJP [`svd_backward`] (used
-//! when the backward pass is not recorded).
-//!
-//! faer's `svd` is not used: on rank-deficient matrices and on matrices scaled near
-//! underflow or overflow it returned wrong factors without an error, or failed to
-//! converge (docs/accuracy.md; tests/accuracy.rs has the cases).
+//! The one-sided (Hestenes) Jacobi SVD of small matrices, one at a time ([`jacobi_small`],
+//! allocation-free) or [`LANES`] at a time in SIMD lanes for batches ([`jacobi_lanes`]):
+//! round-robin pair order and cached squared column norms, as LAPACK's `dgesvj`, so one
+//! inner product per pair; f64 lanes beyond [`JACOBI_MAX`] columns start in f32
+//! ([`mixed_start`]). Up to [`JACOBI_MAX`] columns a matrix gets the same bits in lanes
+//! and alone. The rotation and its angle are the library's one Jacobi rotation
+//! ([`super::super::jacobi`]).
 
-use std::sync::atomic::{AtomicUsize, Ordering};
-
-use faer::Par;
-
-use super::eigh::{pow2_near, rotation_tangent, sine_tau, tiny_pair};
-use super::lu::{lane_split, LANES};
-use super::svd_split;
-use super::{colmajor_layout, for_each_matrix, Batch, LinalgElem, TASK_WORK};
-use crate::backend::cpu::par::{run_tasks, Parts};
-use crate::backend::cpu::pool;
-use crate::backend::SvdGradFail;
-use crate::layout::Layout;
-use crate::shape::Shape;
-
-/// The factors of a batched SVD: `U` column-major `(*, m, ku)`, `S` contiguous `(*, k)`,
-/// `Vh` contiguous `(*, kv, n)` (`V` column-major), `U` and `Vh` only when asked.
-pub(crate) struct SvdOut<T> {
-    pub(crate) u: Option<(Vec<T>, Layout)>,
-    pub(crate) s: (Vec<T>, Layout),
-    pub(crate) vh: Option<(Vec<T>, Layout)>,
-}
+use super::super::jacobi::{
+    rotate, rotate_lanes, rotation_tangent, sine_tau, tiny_pair, Pairs, JACOBI_ROOM,
+};
+use super::super::lanes::{load_lanes, LANES};
+use super::super::order::by_order;
+use super::super::{Batch, LinalgElem};
+use super::largest_is_negative;
 
 /// Largest `max(m, n)` for the one-sided Jacobi kernel on a matrix alone (stack arrays, no
 /// allocation): on one matrix it beat faer at 4 x 4 and 8 x 8 but not at 16 x 16
 /// (Jacobi's flops grow as sweeps · n³).
 /// Batches of at least [`LANES`] matrices take Jacobi up to [`JACOBI_ROOM`]: [`LANES`]
 /// matrices at a time in SIMD lanes, faster than faer per matrix at 16 x 16.
-const JACOBI_MAX: usize = 8;
-/// Room of the Jacobi kernel's stack arrays (the largest `max(m, n)` it takes).
-const JACOBI_ROOM: usize = 16;
+pub(super) const JACOBI_MAX: usize = 8;
 /// Sweeps after which the Jacobi kernel gives up (the matrix then goes to
-/// [`svd_split`](super::svd_split)).
+/// [`svd_split`](super::super::svd_split)).
 const JACOBI_SWEEPS: usize = 40;
 /// Sweeps of the f32 start of the f64 lane kernel ([`mixed_start`]). Simulated on 16 x 16
 /// Gaussian matrices (the largest count of a group of eight): 5 f32 sweeps leave 3.1 f64
@@ -102,55 +80,6 @@ fn jacobi_rotation<T: LinalgElem>(alpha: T, beta: T, gamma: T) -> (T, T, T) {
     (tau, s, t)
 }
 
-/// The pairs of columns of one Jacobi sweep over `cols <= JACOBI_ROOM` columns, every pair
-/// once: rounds of disjoint pairs (the round-robin "circle" order; an odd number of columns
-/// gets a dummy one). The pairs of a round commute (they touch different columns), so the
-/// lane kernel computes a round's inner products before rotating, and the scalar kernel
-/// runs the same pairs in the same order: the same bits.
-struct Pairs {
-    pairs: [(usize, usize); JACOBI_ROOM * (JACOBI_ROOM - 1) / 2],
-    /// Round `r` is `pairs[ends[r - 1]..ends[r]]` (`ends[-1] = 0`).
-    ends: [usize; JACOBI_ROOM],
-    rounds: usize,
-}
-
-impl Pairs {
-    fn new(cols: usize) -> Self {
-        let m = cols + cols % 2;
-        let mut idx = [0usize; JACOBI_ROOM];
-        for (i, x) in idx.iter_mut().enumerate().take(m) {
-            *x = i;
-        }
-        let mut pairs = [(0, 0); JACOBI_ROOM * (JACOBI_ROOM - 1) / 2];
-        let mut ends = [0usize; JACOBI_ROOM];
-        let rounds = m.saturating_sub(1);
-        let mut len = 0;
-        for end in ends.iter_mut().take(rounds) {
-            for i in 0..m / 2 {
-                let (a, b) = (idx[i], idx[m - 1 - i]);
-                if a < cols && b < cols {
-                    pairs[len] = (a.min(b), a.max(b));
-                    len += 1;
-                }
-            }
-            *end = len;
-            idx[1..m].rotate_right(1);
-        }
-        Pairs { pairs, ends, rounds }
-    }
-
-    /// The pairs of round `r`.
-    fn round(&self, r: usize) -> &[(usize, usize)] {
-        let start = if r == 0 { 0 } else { self.ends[r - 1] };
-        &self.pairs[start..self.ends[r]]
-    }
-
-    /// Every pair of a sweep, round after round.
-    fn all(&self) -> &[(usize, usize)] {
-        &self.pairs[..if self.rounds == 0 { 0 } else { self.ends[self.rounds - 1] }]
-    }
-}
-
 /// `xᵀ y` summed in order (the scalar and lane kernels alike).
 #[inline(always)]
 fn dot<T: LinalgElem>(x: &[T], y: &[T]) -> T {
@@ -170,11 +99,11 @@ fn dot<T: LinalgElem>(x: &[T], y: &[T]) -> T {
 /// tangent, as LAPACK's `dgesvj`: one inner product per pair instead of three; a norm that
 /// the update more than halves is recomputed (the update has lost digits).
 /// Writes `s` (`k`) and, when given, `u` (`m x k`) and `v` (`n x k`), column-major, in
-/// the sign gauge of [`fix_gauge`].
+/// the sign gauge of [`fix_gauge`](super::fix_gauge).
 /// Returns `false` (and nothing usable) when singular vectors are asked and a singular
 /// value is numerically zero (no orthonormal completion here), or on no convergence: the
-/// caller then uses [`svd_split`](super::svd_split).
-fn jacobi_small<T: LinalgElem>(
+/// caller then uses [`svd_split`](super::super::svd_split).
+pub(super) fn jacobi_small<T: LinalgElem>(
     a: &[T],
     m: usize,
     n: usize,
@@ -184,17 +113,24 @@ fn jacobi_small<T: LinalgElem>(
     // `W` and `Q` on the stack, as large as the order needs (zeroing the largest, 4 KiB
     // in f64, showed in a 4 x 4 SVD's profile)
     // and for square orders to 4 the order as a constant (loops unrolled)
-    match (m, n) {
-        (2, 2) => jacobi_small_in::<T, 4, 16, 2>(a, m, n, s, uv),
-        (3, 3) => jacobi_small_in::<T, 4, 16, 3>(a, m, n, s, uv),
-        (4, 4) => jacobi_small_in::<T, 4, 16, 4>(a, m, n, s, uv),
-        _ => match m.max(n) {
-            0..=4 => jacobi_small_in::<T, 4, 16, 0>(a, m, n, s, uv),
-            5..=8 => jacobi_small_in::<T, 8, 64, 0>(a, m, n, s, uv),
-            _ => {
-                jacobi_small_in::<T, JACOBI_ROOM, { JACOBI_ROOM * JACOBI_ROOM }, 0>(a, m, n, s, uv)
-            }
-        },
+    by_order!(if m == n { n } else { 0 };
+        2 3 4 => |N| jacobi_small_in::<T, 4, 16, N>(a, m, n, s, uv),
+        _ => jacobi_small_any(a, m, n, s, uv))
+}
+
+/// [`jacobi_small`] of any shape, with `W` and `Q` in the smallest of the stack arrays
+/// that holds them.
+fn jacobi_small_any<T: LinalgElem>(
+    a: &[T],
+    m: usize,
+    n: usize,
+    s: &mut [T],
+    uv: Option<(&mut [T], &mut [T])>,
+) -> bool {
+    match m.max(n) {
+        0..=4 => jacobi_small_in::<T, 4, 16, 0>(a, m, n, s, uv),
+        5..=8 => jacobi_small_in::<T, 8, 64, 0>(a, m, n, s, uv),
+        _ => jacobi_small_in::<T, JACOBI_ROOM, { JACOBI_ROOM * JACOBI_ROOM }, 0>(a, m, n, s, uv),
     }
 }
 
@@ -280,7 +216,7 @@ fn jacobi_small_in<T: LinalgElem, const ROOM: usize, const AREA: usize, const N:
 /// kernel reads its lanes in place) of the scaled matrix and the squared norms `sq` of
 /// `W`'s columns (each summed in row order, as [`dot`]): the singular values (times
 /// `unscale`) in descending order and, with `uv`, the vectors in the sign gauge of
-/// [`fix_gauge`] (each column pair negated as it is written: the same bits as negating
+/// [`fix_gauge`](super::fix_gauge) (each column pair negated as it is written: the same bits as negating
 /// after); `false` when vectors are asked and a singular value is numerically zero.
 #[inline(always)]
 fn jacobi_finish<T: LinalgElem>(
@@ -345,27 +281,10 @@ fn jacobi_finish<T: LinalgElem>(
     true
 }
 
-/// Rotates columns `p` and `q` (`rows` long) of a column-major array in place:
-/// `(x_p, x_q) <- (c x_p − s x_q, s x_p + c x_q)`, in Rutishauser's form
-/// `(x_p − s (x_q + tau x_p), x_q + s (x_p − tau x_q))` with `tau = s / (1 + c)`: the
-/// small rotations of the last sweeps change the columns by small corrections, which
-/// rounds less than `c x_p − s x_q`.
-#[inline]
-fn rotate<T: LinalgElem>(x: &mut [T], rows: usize, p: usize, q: usize, tau: T, s: T) {
-    let (lo, hi) = x.split_at_mut(q * rows);
-    let xp = &mut lo[p * rows..(p + 1) * rows];
-    let xq = &mut hi[..rows];
-    for (a, b) in xp.iter_mut().zip(xq.iter_mut()) {
-        let (ap, bq) = (*a, *b);
-        *a = ap - s * (bq + tau * ap);
-        *b = bq + s * (ap - tau * bq);
-    }
-}
-
 /// Scratch of the lane kernel, reused across one task's groups.
-struct LaneScratch<T> {
+pub(super) struct LaneScratch<T> {
     /// One matrix, column-major.
-    tmp: Vec<T>,
+    pub(super) tmp: Vec<T>,
     /// The lanes' `W` (`rows x cols`) and `Q` (`cols x cols`), column-major per lane.
     w: Vec<[T; LANES]>,
     q: Vec<[T; LANES]>,
@@ -379,7 +298,7 @@ struct LaneScratch<T> {
 }
 
 impl<T: JacobiElem> LaneScratch<T> {
-    fn new(m: usize, n: usize) -> Self {
+    pub(super) fn new(m: usize, n: usize) -> Self {
         let (rows, cols) = (m.max(n), m.min(n));
         let mix = usize::from(mixed::<T>(cols));
         LaneScratch {
@@ -413,7 +332,7 @@ fn mixed<T: JacobiElem>(cols: usize) -> bool {
 /// gauge included; returns the lanes that need the one-matrix path instead (non-finite or
 /// zero matrix, no convergence, a zero singular value with vectors asked).
 #[allow(clippy::too_many_arguments)]
-fn jacobi_lanes<T: JacobiElem>(
+pub(super) fn jacobi_lanes<T: JacobiElem>(
     ba: &Batch,
     a: &[T],
     first: usize,
@@ -433,13 +352,8 @@ fn jacobi_lanes<T: JacobiElem>(
     let (rs, cs) = if wide { (ba.cs, ba.rs) } else { (ba.rs, ba.cs) };
     let w = &mut sc.w[..rows * cols];
     let offs: [usize; LANES] = std::array::from_fn(|l| ba.offset(first + l.min(count - 1)));
-    // (a row of the lanes at a time: one whole line stored per entry)
-    for (c, col) in w.chunks_exact_mut(rows).enumerate() {
-        for (r, x) in col.iter_mut().enumerate() {
-            let at = r * rs + c * cs;
-            *x = std::array::from_fn(|l| a[offs[l] + at]);
-        }
-    }
+    // (outside the CPU's dispatch: the portable moves)
+    load_lanes(pulp::Scalar::new(), w, a, &offs, (rs, cs), rows, cols);
     // the largest magnitude, and x · 0 summed (0 when every entry is finite, else NaN)
     let mut amax = [T::ZERO; LANES];
     let mut nan = [T::ZERO; LANES];
@@ -539,14 +453,9 @@ fn sweep_lanes<T: JacobiElem>(
             sweeps,
         })
     }
-    match (rows, cols) {
-        (2, 2) => fixed::<T, 2, 2>(k),
-        (3, 3) => fixed::<T, 3, 3>(k),
-        (4, 4) => fixed::<T, 4, 4>(k),
-        (8, 8) => fixed::<T, 8, 8>(k),
-        (16, 16) => fixed::<T, 16, 16>(k),
-        _ => fixed::<T, 0, 0>(k),
-    }
+    by_order!(if rows == cols { cols } else { 0 };
+        2 3 4 8 16 => |N| fixed::<T, N, N>(k),
+        _ => fixed::<T, 0, 0>(k))
 }
 
 /// The start of the f64 lane kernel beyond [`JACOBI_MAX`] columns: [`MIXED_SWEEPS`]
@@ -833,7 +742,7 @@ fn sweep_lanes_n<T: JacobiElem, S: pulp::Simd>(
 /// Elements of the Jacobi lane kernel: [`jacobi_skip`] and [`jacobi_rotation`] over the
 /// lanes in explicit SIMD operations (the compiler leaves their selects, divisions and
 /// square roots scalar).
-pub(crate) trait JacobiElem: LinalgElem + super::qr::QrElem {
+pub(crate) trait JacobiElem: LinalgElem + super::super::qr::QrElem {
     /// Whether the lane kernel starts with f32 sweeps ([`mixed_start`]; f64 only).
     const MIXED: bool;
 
@@ -1017,704 +926,3 @@ jacobi_elem!(
     or_m32s,
     select_f32s
 );
-
-/// [`rotate`] over the lanes, each with its own `(tau, s)`.
-#[allow(clippy::needless_range_loop)]
-#[inline(always)]
-fn rotate_lanes<T: LinalgElem>(
-    x: &mut [[T; LANES]],
-    rows: usize,
-    p: usize,
-    q: usize,
-    tau: &[T; LANES],
-    s: &[T; LANES],
-) {
-    let (lo, hi) = x.split_at_mut(q * rows);
-    let xp = &mut lo[p * rows..(p + 1) * rows];
-    let xq = &mut hi[..rows];
-    for (a, b) in xp.iter_mut().zip(xq.iter_mut()) {
-        for l in 0..LANES {
-            let (ap, bq) = (a[l], b[l]);
-            a[l] = ap - s[l] * (bq + tau[l] * ap);
-            b[l] = bq + s[l] * (ap - tau[l] * bq);
-        }
-    }
-}
-
-/// The VJP of a reduced SVD `A = U diag(S) Vh` (`u: (*, m, k)`, `s: (*, k)` contiguous,
-/// `vh: (*, k, n)`) from the cotangents (`None` is zero; `gs` contiguous), fused per
-/// matrix: the formula and the degenerate-pair handling of the tensor-op VJP
-/// (`crate::linalg::svd`), the classification of pairs in f64 as there. Returns `gA`
-/// column-major `(*, m, n)` with its layout; a failure of any matrix fails the batch (a
-/// gap failure first, as the tensor path reports).
-pub(crate) fn svd_backward<T: LinalgElem>(
-    u: (&[T], &Layout),
-    s: &[T],
-    vh: (&[T], &Layout),
-    gu: Option<(&[T], &Layout)>,
-    gs: Option<&[T]>,
-    gvh: Option<(&[T], &Layout)>,
-) -> Result<(Vec<T>, Layout), SvdGradFail> {
-    let bu = Batch::of(u.1);
-    let bv = Batch::of(vh.1);
-    let (m, k, n) = (bu.m, bu.n, bv.n);
-    let bgu = gu.map(|g| Batch::of(g.1));
-    let bgv = gvh.map(|g| Batch::of(g.1));
-    let size = m * n;
-    let len = bu.len();
-    let layout = colmajor_layout(&bu.dims, m, n);
-    let mut out = crate::backend::cpu::pool::overwritten(len * size, T::ZERO);
-    // 1: gap failure, 2: zero failure (the first matrix of each kind)
-    let gap = AtomicUsize::new(usize::MAX);
-    let zero = AtomicUsize::new(usize::MAX);
-    let r = m.max(n);
-    let vector = gu.is_some() || gvh.is_some();
-    // scratch: U' (r x k), V' (k x k), gU' (r x k), gV' (k x k), Uᵀ' gU', V'ᵀ gV',
-    // inner (k x k), gA' (r x k), one column-major block of U or Vh (m x k / k x n)
-    let kk = k * k;
-    let scratch = 3 * r * k + 5 * kk + m.max(k) * n.max(k);
-    let work = r * k * k * 6;
-    let cx = SvdBack {
-        u,
-        vh,
-        gu,
-        gvh,
-        bu: &bu,
-        bv: &bv,
-        bgu: &bgu,
-        bgv: &bgv,
-        s,
-        gs,
-        dims: (m, k, n),
-        vector,
-        gap: &gap,
-        zero: &zero,
-    };
-    let one = |i: usize, dst: &mut [T], tmp: &mut Vec<T>, _: Par| {
-        // every block is written before it is read (utgu, vtgv only when used): no fill
-        // per matrix
-        if tmp.len() != scratch {
-            tmp.clear();
-            tmp.resize(scratch, T::ZERO);
-        }
-        svd_backward_simd(&cx, i, dst, tmp);
-    };
-    for_each_matrix(&mut out, size, work, false, one);
-    if gap.load(Ordering::Relaxed) != usize::MAX {
-        return Err(SvdGradFail::Gap);
-    }
-    if zero.load(Ordering::Relaxed) != usize::MAX {
-        return Err(SvdGradFail::Zero);
-    }
-    Ok((out, layout))
-}
-
-/// The factors `(U, S, V)` of each matrix, `(usz, k, vsz)` elements one after the other in
-/// `packed`, as three arrays; split over the threads for a large batch (the serial copy
-/// showed in the profile of a 1024 x 16 x 16 SVD's forward and backward).
-fn unpack<T: LinalgElem>(
-    packed: &[T],
-    (usz, k, vsz): (usize, usize, usize),
-) -> (Vec<T>, Vec<T>, Vec<T>) {
-    let size = usz + k + vsz;
-    let len = packed.len() / size.max(1);
-    // every element is copied in
-    let mut uo = pool::overwritten(len * usz, T::ZERO);
-    let mut so = pool::overwritten(len * k, T::ZERO);
-    let mut vo = pool::overwritten(len * vsz, T::ZERO);
-    let copy = |first: usize, u: &mut [T], s: &mut [T], v: &mut [T]| {
-        let count = (u.len() + s.len() + v.len()).checked_div(size).unwrap_or(0);
-        for j in 0..count {
-            let c = &packed[(first + j) * size..(first + j + 1) * size];
-            u[j * usz..(j + 1) * usz].copy_from_slice(&c[..usz]);
-            s[j * k..(j + 1) * k].copy_from_slice(&c[usz..usz + k]);
-            v[j * vsz..(j + 1) * vsz].copy_from_slice(&c[usz + k..]);
-        }
-    };
-    if len > 1 && packed.len() >= 2 * TASK_WORK {
-        let per = (TASK_WORK / size).max(1);
-        let (pu, ps, pv) = (
-            Parts::new(&mut uo, usz * per),
-            Parts::new(&mut so, k * per),
-            Parts::new(&mut vo, vsz * per),
-        );
-        run_tasks(len.div_ceil(per), |t| copy(t * per, pu.take(t), ps.take(t), pv.take(t)));
-    } else {
-        copy(0, &mut uo, &mut so, &mut vo);
-    }
-    (uo, so, vo)
-}
-
-/// The inputs of [`svd_backward`] (each array with its batch), the orders `(m, k, n)`,
-/// whether a vector has a cotangent, and the first failing matrix of each kind.
-struct SvdBack<'a, T> {
-    u: (&'a [T], &'a Layout),
-    vh: (&'a [T], &'a Layout),
-    gu: Option<(&'a [T], &'a Layout)>,
-    gvh: Option<(&'a [T], &'a Layout)>,
-    bu: &'a Batch,
-    bv: &'a Batch,
-    bgu: &'a Option<Batch>,
-    bgv: &'a Option<Batch>,
-    s: &'a [T],
-    gs: Option<&'a [T]>,
-    dims: (usize, usize, usize),
-    vector: bool,
-    gap: &'a AtomicUsize,
-    zero: &'a AtomicUsize,
-}
-
-/// Matrix `i` of [`svd_backward`] into `dst` through [`svd_backward_one`] in the CPU's
-/// widest vector instructions (its products are loops over contiguous columns, which the
-/// compiler vectorises; `k` a constant where it is common). `tmp` is the scratch.
-fn svd_backward_simd<T: LinalgElem>(cx: &SvdBack<'_, T>, i: usize, dst: &mut [T], tmp: &mut [T]) {
-    struct Kernel<'a, 'b, T, const K: usize> {
-        cx: &'a SvdBack<'a, T>,
-        i: usize,
-        dst: &'b mut [T],
-        tmp: &'b mut [T],
-    }
-    impl<T: LinalgElem, const K: usize> pulp::WithSimd for Kernel<'_, '_, T, K> {
-        type Output = ();
-        #[inline(always)]
-        fn with_simd<S: pulp::Simd>(self, _: S) {
-            svd_backward_one::<T, K>(self.cx, self.i, self.dst, self.tmp);
-        }
-    }
-    macro_rules! by_order {
-        ($($k:literal)*) => {
-            match cx.dims.1 {
-                $($k => crate::backend::cpu::simd::arch().dispatch(Kernel::<T, $k> { cx, i, dst, tmp }),)*
-                _ => crate::backend::cpu::simd::arch().dispatch(Kernel::<T, 0> { cx, i, dst, tmp }),
-            }
-        };
-    }
-    by_order!(2 3 4 8 16);
-}
-
-/// One matrix of [`svd_backward`] for `k = K` (`K = 0`: any `k`): `gA` column-major into
-/// `dst`, or a failure recorded in `cx`.
-#[inline(always)]
-fn svd_backward_one<T: LinalgElem, const K: usize>(
-    cx: &SvdBack<'_, T>,
-    i: usize,
-    dst: &mut [T],
-    tmp: &mut [T],
-) {
-    let SvdBack { u, vh, gu, gvh, bu, bv, bgu, bgv, s, gs, vector, gap, zero, .. } = *cx;
-    let (m, k, n) = cx.dims;
-    let k = if K > 0 { K } else { k };
-    let (wide, r, size, kk) = (m < n, m.max(n), m * n, k * k);
-    let (uu, rest) = tmp.split_at_mut(r * k);
-    let (vv, rest) = rest.split_at_mut(kk);
-    let (gu_, rest) = rest.split_at_mut(r * k);
-    let (gv_, rest) = rest.split_at_mut(kk);
-    let (utgu, rest) = rest.split_at_mut(kk);
-    let (vtgv, rest) = rest.split_at_mut(kk);
-    let (inner, rest) = rest.split_at_mut(kk);
-    let (ga, blk) = rest.split_at_mut(r * k);
-    let sv = &s[i * k..(i + 1) * k];
-    let gsv = gs.map(|g| &g[i * k..(i + 1) * k]);
-    // U' = U, V' = V (tall) or U' = V, V' = U (wide), column-major, and their cotangents:
-    // each source with whether it is read transposed (V = Vhᵀ, straight off Vh)
-    let src_u = (bu, u.0, false);
-    let src_v = (bv, vh.0, true);
-    let src_gu = bgu.as_ref().zip(gu).map(|(b, g)| (b, g.0, false));
-    let src_gv = bgv.as_ref().zip(gvh).map(|(b, g)| (b, g.0, true));
-    let (left, right, gleft, gright) =
-        if wide { (src_v, src_u, src_gv, src_gu) } else { (src_u, src_v, src_gu, src_gv) };
-    let load = |dst: &mut [T], (b, d, t): (&Batch, &[T], bool)| {
-        if t {
-            b.load_t(d, i, &mut dst[..n * k]);
-        } else {
-            b.load(d, i, &mut dst[..m * k]);
-        }
-    };
-    load(uu, left);
-    load(vv, right);
-    if let Some(g) = gleft {
-        load(gu_, g);
-    }
-    if let Some(g) = gright {
-        load(gv_, g);
-    }
-    let (has_gu, has_gv) = (gleft.is_some(), gright.is_some());
-    if vector {
-        inner.fill(T::ZERO);
-        if has_gu {
-            atb::<T, K>(utgu, uu, gu_, (r, k), blk);
-        }
-        if has_gv {
-            atb::<T, K>(vtgv, vv, gv_, (k, k), blk);
-        }
-        if let Err(f) = fill_inner(inner, utgu, vtgv, has_gu, has_gv, sv, gsv, k) {
-            let at = if f == SvdGradFail::Gap { gap } else { zero };
-            at.fetch_min(i, Ordering::Relaxed);
-            return;
-        }
-        if let Some(g) = gsv {
-            for j in 0..k {
-                inner[j * k + j] += g[j];
-            }
-        }
-        // gA' = U' inner
-        for c in 0..k {
-            let col = &mut ga[c * r..(c + 1) * r];
-            col.fill(T::ZERO);
-            gaxpy::<T, K>(col, uu, &inner[c * k..], 1, false, k);
-        }
-    } else {
-        // a loss through S only: inner = diag(gS), so gA' = U' inner scales U''s
-        // columns (one product in all instead of two)
-        for c in 0..k {
-            let g = gsv.map_or(T::ZERO, |g| g[c]);
-            for (y, &uv) in ga[c * r..(c + 1) * r].iter_mut().zip(&uu[c * r..(c + 1) * r]) {
-                *y = uv * g;
-            }
-        }
-    }
-    if has_gu && r > k {
-        // + (I − U'U'ᵀ) gU' S⁻¹ (utgu = U'ᵀ gU')
-        let eps = T::EPSILON.to_f64();
-        let smax = sv[0].to_f64();
-        let zero_tol = (k as f64) * eps * smax;
-        let gmax = gu_.iter().fold(0.0f64, |a, x| a.max(x.to_f64().abs()));
-        let thr = eps.sqrt() * gmax.max(f64::MIN_POSITIVE);
-        for c in 0..k {
-            // the column c of the projection, into the last column of gu_ in place
-            let pc = &mut gu_[c * r..(c + 1) * r];
-            gaxpy::<T, K>(pc, uu, &utgu[c * k..], 1, true, k);
-            if sv[c].to_f64() <= zero_tol {
-                if pc.iter().any(|x| x.to_f64().abs() > thr) {
-                    zero.fetch_min(i, Ordering::Relaxed);
-                    return;
-                }
-                continue;
-            }
-            let inv = T::ONE / sv[c];
-            for (y, &p) in ga[c * r..(c + 1) * r].iter_mut().zip(pc.iter()) {
-                *y += p * inv;
-            }
-        }
-    }
-    // gA' V'ᵀ (r x k), transposed into gA when wide
-    for c in 0..k {
-        let col = &mut gu_[c * r..(c + 1) * r];
-        col.fill(T::ZERO);
-        gaxpy::<T, K>(col, ga, &vv[c..], k, false, k);
-    }
-    if wide {
-        for c in 0..k {
-            for rr in 0..r {
-                dst[rr * m + c] = gu_[c * r + rr];
-            }
-        }
-    } else {
-        dst.copy_from_slice(&gu_[..size]);
-    }
-}
-
-/// `X = Aᵀ B` (`k x k`; `k = K` when `K > 0`) for column-major `A`, `B` (`rows x k`):
-/// column `c` of `X` is the sum over `p` of `B[p, c]` times row `p` of `A`
-/// ([`gaxpy`]), each entry summed over `p` in order, the bits of a dot product per entry;
-/// `Aᵀ` (row-major `A`) into `at` first.
-#[inline(always)]
-fn atb<T: LinalgElem, const K: usize>(
-    x: &mut [T],
-    a: &[T],
-    b: &[T],
-    (rows, k): (usize, usize),
-    at: &mut [T],
-) {
-    let k = if K > 0 { K } else { k };
-    for rr in 0..k {
-        for (p, &v) in a[rr * rows..(rr + 1) * rows].iter().enumerate() {
-            at[p * k + rr] = v;
-        }
-    }
-    for c in 0..k {
-        let xc = &mut x[c * k..(c + 1) * k];
-        xc.fill(T::ZERO);
-        gaxpy::<T, K>(xc, at, &b[c * rows..], 1, false, rows);
-    }
-}
-
-/// `dst ← dst ± Σ_p coef[p · stride] · src[p · len .. (p + 1) · len]` for `p` in
-/// `0..terms` (`len = dst.len()`), each element summed in order of `p` (`−` when `neg`:
-/// `y − a b` and `y + a (−b)` are the same bits). With `len = L` the sums stay in
-/// registers (a local array) instead of going through `dst` for each term. Inlined into
-/// [`svd_backward_one`], for its vector instructions (a closure there was not).
-#[inline(always)]
-fn gaxpy<T: LinalgElem, const L: usize>(
-    dst: &mut [T],
-    src: &[T],
-    coef: &[T],
-    stride: usize,
-    neg: bool,
-    terms: usize,
-) {
-    let len = dst.len();
-    let c = |p: usize| if neg { -coef[p * stride] } else { coef[p * stride] };
-    if L > 0 && len == L {
-        let mut acc = [T::ZERO; L];
-        acc.copy_from_slice(dst);
-        for (p, s) in src.chunks_exact(L).take(terms).enumerate() {
-            let x = c(p);
-            for (y, &v) in acc.iter_mut().zip(s) {
-                *y += v * x;
-            }
-        }
-        dst.copy_from_slice(&acc);
-    } else {
-        for (p, s) in src.chunks_exact(len.max(1)).take(terms).enumerate() {
-            let x = c(p);
-            for (y, &v) in dst.iter_mut().zip(s) {
-                *y += v * x;
-            }
-        }
-    }
-}
-
-/// The off-diagonal part of the inner matrix of [`svd_backward`] (`k x k`,
-/// column-major): `(skU_ij s_j + s_i skV_ij) / (s_j² − s_i²)` for pairs with a gap,
-/// `(skU − skV)_ij / (2 (s_i + s_j))` for degenerate pairs with `s > 0` whose loss is
-/// invariant, 0 within a zero block; `skU = UᵀgU − (UᵀgU)ᵀ` from `utgu` (likewise `V`).
-#[allow(clippy::too_many_arguments)]
-#[inline(always)]
-fn fill_inner<T: LinalgElem>(
-    inner: &mut [T],
-    utgu: &[T],
-    vtgv: &[T],
-    has_gu: bool,
-    has_gv: bool,
-    s: &[T],
-    gs: Option<&[T]>,
-    k: usize,
-) -> Result<(), SvdGradFail> {
-    let eps = T::EPSILON.to_f64();
-    let tiny = f64::MIN_POSITIVE;
-    let smax = s[0].to_f64();
-    let gap_tol = 16.0 * (k as f64) * eps * smax * smax;
-    // the usual case, every pair with a gap: the first formula alone, in loops with no
-    // branch (the same operations as below; the per-entry tests and the thresholds' scans
-    // were half the backward's instructions at k = 16)
-    let mut gapped = true;
-    for j in 0..k {
-        let sj = s[j].to_f64();
-        for (i, si) in s[..k].iter().enumerate() {
-            let si = si.to_f64();
-            gapped &= i == j || (sj * sj - si * si).abs() > gap_tol;
-        }
-    }
-    if gapped {
-        for j in 0..k {
-            let diag = inner[j * k + j];
-            let sj = s[j];
-            let sj2 = s[j] * s[j];
-            for i in 0..k {
-                let a = if has_gu { utgu[j * k + i] - utgu[i * k + j] } else { T::ZERO };
-                let c = if has_gv { vtgv[j * k + i] - vtgv[i * k + j] } else { T::ZERO };
-                // (0 / 0 on the diagonal, put back below)
-                inner[j * k + i] = (a * sj + s[i] * c) / (sj2 - s[i] * s[i]);
-            }
-            inner[j * k + j] = diag;
-        }
-        return Ok(());
-    }
-    let zero_tol = (k as f64) * eps * smax;
-    let maxabs = |x: &[T], on: bool| {
-        if on {
-            x.iter().fold(0.0f64, |a, v| a.max(v.to_f64().abs()))
-        } else {
-            0.0
-        }
-    };
-    let sc = maxabs(utgu, has_gu) + maxabs(vtgv, has_gv);
-    let thr = eps.sqrt() * sc.max(tiny);
-    let thr_s = eps.sqrt() * gs.map_or(0.0, |g| maxabs(g, true)).max(tiny);
-    // entry (i, j) of a column-major k x k block
-    let sk = |x: &[T], on: bool, i: usize, j: usize| {
-        if on {
-            x[j * k + i] - x[i * k + j]
-        } else {
-            T::ZERO
-        }
-    };
-    for j in 0..k {
-        for i in 0..k {
-            if i == j {
-                continue;
-            }
-            let (a, c) = (sk(utgu, has_gu, i, j), sk(vtgv, has_gv, i, j));
-            let (si, sj) = (s[i].to_f64(), s[j].to_f64());
-            let idx = j * k + i;
-            if (sj * sj - si * si).abs() > gap_tol {
-                let e = s[j] * s[j] - s[i] * s[i];
-                inner[idx] = (a * s[j] + s[i] * c) / e;
-                continue;
-            }
-            let (af, cf) = (a.to_f64(), c.to_f64());
-            if si <= zero_tol && sj <= zero_tol {
-                if af.abs() > thr || cf.abs() > thr {
-                    return Err(SvdGradFail::Gap);
-                }
-                continue;
-            }
-            let dgs = gs.map_or(0.0, |g| g[i].to_f64() - g[j].to_f64());
-            if (af + cf).abs() > thr || dgs.abs() > thr_s {
-                return Err(SvdGradFail::Gap);
-            }
-            inner[idx] = (a - c) / ((s[j] + s[i]) * T::of(2.0));
-        }
-    }
-    Ok(())
-}
-
-/// Flips the sign of column `j` of `u` (`m` rows) and of column `j` of `v` (`n` rows,
-/// the row `j` of `Vh`) when the entry of largest magnitude of `u`'s column (the first on
-/// ties) is negative.
-fn fix_gauge<T: LinalgElem>(u: &mut [T], m: usize, v: &mut [T], n: usize, cols: usize) {
-    for j in 0..cols {
-        let uc = &mut u[j * m..(j + 1) * m];
-        if largest_is_negative(uc) {
-            for x in uc.iter_mut() {
-                *x = -*x;
-            }
-            if j * n < v.len() {
-                for x in &mut v[j * n..(j + 1) * n] {
-                    *x = -*x;
-                }
-            }
-        }
-    }
-}
-
-/// Whether the entry of largest magnitude of `col` (the first one on ties) is negative.
-#[inline(always)]
-fn largest_is_negative<T: LinalgElem>(col: &[T]) -> bool {
-    // (selects, not branches: which entry is largest is data, a branch mispredicts)
-    let mut best = T::ZERO;
-    let mut neg = false;
-    for &x in col {
-        let gt = x.abs() > best;
-        best = if gt { x.abs() } else { best };
-        neg = if gt { x < T::ZERO } else { neg };
-    }
-    neg
-}
-
-/// The SVD of each matrix of `a` (layout `l`, `(*, m, n)`), per matrix: one-sided Jacobi
-/// up to [`JACOBI_MAX`] (up to [`JACOBI_ROOM`] in batches of at least [`LANES`] matrices,
-/// every matrix of such a batch in lanes, the last partial group padded: up to
-/// [`JACOBI_MAX`] the bits the matrix gets alone; so a matrix of 9 to 16 rows or columns
-/// may differ in the last bits from the same matrix decomposed alone),
-/// [`svd_split`](super::svd_split) otherwise and for matrices Jacobi does not finish (a
-/// zero singular value with vectors asked, `full`, no convergence), [`svd_vector`] when
-/// `min(m, n) = 1`. Singular values in
-/// descending order; with `want_uv`, `U` and `V` (`full`: `m x m` and `n x n`, else
-/// `m x k` and `n x k`). Gauge: the entry of largest magnitude of each column of `U` is
-/// positive (the first such entry on ties), the matching column of `V` flipped with it;
-/// for `full` the completion columns follow the same rule, each on its own. `Err(i)`: matrix
-/// `i` has a non-finite entry or did not converge.
-pub(crate) fn svd<T: JacobiElem>(
-    a: &[T],
-    l: &Layout,
-    want_uv: bool,
-    full: bool,
-) -> Result<SvdOut<T>, usize> {
-    let ba = Batch::of(l);
-    let (m, n) = (ba.m, ba.n);
-    let k = m.min(n);
-    let (ku, kv) = if !want_uv {
-        (0, 0)
-    } else if full {
-        (m, n)
-    } else {
-        (k, k)
-    };
-    let (usz, vsz) = (m * ku, n * kv);
-    let size = usz + k + vsz;
-    let len = ba.len();
-    let failed = AtomicUsize::new(usize::MAX);
-    let work = m * n * k.max(1);
-    // Jacobi up to JACOBI_MAX, and up to JACOBI_ROOM for batches of a lane group or more
-    // (every matrix of such a batch in lanes; alone, the ones the lanes leave)
-    let lanes = len >= LANES && m.max(n) <= JACOBI_ROOM && k > 0;
-    let jacobi = (m.max(n) <= JACOBI_MAX || lanes) && (!want_uv || ku == k && kv == k);
-    let one = |i: usize, dst: &mut [T], tmp: &mut Vec<T>, threaded: bool| {
-        let (u, rest) = dst.split_at_mut(usz);
-        let (s, v) = rest.split_at_mut(k);
-        if k == 0 {
-            // U and V are identities (full) or empty
-            for c in 0..ku.min(m) {
-                u[c * m + c] = T::ONE;
-            }
-            for c in 0..kv.min(n) {
-                v[c * n + c] = T::ONE;
-            }
-            return;
-        }
-        tmp.clear();
-        tmp.resize(m * n, T::ZERO);
-        ba.load(a, i, tmp);
-        if tmp.iter().any(|x| !x.is_finite()) {
-            failed.fetch_min(i, Ordering::Relaxed);
-            return;
-        }
-        if jacobi {
-            let uv = want_uv.then_some((&mut *u, &mut *v));
-            // (the sign gauge applied in jacobi_finish)
-            if jacobi_small(tmp, m, n, s, uv) {
-                return;
-            }
-        }
-        let uvs = want_uv.then_some((&mut *u, ku, &mut *v, kv));
-        if k == 1 {
-            svd_vector(tmp, m, n, s, uvs);
-        } else {
-            let mut sc = svd_split::Scratch::default();
-            if !svd_split::svd_split(tmp, m, n, s, uvs, threaded, &mut sc) {
-                failed.fetch_min(i, Ordering::Relaxed);
-                return;
-            }
-        }
-        if want_uv {
-            fix_gauge(u, m, v, n, k);
-            if ku > k {
-                // completion columns of U: no matching row of Vh
-                fix_gauge(&mut u[k * m..], m, &mut [], n, ku - k);
-            }
-            if kv > k {
-                fix_gauge(&mut v[k * n..], n, &mut [], m, kv - k);
-            }
-        }
-    };
-    if jacobi && lanes {
-        // straight into U, S and V, each task a run of lane groups (the batch's last,
-        // partial group in lanes too: every matrix alike), no packed copy
-        let mut uo = pool::overwritten(len * usz, T::ZERO);
-        let mut so = pool::overwritten(len * k, T::ZERO);
-        let mut vo = pool::overwritten(len * vsz, T::ZERO);
-        let per = lane_split(len, work).0;
-        let (pu, ps, pv) = (
-            Parts::new(&mut uo, usz * per),
-            Parts::new(&mut so, k * per),
-            Parts::new(&mut vo, vsz * per),
-        );
-        run_tasks(len.div_ceil(per), |t| {
-            let (u, s, v) = (pu.take(t), ps.take(t), pv.take(t));
-            let mut sc = LaneScratch::new(m, n);
-            let mut one_out = Vec::new();
-            let groups = (s.len() / k).div_ceil(LANES);
-            for g in 0..groups {
-                let first = t * per + g * LANES;
-                let at = g * LANES;
-                let count = (s.len() / k - at).min(LANES);
-                let ug = &mut u[at * usz..(at + count) * usz];
-                let sg = &mut s[at * k..(at + count) * k];
-                let vg = &mut v[at * vsz..(at + count) * vsz];
-                let bad = jacobi_lanes(&ba, a, first, count, want_uv, (ug, sg, vg), &mut sc);
-                for (l, _) in bad.iter().enumerate().take(count).filter(|(_, &b)| b) {
-                    one_out.clear();
-                    one_out.resize(size, T::ZERO);
-                    one(first + l, &mut one_out, &mut sc.tmp, false);
-                    let (i, j) = (at + l, &one_out);
-                    u[i * usz..(i + 1) * usz].copy_from_slice(&j[..usz]);
-                    s[i * k..(i + 1) * k].copy_from_slice(&j[usz..usz + k]);
-                    v[i * vsz..(i + 1) * vsz].copy_from_slice(&j[usz + k..]);
-                }
-            }
-        });
-        drop((pu, ps, pv));
-        let f = failed.load(Ordering::Relaxed);
-        if f != usize::MAX {
-            return Err(f);
-        }
-        return Ok(out_of(&ba, (uo, so, vo), want_uv, (m, n, k, ku, kv)));
-    }
-    let mut packed = pool::filled(len * size, T::ZERO);
-    if len == 1 {
-        // from the calling thread, not a worker of the pool: the bidiagonalisation's
-        // column ranges then stay with the same threads from one column to the next
-        // (on a worker its tasks are rayon's parallel loop)
-        one(0, &mut packed, &mut Vec::new(), true);
-    } else {
-        for_each_matrix(&mut packed, size, work, false, |i, dst, tmp, _| one(i, dst, tmp, false));
-    }
-    let f = failed.load(Ordering::Relaxed);
-    if f != usize::MAX {
-        return Err(f);
-    }
-    let (uo, so, vo) = unpack(&packed, (usz, k, vsz));
-    pool::give(packed);
-    Ok(out_of(&ba, (uo, so, vo), want_uv, (m, n, k, ku, kv)))
-}
-
-/// The SVD of an `m x n` matrix with `min(m, n) = 1` (a column or a row `x`, finite):
-/// `s = ‖x‖` (computed on `x` divided by a power of two near its largest entry, so that
-/// the squares neither overflow nor underflow), the unit vector `x / s` (`e₀` for `x = 0`)
-/// as the one column of `U` (tall) or `V` (wide), and `1` as the other factor. With
-/// `ku = m` (`kv = n`), the completion columns are the other columns of the Householder
-/// reflector that maps `e₀` to `±x / s`: orthonormal, and orthogonal to `x`.
-fn svd_vector<T: LinalgElem>(
-    x: &[T],
-    m: usize,
-    n: usize,
-    s: &mut [T],
-    uv: Option<(&mut [T], usize, &mut [T], usize)>,
-) {
-    let amax = x.iter().fold(T::ZERO, |a, &v| if v.abs() > a { v.abs() } else { a });
-    let unit = if amax == T::ZERO { T::ONE } else { pow2_near(amax) };
-    let norm = x.iter().map(|&v| (v / unit) * (v / unit)).sum::<T>().sqrt();
-    s[0] = norm * unit;
-    let Some((u, ku, v, kv)) = uv else { return };
-    // the long factor (`len x cols`) takes x / s, the other is [1] (its completion, if
-    // any, is empty: its order is 1)
-    let tall = m >= n;
-    let (long, cols, short) = if tall { (u, ku, v) } else { (v, kv, u) };
-    let len = m.max(n);
-    let col: Vec<T> = if norm == T::ZERO {
-        (0..len).map(|i| if i == 0 { T::ONE } else { T::ZERO }).collect()
-    } else {
-        x.iter().map(|&v| (v / unit) / norm).collect()
-    };
-    short[0] = T::ONE;
-    long[..len].copy_from_slice(&col);
-    if cols > 1 {
-        // H = I − 2 w wᵀ / (wᵀw), w = x̂ + σ e₀ with σ the sign of x̂₀: wᵀw = 2 + 2 |x̂₀|
-        let sigma = if col[0] < T::ZERO { -T::ONE } else { T::ONE };
-        let mut w = col;
-        w[0] += sigma;
-        let f = T::of(2.0) / w.iter().map(|&v| v * v).sum::<T>();
-        for j in 1..cols {
-            let dst = &mut long[j * len..(j + 1) * len];
-            for (i, y) in dst.iter_mut().enumerate() {
-                let e = if i == j { T::ONE } else { T::ZERO };
-                *y = e - f * w[i] * w[j];
-            }
-        }
-    }
-}
-
-/// [`SvdOut`] of a batch `ba` from its factors `U` (`(*, m, ku)` column-major), `S`
-/// (`(*, k)`) and `V` (`(*, n, kv)` column-major, so `Vh` `(*, kv, n)` contiguous).
-fn out_of<T>(
-    ba: &Batch,
-    (uo, so, vo): (Vec<T>, Vec<T>, Vec<T>),
-    want_uv: bool,
-    (m, n, k, ku, kv): (usize, usize, usize, usize, usize),
-) -> SvdOut<T> {
-    let mut sdims = ba.dims.clone();
-    sdims.push(k);
-    let s = (so, Layout::contiguous(Shape::new(sdims)));
-    if !want_uv {
-        return SvdOut { u: None, s, vh: None };
-    }
-    let mut vdims = ba.dims.clone();
-    vdims.extend([kv, n]);
-    SvdOut {
-        u: Some((uo, colmajor_layout(&ba.dims, m, ku))),
-        s,
-        vh: Some((vo, Layout::contiguous(Shape::new(vdims)))),
-    }
-}

@@ -4,7 +4,7 @@
 //! whose gap is negligible gets 0 if its `skew(X)` entry is negligible too, and the
 //! gradient is undefined (`None`) otherwise. Computed in f64 for both float dtypes.
 
-use super::lower_tiles as pairs;
+use crate::backend::cpu::linalg::lower_tiles as pairs;
 use crate::backend::cpu::pool;
 
 /// The middle factors for eigenvalues `w` (`n` per matrix), the products `x` (`n x n`

@@ -15,7 +15,7 @@ use faer::linalg::matmul::matmul;
 use faer::linalg::triangular_solve::solve_unit_lower_triangular_in_place;
 use faer::{Accum, MatMut, MatRef, Par};
 
-use super::{colmajor_layout, for_each_matrix, Batch, LinalgElem};
+use super::super::{colmajor_layout, for_each_matrix, Batch, LinalgElem};
 use crate::layout::Layout;
 
 /// Columns per panel.

@@ -1,4 +1,4 @@
-//! The batched 4 x 4 kernels of [`super::lu`] in AVX-512 registers: the LU-and-solve and
+//! The batched 4 x 4 kernels of the LU ([`super`]) in AVX-512 registers: the LU-and-solve and
 //! the solve with its saved factors (`solve`), the LU with each matrix's determinant
 //! (`lu_factor`, `det`, `slogdet`), the scaled inverses from saved factors (their
 //! backward) and the inverse (`inv`). One lane group (eight `f64` matrices) is one
@@ -21,7 +21,7 @@
 //! kernels are `#[target_feature(enable = "avx512f")]` functions, entered only after
 //! `is_x86_feature_detected!("avx512f")`, and the only other unsafe operations are
 //! unaligned loads and stores of whole `[f64; 4]` arrays here, and of `[f64; 8]` and
-//! `[i64; 8]` arrays in `super::super::wide`.
+//! `[i64; 8]` arrays in `crate::backend::cpu::wide`.
 #![allow(unsafe_code)]
 
 use core::arch::x86_64::{
@@ -39,8 +39,10 @@ use core::arch::x86_64::{
     _CMP_GE_OQ, _CMP_LE_OQ, _CMP_LT_OQ,
 };
 
-use super::super::wide::{avx512, load8, load8i, store8, store8i};
-use super::lu::{logabs_of, DetOut, DetSpec, HALF_BITS, LANES, LG, LN2_HI, LN2_LO, ONE_BITS};
+use super::super::lanes::LANES;
+use super::super::order::by_order;
+use super::det::{logabs_of, DetOut, DetSpec, HALF_BITS, LG, LN2_HI, LN2_LO, ONE_BITS};
+use crate::backend::cpu::wide::{avx512, load8, load8i, store8, store8i};
 
 /// The order of the matrices this kernel factorises.
 const N: usize = 4;
@@ -69,7 +71,7 @@ fn store4x2(x: __m512d, a: &mut [f64; 4], b: &mut [f64; 4]) {
     }
 }
 
-/// Consecutive whole lane groups of [`super::lu::lu_factor_solve`] with `n = 4`: the
+/// Consecutive whole lane groups of [`super::lu_factor_solve`] with `n = 4`: the
 /// inputs as contiguous blocks and the outputs, in the layouts of that function.
 pub(super) struct Run<'a> {
     /// The matrices to factorise, one 16-element column-major block each (a multiple of
@@ -113,12 +115,10 @@ pub(super) fn factor_solve(r: Run<'_>) -> Option<Vec<usize>> {
     let mut undone = Vec::new();
     // SAFETY: the CPU has AVX-512F (asserted above), the only extension `run` uses
     unsafe {
-        match r.k {
-            1 => run::<4>(r, &mut undone),
-            2 => run::<8>(r, &mut undone),
-            3 => run::<12>(r, &mut undone),
-            _ => run::<16>(r, &mut undone),
-        }
+        // (`XS = 4 k` entries of right-hand sides per matrix)
+        by_order!(r.k;
+            1 2 3 => |K| run::<{ 4 * K }>(r, &mut undone),
+            _ => run::<16>(r, &mut undone));
     }
     Some(undone)
 }
@@ -268,7 +268,7 @@ fn solve<const XS: usize>(lu: &Lu, b: &[[f64; 4]], adjoint: bool) -> [__m512d; X
     x
 }
 
-/// The substitutions of `lu::substitute_lanes` on the `XS / 4` columns of `x` in place,
+/// The substitutions of `solve::substitute_lanes` on the `XS / 4` columns of `x` in place,
 /// with the factors `f`: `Uᵀ y = b`, then `Lᵀ x = y` (`adjoint`), or `L y = b`, then
 /// `U x = y`; the same operations in the same order.
 #[target_feature(enable = "avx512f")]
@@ -363,7 +363,7 @@ fn run<const XS: usize>(r: Run<'_>, undone: &mut Vec<usize>) {
     }
 }
 
-/// Consecutive whole lane groups of [`super::lu::lu_solve_saved`] with `n = 4`: the
+/// Consecutive whole lane groups of [`super::lu_solve_saved`] with `n = 4`: the
 /// saved factors and interchanges, the right-hand sides and the solutions' outer
 /// operand as contiguous blocks, and the outputs, in the layouts of that function.
 pub(super) struct SavedRun<'a> {
@@ -395,7 +395,7 @@ pub(super) enum Rhs<'a> {
 
 /// Solves with the saved factors of `r` and forms the outer products (see
 /// [`SavedRun`]), a group at a time: the same bits as the lane kernel and
-/// `lu::neg_outer`. `false`, with nothing written, where the kernel does not apply (no
+/// `fused::neg_outer`. `false`, with nothing written, where the kernel does not apply (no
 /// AVX-512, `k` 0 or above 4, lengths that do not match, an outer operand without its
 /// output or the other way round).
 pub(super) fn solve_saved(r: SavedRun<'_>) -> bool {
@@ -419,12 +419,7 @@ pub(super) fn solve_saved(r: SavedRun<'_>) -> bool {
     }
     // SAFETY: the CPU has AVX-512F (asserted above), the only extension `run_saved` uses
     unsafe {
-        match r.k {
-            1 => run_saved::<4>(r),
-            2 => run_saved::<8>(r),
-            3 => run_saved::<12>(r),
-            _ => run_saved::<16>(r),
-        }
+        by_order!(r.k; 1 2 3 => |K| run_saved::<{ 4 * K }>(r), _ => run_saved::<16>(r));
     }
     true
 }
@@ -519,7 +514,7 @@ fn run_saved<const XS: usize>(r: SavedRun<'_>) {
 #[cfg(test)]
 pub(super) static WRITTEN: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
 
-/// Consecutive whole lane groups of `lu::lu_factor_impl` with `n = 4` (a plain LU, or
+/// Consecutive whole lane groups of `factor::lu_factor_impl` with `n = 4` (a plain LU, or
 /// one with each matrix's determinant): the matrices as contiguous blocks, and the
 /// outputs in the layouts of that function.
 pub(super) struct FactorRun<'a, 'd> {
@@ -536,7 +531,7 @@ pub(super) struct FactorRun<'a, 'd> {
 }
 
 /// Factorises the groups of `r` (and reads each matrix's determinant off its factors),
-/// two at a time, with the operations of `lu::factor_lanes_n` in its order: the same
+/// two at a time, with the operations of `factor::factor_lanes_n` in its order: the same
 /// bits. Returns the groups it left unwritten (a lane with a zero pivot or a factor that
 /// is not finite, in the group or in its pair); `None`, with nothing written, where the
 /// kernel does not apply (no AVX-512, lengths that do not match).
@@ -648,10 +643,10 @@ fn factored_groups(a: &[[f64; 4]], undone: &mut Vec<usize>, mut each: impl FnMut
     }
 }
 
-/// The determinants of one group's matrices from its factors, as `lu::factor_lanes_n`
+/// The determinants of one group's matrices from its factors, as `factor::factor_lanes_n`
 /// computes them for lanes with finite nonzero pivots (the same operations): the sign of
 /// the interchanges times the pivots in order, the sign of that product, its logarithm
-/// ([`ln_normal`], or `lu::logabs_of`'s sum where the product is not a normal number),
+/// ([`ln_normal`], or `det::logabs_of`'s sum where the product is not a normal number),
 /// and whether the smallest pivot is at most `√eps` times the largest.
 #[target_feature(enable = "avx512f")]
 #[inline]
@@ -707,7 +702,7 @@ fn dets(lu: &Lu, out: &mut DetOut<'_, f64>, spec: DetSpec) {
     }
 }
 
-/// `lu::ln_normal` of each lane of `x` (positive normal numbers), the same operations:
+/// `det::ln_normal` of each lane of `x` (positive normal numbers), the same operations:
 /// the same bits. The exponent becomes a double exactly as the bits of `2^52 + e`
 /// less `2^52` (`e < 2^52`), then less the bias.
 #[target_feature(enable = "avx512f")]
@@ -741,7 +736,7 @@ fn ln_normal(x: __m512d) -> __m512d {
     _mm512_sub_pd(mul(k, set(LN2_HI)), _mm512_sub_pd(_mm512_sub_pd(hfsq, inner), f))
 }
 
-/// Consecutive whole lane groups of `lu::lu_middle`'s scaled inverses with `n = 4`:
+/// Consecutive whole lane groups of `backward::lu_middle`'s scaled inverses with `n = 4`:
 /// `c_i A_i⁻ᵀ` from packed factors and interchanges.
 pub(super) struct InvRun<'a> {
     /// The packed factors, column-major `4 x 4` each (a multiple of [`LANES`]).
@@ -756,7 +751,7 @@ pub(super) struct InvRun<'a> {
 }
 
 /// `c_i A_i⁻ᵀ = c_i P L⁻ᵀ U⁻ᵀ` for the groups of `r`, with the operations of
-/// `lu::middle_lanes_n` (with `X = c I`) in its order: the same bits. Returns the groups
+/// `backward::middle_lanes_n` (with `X = c I`) in its order: the same bits. Returns the groups
 /// it left unwritten (an interchange that is not one of LU's, `j <= p < 4` at step `j`);
 /// `None`, with nothing written, where the kernel does not apply.
 pub(super) fn inv_t(r: InvRun<'_>) -> Option<Vec<usize>> {
@@ -820,7 +815,7 @@ fn lu_interchanges(piv: &[__m512i; N]) -> bool {
 /// interchanges `piv`: `W = c U⁻ᵀ` column by column from the last (`W_ij = (c δ_ij −
 /// Σ_{j<k<=i} U_jk W_ik) · (1 / U_jj)`, zero above the diagonal as `0 · (1 / U_jj)`),
 /// `Z = L⁻ᵀ W` row by row from the last (`Z_ic = W_ic − Σ_{k>i} L_ki Z_kc`), then the
-/// rows interchanged in reverse order: `lu::w_rows` and `lu::z_cols`'s operations.
+/// rows interchanged in reverse order: `backward::w_rows` and `backward::z_cols`'s operations.
 #[target_feature(enable = "avx512f")]
 #[inline]
 fn scaled_inverse_t(
@@ -871,7 +866,7 @@ fn store_square(x: &[__m512d; N * N], dst: &mut [[f64; 4]], row_major: bool) {
     }
 }
 
-/// Consecutive whole lane groups of `lu::lu_inv` with `n = 4`: `A⁻¹` (of `Aᵀ` given as
+/// Consecutive whole lane groups of `inverse::lu_inv` with `n = 4`: `A⁻¹` (of `Aᵀ` given as
 /// `a`'s blocks, so the result is column-major `A⁻¹`), as its lane kernel computes it.
 pub(super) struct InvertRun<'a> {
     /// The matrices, one 16-element column-major block each (a multiple of [`LANES`]).
@@ -882,8 +877,8 @@ pub(super) struct InvertRun<'a> {
     pub(super) info: &'a mut [i64],
 }
 
-/// Factorises and inverts the groups of `r` (`lu::factor_lanes_n`, then
-/// `lu::middle_lanes_n` with `X = I` on the factors in lanes: the same operations, so
+/// Factorises and inverts the groups of `r` (`factor::factor_lanes_n`, then
+/// `backward::middle_lanes_n` with `X = I` on the factors in lanes: the same operations, so
 /// the same bits), two at a time. Returns the groups it left unwritten (as
 /// [`factor_det`]); `None`, with nothing written, where it does not apply.
 pub(super) fn invert(r: InvertRun<'_>) -> Option<Vec<usize>> {
@@ -1095,7 +1090,7 @@ mod tests {
         // SAFETY: the CPU has AVX-512F (asserted above)
         let got = unsafe { all(&xs) };
         for (&x, &y) in xs.iter().zip(&got) {
-            assert_eq!(y.to_bits(), super::super::lu::ln_normal(x).to_bits(), "ln {x:e}");
+            assert_eq!(y.to_bits(), super::super::det::ln_normal(x).to_bits(), "ln {x:e}");
         }
     }
 

@@ -1,0 +1,26 @@
+//! The size ladder of the kernels: a runtime order dispatched to an instance compiled for
+//! it.
+//!
+//! Many kernels here have a copy with the order `N` a constant (loops unrolled, no bounds
+//! checks) for the few orders worth it, and a generic copy (`N = 0`, the order read at run
+//! time) for the rest. Each call site lists its own orders (each one an instance compiled,
+//! and each one's speed measured on its own): [`by_order!`] writes the `match` that picks
+//! the instance, once for all of them.
+
+/// `by_order!(n; 1 2 3 4 => |N| f::<T, N>(..), _ => f::<T, 0>(..))`: the first expression
+/// with `N` a `const usize` equal to `n` when `n` is one of the listed orders, else the
+/// fallback expression. (`n` an expression of type `usize`; pass an order no list holds,
+/// such as 0, to take the fallback, as for a non-square shape.)
+macro_rules! by_order {
+    ($n:expr; $($k:literal)+ => |$N:ident| $body:expr, _ => $fallback:expr $(,)?) => {
+        match $n {
+            $($k => {
+                const $N: usize = $k;
+                $body
+            })+
+            _ => $fallback,
+        }
+    };
+}
+
+pub(crate) use by_order;
