@@ -35,7 +35,15 @@ use faer::Par;
 /// Runs `task(t)` for every `t` in `0..tasks`, on up to `rayon::current_num_threads()`
 /// threads counting the caller, each task exactly once. Returns when all are done (a
 /// panic in a task is propagated, as rayon does).
+#[inline]
 pub(crate) fn run_tasks(tasks: usize, task: impl Fn(usize) + Sync) {
+    run_tasks_dyn(tasks, &task);
+}
+
+/// [`run_tasks`] behind a trait object: the scheduling (rayon's scopes and jobs, the
+/// shares, the spinning) is compiled once rather than once per kernel, and a task is
+/// coarse enough (a lane group, a chunk) that the indirect call costs nothing measurable.
+fn run_tasks_dyn(tasks: usize, task: &(dyn Fn(usize) + Sync)) {
     let threads = rayon::current_num_threads();
     if tasks <= 1 || threads <= 1 {
         (0..tasks).for_each(task);
@@ -43,7 +51,7 @@ pub(crate) fn run_tasks(tasks: usize, task: impl Fn(usize) + Sync) {
     }
     if rayon::current_thread_index().is_some() {
         use rayon::prelude::*;
-        (0..tasks).into_par_iter().for_each(&task);
+        (0..tasks).into_par_iter().for_each(task);
         return;
     }
     // each thread starts on its own contiguous share of the tasks (so a repeated call
@@ -274,8 +282,25 @@ pub(crate) fn with_par<R: Send>(big: bool, f: impl FnOnce(Par) -> R + Send) -> R
     if rayon::current_thread_index().is_some() || rayon::current_num_threads() <= 1 {
         return f(Par::rayon(0));
     }
-    // `scope` called from outside the pool runs its body on one of its workers
-    rayon::scope(|_| f(Par::rayon(0)))
+    // `scope` called from outside the pool runs its body on one of its workers; the body
+    // goes through a trait object so that rayon's scope is compiled once, not per caller
+    let mut f = Some(f);
+    let mut out = None;
+    on_worker(&mut || {
+        if let Some(f) = f.take() {
+            out = Some(f(Par::rayon(0)));
+        }
+    });
+    match out {
+        Some(r) => r,
+        // on_worker runs its body exactly once (a panic in it is propagated)
+        None => unreachable!("with_par: the body did not run"),
+    }
+}
+
+/// Runs `body` once on a worker of rayon's global pool (the caller is outside it).
+fn on_worker(body: &mut (dyn FnMut() + Send)) {
+    rayon::scope(|_| body());
 }
 
 #[cfg(test)]
