@@ -7,7 +7,7 @@
 use half::{bf16, f16};
 use num_complex::Complex;
 
-use crate::dtype::{DType, Element};
+use crate::dtype::DType;
 
 /// A vector of elements of one dtype in host memory.
 #[derive(Debug, Clone)]
@@ -49,23 +49,6 @@ impl HostBuffer {
             HostBuffer::F64(v) => v.len(),
             HostBuffer::C64(v) => v.len(),
             HostBuffer::C128(v) => v.len(),
-        }
-    }
-
-    /// The elements as `f64` (real parts of complex values, 0/1 for booleans).
-    pub(crate) fn into_f64_vec(self) -> Vec<f64> {
-        fn conv<T: Element>(v: Vec<T>) -> Vec<f64> {
-            v.into_iter().map(Element::to_f64).collect()
-        }
-        match self {
-            HostBuffer::Bool(v) => conv(v),
-            HostBuffer::I64(v) => conv(v),
-            HostBuffer::Bf16(v) => conv(v),
-            HostBuffer::F16(v) => conv(v),
-            HostBuffer::F32(v) => conv(v),
-            HostBuffer::F64(v) => v,
-            HostBuffer::C64(v) => conv(v),
-            HostBuffer::C128(v) => conv(v),
         }
     }
 }

@@ -92,6 +92,15 @@
 //! once) forces a lower level, so that every path can be run and tested on one host; the
 //! results agree to rounding (faer's own kernels choose for themselves).
 //!
+//! **Devices and fused kernels.** Every kernel reaches a device through one seam
+//! (`Storage`, one `match` per kernel; only the CPU exists today). A device provides the
+//! primitives (elementwise ops, reductions, copies and casts, products, the
+//! factorisations' forwards); the fused kernels (most first-order VJPs of the
+//! factorisations, fused solves and inverses) are optional, and where one is missing an
+//! op composes primitives instead, with the same results to rounding.
+//! `COTANGENT_FAST_PATHS=0` (read once) turns every fused kernel off on the CPU, as on a
+//! device without them.
+//!
 //! ## Operators
 //! `&a + &b`, `&a - 1.0`, `&a * &b`, `-&a`... call the corresponding methods and panic on
 //! error, like ndarray's operators. Use the methods in code that handles bad input.

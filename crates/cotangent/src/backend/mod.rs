@@ -57,6 +57,9 @@ pub(crate) trait BackendStorage: Sized {
     fn from_host(device: Device, h: HostBuffer) -> Result<Self>;
     /// The elements at `l`, in row-major order, in a fresh host buffer.
     fn to_host(&self, l: &Layout) -> Result<HostBuffer>;
+    /// The elements at `l`, in row-major order, as `f64` in host memory (real parts of
+    /// complex values); the buffer may come from the device's cache of host buffers.
+    fn to_host_f64(&self, l: &Layout) -> Result<Vec<f64>>;
     /// The position (in row-major order) and value of the first non-zero element of the
     /// `I64` elements at `l`, read where they lie (a batch's `info`).
     fn first_nonzero(&self, l: &Layout) -> Result<Option<(usize, i64)>>;

@@ -94,6 +94,13 @@ impl Storage {
         }
     }
 
+    /// See [`BackendStorage::to_host_f64`].
+    pub(crate) fn to_host_f64(&self, l: &Layout) -> Result<Vec<f64>> {
+        match self {
+            Storage::Cpu(s) => s.to_host_f64(l),
+        }
+    }
+
     /// The position and value of the first non-zero element of the `I64` elements at `l`
     /// (row-major order): the failing matrix of a batch's `info`, read where it lies.
     pub(crate) fn first_nonzero(&self, l: &Layout) -> Result<Option<(usize, i64)>> {

@@ -549,6 +549,10 @@ impl BackendStorage for CpuStorage {
         Ok(map_any!(self, v => collect_strided(v, l)))
     }
 
+    fn to_host_f64(&self, l: &Layout) -> Result<Vec<f64>> {
+        Ok(self.to_f64_vec(l))
+    }
+
     fn first_nonzero(&self, l: &Layout) -> Result<Option<(usize, i64)>> {
         let CpuStorage::I64(v) = self else {
             return Err(Error::Internal { op: "first_nonzero", reason: "an I64 buffer" });
