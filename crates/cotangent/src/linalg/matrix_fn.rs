@@ -50,11 +50,14 @@ fn exp_frechet(x: &Tensor, e: &Tensor) -> Result<Tensor> {
     // the definition, recorded through matrix_exp itself (as PyTorch computes it), with
     // E scaled to about X's size first (by a constant: L is linear in E), so that the
     // block matrix's norm, and with it the squarings and their rounding, follow X's
+    let z = x.zeros_like()?;
+    if n == 0 {
+        return matrix_exp(&blocks(x, &e, &z, x)?)?.narrow(-2, 0, n)?.narrow(-1, n, n);
+    }
     let size = |t: &Tensor| t.detach().abs()?.amax(&[-2, -1], true);
     let en = size(&e)?;
     let en = Tensor::where_cond(&en.eq_scalar(0.0)?, &en.ones_like()?, &en)?;
     let s = size(x)?.clamp(Some(1.0), None)?.div(&en)?;
-    let z = x.zeros_like()?;
     let l = matrix_exp(&blocks(x, &e.mul(&s)?, &z, x)?)?.narrow(-2, 0, n)?.narrow(-1, n, n)?;
     l.div(&s)
 }
