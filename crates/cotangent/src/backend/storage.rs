@@ -3,8 +3,9 @@
 //! [`BackendStorage`] implementation; everything above `src/backend/` (tensor, ops,
 //! linalg) calls these methods and never names a device's storage type. The optional
 //! kernels ([`FastPaths`]) answer `None` where the device has none or the environment
-//! turns them off ([`fast_paths`]); the op then composes primitives. Operands of one
-//! kernel are on one device (the tensor ops check it before calling).
+//! turns them off ([`fast_paths`]); the op then composes primitives. With one device the
+//! operands of a kernel are always on it; a second device turns [`cpu`] below into a
+//! `DeviceMismatch` check.
 
 use super::cpu::CpuStorage;
 use super::{
