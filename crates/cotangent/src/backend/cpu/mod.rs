@@ -80,7 +80,7 @@ use crate::host::HostBuffer;
 use crate::layout::Layout;
 use crate::shape::Shape;
 use pool::Pooled;
-use strided::{eval, eval_fresh, walk, MapRow, WhereRow, ZipRow};
+use strided::{eval, eval_fresh, eval_row, walk, MapRow, RowKernel, WhereRow, ZipRow};
 
 /// The CPU device's storage: its tensors live in host memory, so a buffer is a
 /// [`HostBuffer`] (in and out of the seam without conversion).
@@ -117,7 +117,7 @@ macro_rules! map_any {
 
 /// Elements of `v` at the offsets of `l`, in row-major order, in a fresh (uncached)
 /// vector: for buffers handed to users.
-pub(crate) fn collect_strided<T: Copy + Sync>(v: &[T], l: &Layout) -> Vec<T> {
+pub(crate) fn collect_strided<T: Copy + Default + Sync>(v: &[T], l: &Layout) -> Vec<T> {
     if let Some(r) = l.contiguous_range() {
         return v[r].to_vec();
     }
@@ -125,26 +125,33 @@ pub(crate) fn collect_strided<T: Copy + Sync>(v: &[T], l: &Layout) -> Vec<T> {
 }
 
 /// Elements of `v` at the offsets of `l`, in row-major order, mapped through `f`.
-#[inline]
 pub(crate) fn map_strided<T: Copy + Sync, U: Pooled>(
     v: &[T],
     l: &Layout,
     f: impl Fn(T) -> U + Sync,
 ) -> Vec<U> {
-    if let Some(r) = l.contiguous_range() {
-        let mut out = pool::take(r.len());
-        out.extend(v[r].iter().map(|&x| f(x)));
-        return out;
+    map_rows(l, &MapRow { v, f }, false)
+}
+
+/// [`map_strided`] on all threads when the input is large and contiguous.
+fn map_par<T: Copy + Sync, U: Pooled>(v: &[T], l: &Layout, f: impl Fn(T) -> U + Sync) -> Vec<U> {
+    map_rows(l, &MapRow { v, f }, true)
+}
+
+/// The pass of a one-operand kernel over `l` (compiled once per output type).
+fn map_rows<U: Pooled>(l: &Layout, r: &dyn RowKernel<U, 1>, par: bool) -> Vec<U> {
+    if let Some(rg) = l.contiguous_range() {
+        return eval_row(rg.len(), [rg.start], [1], r, par);
     }
     if l.strides().iter().all(|&s| s == 0) {
         // one element broadcast everywhere (the cotangent of a sum, a scalar expanded)
-        let n = l.numel();
-        return if n == 0 { Vec::new() } else { pool::filled(n, f(v[l.offset()])) };
+        return eval_row(l.numel(), [l.offset()], [0], r, false);
     }
-    eval(l.dims(), [l.strides()], [l.offset()], &MapRow { v, f })
+    eval(l.dims(), [l.strides()], [l.offset()], r, false)
 }
 
-#[inline]
+/// Pairs of elements of `a` and `b` (layouts of one shape), in row-major order, mapped
+/// through `f`.
 fn zip_strided<T: Copy + Sync, U: Pooled>(
     a: &[T],
     al: &Layout,
@@ -152,23 +159,32 @@ fn zip_strided<T: Copy + Sync, U: Pooled>(
     bl: &Layout,
     f: impl Fn(T, T) -> U + Sync,
 ) -> Vec<U> {
-    if let (Some(ra), Some(rb)) = (al.contiguous_range(), bl.contiguous_range()) {
-        let mut out = pool::take(ra.len());
-        out.extend(a[ra].iter().zip(&b[rb]).map(|(&x, &y)| f(x, y)));
-        return out;
+    zip_rows(al, bl, &ZipRow { a, b, f }, false)
+}
+
+/// [`zip_strided`] on all threads when the inputs are large and each one contiguous or
+/// one element broadcast.
+fn zip_par<T: Copy + Sync, U: Pooled>(
+    a: &[T],
+    al: &Layout,
+    b: &[T],
+    bl: &Layout,
+    f: impl Fn(T, T) -> U + Sync,
+) -> Vec<U> {
+    zip_rows(al, bl, &ZipRow { a, b, f }, true)
+}
+
+/// The pass of a two-operand kernel over `al` and `bl` (compiled once per output type).
+fn zip_rows<U: Pooled>(al: &Layout, bl: &Layout, r: &dyn RowKernel<U, 2>, par: bool) -> Vec<U> {
+    // each operand contiguous, or one element broadcast (a cotangent of a sum)
+    let run = |l: &Layout| match l.contiguous_range() {
+        Some(rg) => Some((rg.start, 1)),
+        None => l.is_scalar_broadcast().then(|| (l.offset(), 0)),
+    };
+    if let (Some((i, s)), Some((j, t))) = (run(al), run(bl)) {
+        return eval_row(al.numel(), [i, j], [s, t], r, par);
     }
-    // one operand contiguous, the other one element broadcast (a cotangent of a sum)
-    if let (Some(ra), true) = (al.contiguous_range(), bl.is_scalar_broadcast()) {
-        let (mut out, y) = (pool::take(ra.len()), b[bl.offset()]);
-        out.extend(a[ra].iter().map(|&x| f(x, y)));
-        return out;
-    }
-    if let (true, Some(rb)) = (al.is_scalar_broadcast(), bl.contiguous_range()) {
-        let (mut out, x) = (pool::take(rb.len()), a[al.offset()]);
-        out.extend(b[rb].iter().map(|&y| f(x, y)));
-        return out;
-    }
-    eval(al.dims(), [al.strides(), bl.strides()], [al.offset(), bl.offset()], &ZipRow { a, b, f })
+    eval(al.dims(), [al.strides(), bl.strides()], [al.offset(), bl.offset()], r, false)
 }
 
 /// The elements of `l`, contiguous (a copy).
@@ -188,88 +204,6 @@ fn in_place<'a, T: Pooled>(v: &'a [T], l: &Layout) -> std::borrow::Cow<'a, [T]> 
     } else {
         Cow::Owned(own(v, l))
     }
-}
-
-/// Elements from which a contiguous elementwise kernel runs on all of rayon's threads.
-const PAR_ELEMS: usize = 1 << 16;
-
-/// Elements per task of the contiguous elementwise kernels on all threads.
-const PAR_CHUNK: usize = 1 << 14;
-
-/// A new buffer of `len` elements (`first` is a valid value) written by `fill(start,
-/// chunk)` over chunks of [`PAR_CHUNK`] elements split across threads.
-fn fill_par<U: Pooled + Send>(
-    len: usize,
-    first: impl FnOnce() -> U,
-    fill: impl Fn(usize, &mut [U]) + Sync,
-) -> Vec<U> {
-    let mut out = match len {
-        0 => pool::take(0),
-        _ => pool::overwritten(len, first()),
-    };
-    par::for_each_chunk(&mut out, PAR_CHUNK, |t, o| fill(t * PAR_CHUNK, o));
-    out
-}
-
-/// [`map_strided`] on all threads when the input is large and contiguous.
-fn map_par<T: Copy + Sync, U: Pooled + Send>(
-    v: &[T],
-    l: &Layout,
-    f: impl Fn(T) -> U + Sync,
-) -> Vec<U> {
-    if l.numel() >= PAR_ELEMS && rayon::current_num_threads() > 1 {
-        if let Some(r) = l.contiguous_range() {
-            let v = &v[r];
-            return fill_par(
-                v.len(),
-                || f(v[0]),
-                |s, o| o.iter_mut().zip(&v[s..]).for_each(|(d, &x)| *d = f(x)),
-            );
-        }
-    }
-    map_strided(v, l, f)
-}
-
-/// [`zip_strided`] on all threads when both inputs are large and contiguous.
-fn zip_par<T: Copy + Sync, U: Pooled + Send>(
-    a: &[T],
-    al: &Layout,
-    b: &[T],
-    bl: &Layout,
-    f: impl Fn(T, T) -> U + Sync,
-) -> Vec<U> {
-    if al.numel() >= PAR_ELEMS && rayon::current_num_threads() > 1 {
-        if let (Some(ra), Some(rb)) = (al.contiguous_range(), bl.contiguous_range()) {
-            let (a, b) = (&a[ra], &b[rb]);
-            return fill_par(
-                a.len(),
-                || f(a[0], b[0]),
-                |s, o| {
-                    let (a, b) = (&a[s..s + o.len()], &b[s..s + o.len()]);
-                    for ((d, &x), &y) in o.iter_mut().zip(a).zip(b) {
-                        *d = f(x, y);
-                    }
-                },
-            );
-        }
-        if let (Some(ra), true) = (al.contiguous_range(), bl.is_scalar_broadcast()) {
-            let (a, y) = (&a[ra], b[bl.offset()]);
-            return fill_par(
-                a.len(),
-                || f(a[0], y),
-                |s, o| o.iter_mut().zip(&a[s..]).for_each(|(d, &x)| *d = f(x, y)),
-            );
-        }
-        if let (true, Some(rb)) = (al.is_scalar_broadcast(), bl.contiguous_range()) {
-            let (x, b) = (a[al.offset()], &b[rb]);
-            return fill_par(
-                b.len(),
-                || f(x, b[0]),
-                |s, o| o.iter_mut().zip(&b[s..]).for_each(|(d, &y)| *d = f(x, y)),
-            );
-        }
-    }
-    zip_strided(a, al, b, bl, f)
 }
 
 fn unsupported(op: &'static str, dtype: DType) -> Error {
@@ -721,6 +655,7 @@ impl BackendStorage for CpuStorage {
                 [l.strides(), tl.strides(), fl.strides()],
                 [l.offset(), tl.offset(), fl.offset()],
                 &WhereRow { c, t, f },
+                false,
             )
         }
         Ok(match (t, f) {

@@ -627,7 +627,7 @@ fn scale_runs<T: NormFloat>(
         }
     }
     let row = super::strided::ZipRow { a: x, b: &scale[..], f: e };
-    super::strided::eval(l.dims(), [l.strides(), &ostr], [l.offset(), 0], &row)
+    super::strided::eval(l.dims(), [l.strides(), &ostr], [l.offset(), 0], &row, false)
 }
 
 #[cfg(test)]

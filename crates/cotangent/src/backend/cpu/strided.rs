@@ -1,11 +1,13 @@
 //! Strided iteration over up to a few layouts of one shape.
 
+use super::par;
 use super::pool::{self, Pooled};
 
-/// Calls `f` with the storage offsets of every element, in row-major logical order, for
+/// Calls `f` with the storage offsets of every element, in row-major order, for
 /// `K` layouts sharing `dims` (given by their strides and base offsets). Dims of size 1
 /// are dropped and dims that are contiguous in every layout are merged first, so the inner
-/// loop is as long as possible.
+/// loop is as long as possible. Only that inner loop is compiled per caller; the
+/// odometer over the outer dims is [`Plan::rows`], compiled once per `K`.
 #[inline]
 pub(crate) fn walk<const K: usize>(
     dims: &[usize],
@@ -13,63 +15,20 @@ pub(crate) fn walk<const K: usize>(
     offsets: [usize; K],
     mut f: impl FnMut([usize; K]),
 ) {
-    if dims.contains(&0) {
+    let n: usize = dims.iter().product();
+    if n == 0 {
         return;
     }
-    // coalesce
-    let mut cd: Vec<usize> = Vec::with_capacity(dims.len());
-    let mut cs: Vec<[usize; K]> = Vec::with_capacity(dims.len());
-    for (i, &d) in dims.iter().enumerate() {
-        if d == 1 {
-            continue;
-        }
-        let s: [usize; K] = std::array::from_fn(|k| strides[k][i]);
-        if let (Some(ld), Some(ls)) = (cd.last_mut(), cs.last_mut()) {
-            if (0..K).all(|k| ls[k] == s[k] * d) {
-                *ld *= d;
-                *ls = s;
-                continue;
-            }
-        }
-        cd.push(d);
-        cs.push(s);
-    }
-    let rank = cd.len();
-    if rank == 0 {
-        f(offsets);
-        return;
-    }
-    let inner = cd[rank - 1];
-    let inner_s = cs[rank - 1];
-    let mut idx = vec![0usize; rank - 1];
-    let mut base = offsets;
-    loop {
-        let mut o = base;
+    let plan = Plan::new(dims, strides, offsets);
+    let (inner, steps) = (plan.inner, plan.steps);
+    plan.rows(0, n / inner, &mut |mut o| {
         for _ in 0..inner {
             f(o);
             for k in 0..K {
-                o[k] += inner_s[k];
+                o[k] += steps[k];
             }
         }
-        let mut d = rank - 1;
-        loop {
-            if d == 0 {
-                return;
-            }
-            d -= 1;
-            idx[d] += 1;
-            for k in 0..K {
-                base[k] += cs[d][k];
-            }
-            if idx[d] < cd[d] {
-                break;
-            }
-            for k in 0..K {
-                base[k] -= cs[d][k] * cd[d];
-            }
-            idx[d] = 0;
-        }
-    }
+    });
 }
 
 /// Where a row-major pass over `K` layouts of one shape reads: the dims coalesced as in
@@ -112,9 +71,9 @@ impl<const K: usize> Plan<K> {
     }
 
     /// Calls `f` with the operands' offsets of the first element of rows `g0..g1` (in
-    /// row-major order; the plan has `numel / inner` rows).
-    #[inline]
-    pub(crate) fn rows(&self, g0: usize, g1: usize, mut f: impl FnMut([usize; K])) {
+    /// row-major order; the plan has `numel / inner` rows). A trait object, so that the
+    /// odometer is compiled once per operand count rather than once per kernel.
+    pub(crate) fn rows(&self, g0: usize, g1: usize, f: &mut dyn FnMut([usize; K])) {
         let (dims, strides) = (&self.outer, &self.outer_strides);
         let r = dims.len();
         let mut idx = vec![0usize; r];
@@ -148,70 +107,100 @@ impl<const K: usize> Plan<K> {
     }
 }
 
-/// Where a row kernel writes: the end of a vector (row-major passes) or the next
-/// elements of a slice (a strip of a tiled pass).
-pub(crate) trait Sink<U> {
-    /// Appends the `len` items of `it`.
-    fn put(&mut self, len: usize, it: impl Iterator<Item = U>);
-}
-
-impl<U> Sink<U> for Vec<U> {
-    #[inline]
-    fn put(&mut self, _len: usize, it: impl Iterator<Item = U>) {
-        self.extend(it);
-    }
-}
-
-/// The unwritten rest of an output slice.
-struct Slot<'a, U>(&'a mut [U]);
-
-impl<U> Sink<U> for Slot<'_, U> {
-    #[inline]
-    fn put(&mut self, len: usize, it: impl Iterator<Item = U>) {
-        let (head, rest) = std::mem::take(&mut self.0).split_at_mut(len);
-        for (o, x) in head.iter_mut().zip(it) {
-            *o = x;
-        }
-        self.0 = rest;
-    }
-}
-
-/// An elementwise kernel over `K` operands, one output row at a time: the row's `len`
-/// elements read operand `k` from `offs[k]`, `steps[k]` apart. Implementations
-/// specialise steps 1 and 0 (contiguous and broadcast rows) so those loops vectorise.
+/// An elementwise kernel over `K` operands, one output row at a time: `out` is the row
+/// (its length the row's), whose elements read operand `k` from `offs[k]`, `steps[k]`
+/// apart. Implementations specialise steps 1 and 0 (contiguous and broadcast rows) so
+/// those loops vectorise.
+///
+/// The passes below take it as a trait object: the kernel's own code (its loops) is the
+/// only part compiled once per elementwise function; the iteration over layouts, the
+/// tiling and the split over threads are compiled once per operand count and output type.
 pub(crate) trait RowKernel<U, const K: usize>: Sync {
-    fn row<S: Sink<U>>(&self, out: &mut S, len: usize, offs: [usize; K], steps: [usize; K]);
+    fn row(&self, out: &mut [U], offs: [usize; K], steps: [usize; K]);
 }
+
+/// Elements from which a pass that is one contiguous (or broadcast) row runs on all of
+/// rayon's threads, when its caller allows it.
+const PAR_ELEMS: usize = 1 << 16;
+
+/// Elements per task of such a pass on all threads.
+const PAR_CHUNK: usize = 1 << 14;
 
 /// The elements of `K` same-shape layouts combined by `r`, in row-major order, in a
-/// (possibly cached) buffer, on the calling thread. (Strided passes stay on one thread,
-/// as the walk they replace did: split over rayon's 2 threads, the eigh backward at
-/// n = 256, made of many such passes on 65,536 elements, was slower in wall time on a
-/// loaded machine; only contiguous passes are split, by the callers.)
-pub(crate) fn eval<U, R, const K: usize>(
+/// (possibly cached) buffer. A pass that is one row (every operand contiguous or
+/// broadcast over the whole shape) is split over rayon's threads when `par` is set and
+/// it is large; strided passes stay on one thread, as the walk they replace did: split
+/// over 2 threads, the eigh backward at n = 256, made of many such passes on 65,536
+/// elements, was slower in wall time on a loaded machine.
+pub(crate) fn eval<U: Pooled, const K: usize>(
     dims: &[usize],
     strides: [&[usize]; K],
     offsets: [usize; K],
-    r: &R,
-) -> Vec<U>
-where
-    U: Pooled,
-    R: RowKernel<U, K>,
-{
+    r: &dyn RowKernel<U, K>,
+    par: bool,
+) -> Vec<U> {
     let n: usize = dims.iter().product();
     if n == 0 {
         return Vec::new();
     }
     let plan = Plan::new(dims, strides, offsets);
-    let (inner, steps) = (plan.inner, plan.steps);
-    if plan.tiled() {
-        let mut out = pool::overwritten(n, U::default());
-        strips(&plan, r, 0, n / inner, &mut out);
-        return out;
+    let mut out = pool::overwritten(n, U::default());
+    if plan.outer.is_empty() {
+        one_row(&mut out, plan.offsets, plan.steps, r, par);
+    } else {
+        fill(&plan, r, &mut out);
     }
-    let mut out = pool::take(n);
-    plan.rows(0, n / inner, |offs| r.row(&mut out, inner, offs, steps));
     out
+}
+
+/// [`eval`] for a pass known to be one row: the operands read from `offs`, `steps`
+/// apart (each 0 or 1), `n` elements.
+pub(crate) fn eval_row<U: Pooled, const K: usize>(
+    n: usize,
+    offs: [usize; K],
+    steps: [usize; K],
+    r: &dyn RowKernel<U, K>,
+    par: bool,
+) -> Vec<U> {
+    if n == 0 {
+        return Vec::new();
+    }
+    let mut out = pool::overwritten(n, U::default());
+    one_row(&mut out, offs, steps, r, par);
+    out
+}
+
+/// `out`, one row, on all threads if `par` and it is large.
+fn one_row<U: Pooled, const K: usize>(
+    out: &mut [U],
+    offs: [usize; K],
+    steps: [usize; K],
+    r: &dyn RowKernel<U, K>,
+    par: bool,
+) {
+    if par && out.len() >= PAR_ELEMS && rayon::current_num_threads() > 1 {
+        par::for_each_chunk(out, PAR_CHUNK, |t, o| {
+            let at = t * PAR_CHUNK;
+            r.row(o, std::array::from_fn(|k| offs[k] + at * steps[k]), steps);
+        });
+    } else {
+        r.row(out, offs, steps);
+    }
+}
+
+/// Every row of `plan` into `out`, row by row or (see [`Plan::tiled`]) strip by strip.
+fn fill<U, const K: usize>(plan: &Plan<K>, r: &dyn RowKernel<U, K>, out: &mut [U]) {
+    let (inner, steps) = (plan.inner, plan.steps);
+    let rows = out.len() / inner;
+    if plan.tiled() {
+        strips(plan, r, 0, rows, out);
+        return;
+    }
+    let mut at = 0;
+    plan.rows(0, rows, &mut |offs| {
+        r.row(&mut out[at..at + inner], offs, steps);
+        at += inner;
+    });
 }
 
 /// Output elements per strip of a tiled pass: one cache line of each of the (at most 8)
@@ -232,9 +221,9 @@ impl<const K: usize> Plan<K> {
 
 /// Rows `g0..g1` of `plan` into `out` (their elements in row-major order), in strips of
 /// [`STRIP`] columns: all the rows' first columns, then the next ones.
-fn strips<U, R: RowKernel<U, K>, const K: usize>(
+fn strips<U, const K: usize>(
     plan: &Plan<K>,
-    r: &R,
+    r: &dyn RowKernel<U, K>,
     g0: usize,
     g1: usize,
     out: &mut [U],
@@ -244,9 +233,9 @@ fn strips<U, R: RowKernel<U, K>, const K: usize>(
     while c0 < inner {
         let len = STRIP.min(inner - c0);
         let mut at = c0;
-        plan.rows(g0, g1, |offs| {
-            let mut s = Slot(&mut out[at..at + len]);
-            r.row(&mut s, len, std::array::from_fn(|k| offs[k] + c0 * steps[k]), steps);
+        plan.rows(g0, g1, &mut |offs| {
+            let offs = std::array::from_fn(|k| offs[k] + c0 * steps[k]);
+            r.row(&mut out[at..at + len], offs, steps);
             at += inner;
         });
         c0 += len;
@@ -254,18 +243,17 @@ fn strips<U, R: RowKernel<U, K>, const K: usize>(
 }
 
 /// [`eval`] on one thread into a fresh (uncached) vector: for buffers handed to users.
-pub(crate) fn eval_fresh<U, R: RowKernel<U, K>, const K: usize>(
+pub(crate) fn eval_fresh<U: Copy + Default, const K: usize>(
     dims: &[usize],
     strides: [&[usize]; K],
     offsets: [usize; K],
-    r: &R,
+    r: &dyn RowKernel<U, K>,
 ) -> Vec<U> {
     let n: usize = dims.iter().product();
-    let mut out = Vec::with_capacity(n);
+    let mut out = vec![U::default(); n];
     if n > 0 {
         let plan = Plan::new(dims, strides, offsets);
-        let (inner, steps) = (plan.inner, plan.steps);
-        plan.rows(0, n / inner, |offs| r.row(&mut out, inner, offs, steps));
+        fill(&plan, r, &mut out);
     }
     out
 }
@@ -282,14 +270,16 @@ pub(crate) struct MapRow<'a, T, F> {
     pub(crate) f: F,
 }
 
-impl<T: Copy + Sync, U: Clone, F: Fn(T) -> U + Sync> RowKernel<U, 1> for MapRow<'_, T, F> {
-    #[inline]
-    fn row<S: Sink<U>>(&self, out: &mut S, len: usize, [o]: [usize; 1], [s]: [usize; 1]) {
-        let (v, f) = (self.v, &self.f);
+impl<T: Copy + Sync, U: Copy, F: Fn(T) -> U + Sync> RowKernel<U, 1> for MapRow<'_, T, F> {
+    fn row(&self, out: &mut [U], [o]: [usize; 1], [s]: [usize; 1]) {
+        let (v, f, len) = (self.v, &self.f, out.len());
+        if len == 0 {
+            return;
+        }
         match s {
-            1 => out.put(len, v[o..o + len].iter().map(|&x| f(x))),
-            0 => out.put(len, std::iter::repeat_n(f(v[o]), len)),
-            _ => out.put(len, strided_run(v, o, len, s).map(|&x| f(x))),
+            1 => out.iter_mut().zip(&v[o..o + len]).for_each(|(d, &x)| *d = f(x)),
+            0 => out.fill(f(v[o])),
+            _ => out.iter_mut().zip(strided_run(v, o, len, s)).for_each(|(d, &x)| *d = f(x)),
         }
     }
 }
@@ -301,30 +291,45 @@ pub(crate) struct ZipRow<'a, T, F> {
     pub(crate) f: F,
 }
 
-impl<T: Copy + Sync, U, F: Fn(T, T) -> U + Sync> RowKernel<U, 2> for ZipRow<'_, T, F> {
-    #[inline]
-    fn row<S: Sink<U>>(&self, out: &mut S, len: usize, [i, j]: [usize; 2], st: [usize; 2]) {
-        let (a, b, f) = (self.a, self.b, &self.f);
+impl<T: Copy + Sync, U: Copy, F: Fn(T, T) -> U + Sync> RowKernel<U, 2> for ZipRow<'_, T, F> {
+    fn row(&self, out: &mut [U], [i, j]: [usize; 2], st: [usize; 2]) {
+        let (a, b, f, len) = (self.a, self.b, &self.f, out.len());
+        if len == 0 {
+            return;
+        }
         match st {
             [1, 1] => {
-                out.put(len, a[i..i + len].iter().zip(&b[j..j + len]).map(|(&x, &y)| f(x, y)));
+                let (a, b) = (&a[i..i + len], &b[j..j + len]);
+                for ((d, &x), &y) in out.iter_mut().zip(a).zip(b) {
+                    *d = f(x, y);
+                }
             }
             [1, 0] => {
                 let y = b[j];
-                out.put(len, a[i..i + len].iter().map(|&x| f(x, y)));
+                out.iter_mut().zip(&a[i..i + len]).for_each(|(d, &x)| *d = f(x, y));
             }
             [0, 1] => {
                 let x = a[i];
-                out.put(len, b[j..j + len].iter().map(|&y| f(x, y)));
+                out.iter_mut().zip(&b[j..j + len]).for_each(|(d, &y)| *d = f(x, y));
             }
-            [1, t] => out.put(
-                len,
-                a[i..i + len].iter().zip(strided_run(b, j, len, t)).map(|(&x, &y)| f(x, y)),
-            ),
+            [0, 0] => out.fill(f(a[i], b[j])),
+            [1, t] => {
+                let b = strided_run(b, j, len, t);
+                for ((d, &x), &y) in out.iter_mut().zip(&a[i..i + len]).zip(b) {
+                    *d = f(x, y);
+                }
+            }
             [s, 1] => {
-                out.put(len, strided_run(a, i, len, s).zip(&b[j..j + len]).map(|(&x, &y)| f(x, y)));
+                let a = strided_run(a, i, len, s);
+                for ((d, &x), &y) in out.iter_mut().zip(a).zip(&b[j..j + len]) {
+                    *d = f(x, y);
+                }
             }
-            [s, t] => out.put(len, (0..len).map(|e| f(a[i + e * s], b[j + e * t]))),
+            [s, t] => {
+                for (e, d) in out.iter_mut().enumerate() {
+                    *d = f(a[i + e * s], b[j + e * t]);
+                }
+            }
         }
     }
 }
@@ -337,48 +342,46 @@ pub(crate) struct WhereRow<'a, T> {
 }
 
 impl<T: Copy + Sync> RowKernel<T, 3> for WhereRow<'_, T> {
-    #[inline]
-    fn row<S: Sink<T>>(&self, out: &mut S, len: usize, [i, j, k]: [usize; 3], st: [usize; 3]) {
-        let (c, t, f) = (self.c, self.t, self.f);
+    fn row(&self, out: &mut [T], [i, j, k]: [usize; 3], st: [usize; 3]) {
+        let (c, t, f, len) = (self.c, self.t, self.f, out.len());
+        if len == 0 {
+            return;
+        }
         // an index, not a branch: the mask is unpredictable
-        let pick = |(&c, (&x, &y)): (&bool, (&T, &T))| [y, x][usize::from(c)];
+        let pick = |(d, (&c, (&x, &y))): (&mut T, (&bool, (&T, &T)))| *d = [y, x][usize::from(c)];
         match st {
             [1, 1, 1] => {
-                out.put(
-                    len,
-                    c[i..i + len].iter().zip(t[j..j + len].iter().zip(&f[k..k + len])).map(pick),
-                );
+                let (c, t, f) = (&c[i..i + len], &t[j..j + len], &f[k..k + len]);
+                out.iter_mut().zip(c.iter().zip(t.iter().zip(f))).for_each(pick);
             }
             [1, 1, 0] => {
                 let y = f[k];
-                out.put(
-                    len,
-                    c[i..i + len].iter().zip(&t[j..j + len]).map(|(&c, &x)| [y, x][usize::from(c)]),
-                );
+                let (c, t) = (&c[i..i + len], &t[j..j + len]);
+                for ((d, &c), &x) in out.iter_mut().zip(c).zip(t) {
+                    *d = [y, x][usize::from(c)];
+                }
             }
             [1, 0, 1] => {
                 let x = t[j];
-                out.put(
-                    len,
-                    c[i..i + len].iter().zip(&f[k..k + len]).map(|(&c, &y)| [y, x][usize::from(c)]),
-                );
+                let (c, f) = (&c[i..i + len], &f[k..k + len]);
+                for ((d, &c), &y) in out.iter_mut().zip(c).zip(f) {
+                    *d = [y, x][usize::from(c)];
+                }
             }
             // one branch transposed (the mask and the other branch contiguous)
-            [1, b, 1] if b > 1 => out.put(
-                len,
-                c[i..i + len].iter().zip(strided_run(t, j, len, b).zip(&f[k..k + len])).map(pick),
-            ),
-            [1, 1, d] if d > 1 => out.put(
-                len,
-                c[i..i + len]
-                    .iter()
-                    .zip(t[j..j + len].iter().zip(strided_run(f, k, len, d)))
-                    .map(pick),
-            ),
-            [a, b, d] => out.put(
-                len,
-                (0..len).map(|e| [f[k + e * d], t[j + e * b]][usize::from(c[i + e * a])]),
-            ),
+            [1, b, 1] if b > 1 => {
+                let (c, t, f) = (&c[i..i + len], strided_run(t, j, len, b), &f[k..k + len]);
+                out.iter_mut().zip(c.iter().zip(t.zip(f))).for_each(pick);
+            }
+            [1, 1, e] if e > 1 => {
+                let (c, t, f) = (&c[i..i + len], &t[j..j + len], strided_run(f, k, len, e));
+                out.iter_mut().zip(c.iter().zip(t.iter().zip(f))).for_each(pick);
+            }
+            [a, b, e] => {
+                for (n, d) in out.iter_mut().enumerate() {
+                    *d = [f[k + n * e], t[j + n * b]][usize::from(c[i + n * a])];
+                }
+            }
         }
     }
 }
@@ -408,14 +411,14 @@ mod tests {
         let (dims, st) = ([2, 3, 4], [1, 2, 6]);
         let plan = Plan::new(&dims, [&st], [5]);
         let mut all = Vec::new();
-        plan.rows(0, 6, |[o]| all.push(o));
+        plan.rows(0, 6, &mut |[o]| all.push(o));
         let mut want = Vec::new();
         walk(&dims[..2], [&st[..2]], [5], |[o]| want.push(o));
         assert_eq!(all, want);
         for g0 in 0..6 {
             for g1 in g0..=6 {
                 let mut part = Vec::new();
-                plan.rows(g0, g1, |[o]| part.push(o));
+                plan.rows(g0, g1, &mut |[o]| part.push(o));
                 assert_eq!(part, all[g0..g1]);
             }
         }
@@ -447,13 +450,32 @@ mod tests {
                 want_w.push(if c[j] { v[i] } else { v[j] });
             });
             let zip = ZipRow { a: &v, b: &v, f: |x: f64, y: f64| x * 3.0 - y };
-            assert_eq!(eval(dims, [sa, sb], [oa, ob], &zip), want);
+            assert_eq!(eval(dims, [sa, sb], [oa, ob], &zip, false), want);
             assert_eq!(eval_fresh(dims, [sa, sb], [oa, ob], &zip), want);
             let w = WhereRow { c: &c, t: &v, f: &v };
-            assert_eq!(eval(dims, [sb, sa, sb], [ob, oa, ob], &w), want_w);
+            assert_eq!(eval(dims, [sb, sa, sb], [ob, oa, ob], &w, false), want_w);
             let mut want_m = Vec::new();
             walk(dims, [sa], [oa], |[i]| want_m.push(-v[i]));
-            assert_eq!(eval(dims, [sa], [oa], &MapRow { v: &v, f: |x: f64| -x }), want_m);
+            assert_eq!(eval(dims, [sa], [oa], &MapRow { v: &v, f: |x: f64| -x }, false), want_m);
         }
+    }
+
+    #[test]
+    fn tiled_and_threaded_passes_match_the_walk() {
+        // a transposed operand with rows of 130 (strips of 8 and a remainder of 2)
+        let v: Vec<f64> = (0..2080).map(|i| f64::from(i).sin()).collect();
+        let (dims, sa, sb): (&[usize], &[usize], &[usize]) = (&[16, 130], &[1, 16], &[130, 1]);
+        let mut want = Vec::new();
+        walk(dims, [sa, sb], [0, 0], |[i, j]| want.push(v[i] - 2.0 * v[j]));
+        let zip = ZipRow { a: &v, b: &v, f: |x: f64, y: f64| x - 2.0 * y };
+        assert_eq!(eval(dims, [sa, sb], [0, 0], &zip, false), want);
+        assert_eq!(eval_fresh(dims, [sa, sb], [0, 0], &zip), want);
+        // one long contiguous row split over threads, and two broadcast scalars
+        let long: Vec<f64> = (0..100_003).map(|i| f64::from(i) * 0.25).collect();
+        let m = MapRow { v: &long, f: |x: f64| x * x + 1.0 };
+        let par = eval(&[100_003], [&[1]], [0], &m, true);
+        assert_eq!(par, long.iter().map(|x| x * x + 1.0).collect::<Vec<_>>());
+        let z = ZipRow { a: &long, b: &long, f: |x: f64, y: f64| x - y };
+        assert_eq!(eval(&[3, 4], [&[0, 0], &[0, 0]], [7, 2], &z, true), vec![1.25; 12]);
     }
 }
