@@ -69,6 +69,44 @@ pub(crate) fn arch() -> pulp::Arch {
     }
 }
 
+/// The SIMD level the fixed-order kernels are compiled for (see
+/// [`by_order_simd!`](crate::backend::cpu::linalg::order::by_order_simd)): on x86-64,
+/// pulp's x86-64-v3 backend (AVX2 and FMA), when `arch` is it; elsewhere `arch` itself.
+#[cfg(target_arch = "x86_64")]
+pub(crate) type Sized = pulp::x86::V3;
+/// The SIMD level the fixed-order kernels are compiled for: off x86-64, every level.
+#[cfg(not(target_arch = "x86_64"))]
+pub(crate) type Sized = pulp::Arch;
+
+/// `arch` as the level the fixed-order kernels are compiled for, if it is that level.
+#[inline]
+pub(crate) fn sized(arch: pulp::Arch) -> Option<Sized> {
+    #[cfg(target_arch = "x86_64")]
+    {
+        match arch {
+            pulp::Arch::V3(simd) => Some(simd),
+            _ => None,
+        }
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        Some(arch)
+    }
+}
+
+/// Runs `op` at the level `simd`.
+#[inline(always)]
+pub(crate) fn vectorize<Op: pulp::WithSimd>(simd: Sized, op: Op) -> Op::Output {
+    #[cfg(target_arch = "x86_64")]
+    {
+        pulp::Simd::vectorize(simd, op)
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        simd.dispatch(op)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -18,7 +18,7 @@ use faer::linalg::cholesky::llt::factor::{
 use faer::{Par, Spec};
 
 use super::lanes::{lane_offsets, load_lanes, store_lanes, LANES, LANES_MAX};
-use super::order::by_order;
+use super::order::{by_order, by_order_simd};
 use super::{colmajor_layout, colmajor_mut, lower_tiles, Batch, LinalgElem};
 use crate::dtype::Float;
 use crate::layout::Layout;
@@ -267,32 +267,9 @@ fn factor_lanes<T: LinalgElem>(
             factor_lanes_n(simd, ba, a, first, dst, info, &mut buf[..n * n], n, rows);
         }
     }
-    fn fixed<T: LinalgElem, const N: usize>(
-        ba: &Batch,
-        a: &[T],
-        first: usize,
-        dst: &mut [T],
-        info: &mut [i64],
-        buf: &mut [[T; LANES]],
-        rows: bool,
-    ) {
-        // compiled for the widest instruction set the CPU has (the same operations)
-        crate::backend::cpu::simd::arch().dispatch(Kernel::<T, N> {
-            ba,
-            a,
-            first,
-            dst,
-            info,
-            buf,
-            rows,
-        });
-    }
-    by_order!(ba.n;
-        1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 => |N| {
-            fixed::<T, N>(ba, a, first, dst, info, buf, rows);
-        },
-        _ => crate::backend::cpu::simd::arch()
-            .dispatch(Kernel::<T, 0> { ba, a, first, dst, info, buf, rows }));
+    by_order_simd!(crate::backend::cpu::simd::arch(), ba.n;
+        1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 => |N| Kernel::<T, N> { ba, a, first, dst, info, buf, rows },
+        _ => Kernel::<T, 0> { ba, a, first, dst, info, buf, rows });
 }
 
 /// [`right_looking`] on [`LANES`] matrices `first..` at once, each operation over the
@@ -535,10 +512,9 @@ fn backward_lanes<T: LinalgElem>(grp: LaneGroup<'_, T>) {
             store_lanes(simd, db, dst, n, false);
         }
     }
-    let arch = crate::backend::cpu::simd::arch();
-    by_order!(grp.f.0.n;
-        1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 => |N| arch.dispatch(Kernel::<T, N>(grp)),
-        _ => arch.dispatch(Kernel::<T, 0>(grp)));
+    by_order_simd!(crate::backend::cpu::simd::arch(), grp.f.0.n;
+        1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 => |N| Kernel::<T, N>(grp),
+        _ => Kernel::<T, 0>(grp));
 }
 
 // lanes are indexed on purpose (the loops over them vectorise); Float has no SubAssign

@@ -30,7 +30,7 @@ use faer::linalg::solvers::Solve;
 use faer::{Accum, MatMut, MatRef, Par};
 
 use super::lanes::LaneBits;
-use super::order::by_order;
+use super::order::by_order_simd;
 use super::{colmajor_layout, for_each_matrix, Batch, LinalgElem};
 use crate::layout::Layout;
 
@@ -576,10 +576,9 @@ pub(crate) fn matrix_exp<T: LinalgElem + LaneBits>(a: &[T], l: &Layout) -> (Vec<
         b.load(a, i, dst);
         // compiled by `pulp`'s dispatch (the CPU's FMA and vector width), with `N` the
         // order for the orders whose loops unroll, else 0
-        let arch = crate::backend::cpu::simd::arch();
-        by_order!(n;
-            2 3 4 16 => |N| arch.dispatch(Kernel::<T, N> { dst, tmp, n, par }),
-            _ => arch.dispatch(Kernel::<T, 0> { dst, tmp, n, par }));
+        by_order_simd!(crate::backend::cpu::simd::arch(), n;
+            2 3 4 16 => |N| Kernel::<T, N> { dst, tmp, n, par },
+            _ => Kernel::<T, 0> { dst, tmp, n, par });
     });
     (out, colmajor_layout(&b.dims, n, n))
 }
@@ -617,10 +616,9 @@ pub(crate) fn matrix_exp_frechet<T: LinalgElem + LaneBits>(
         be.load(e, i, &mut tmp[nn..2 * nn]);
         let work = &mut tmp[..];
         // (as in `matrix_exp`)
-        let arch = crate::backend::cpu::simd::arch();
-        by_order!(n;
-            2 3 4 16 => |N| arch.dispatch(Kernel::<T, N> { work, dst, n, par }),
-            _ => arch.dispatch(Kernel::<T, 0> { work, dst, n, par }));
+        by_order_simd!(crate::backend::cpu::simd::arch(), n;
+            2 3 4 16 => |N| Kernel::<T, N> { work, dst, n, par },
+            _ => Kernel::<T, 0> { work, dst, n, par });
     });
     (out, colmajor_layout(&bx.dims, n, n))
 }

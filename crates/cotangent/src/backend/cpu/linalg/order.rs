@@ -24,3 +24,25 @@ macro_rules! by_order {
 }
 
 pub(crate) use by_order;
+
+/// `by_order_simd!(arch, n; 2 3 4 => |N| Kernel::<T, N> { .. }, _ => Kernel::<T, 0> { .. })`:
+/// [`by_order!`] for the SIMD kernels (`pulp::WithSimd`). The kernel of order `N` runs
+/// when `n` is listed and `arch` is the level the fixed-order kernels are compiled for
+/// ([`simd::sized`](crate::backend::cpu::simd::sized): AVX2 on x86-64); otherwise the
+/// any-order kernel runs under `arch`. A fixed-order kernel exists only to be fast, so it
+/// is compiled for that one level and not also for the portable one: each instance costs
+/// build time, and most of the crate's machine code is such instances.
+macro_rules! by_order_simd {
+    ($arch:expr, $n:expr; $($k:literal)+ => |$N:ident| $kernel:expr, _ => $any:expr $(,)?) => {{
+        let arch: pulp::Arch = $arch;
+        match ($crate::backend::cpu::simd::sized(arch), $n) {
+            $((Some(simd), $k) => {
+                const $N: usize = $k;
+                $crate::backend::cpu::simd::vectorize(simd, $kernel)
+            })+
+            _ => arch.dispatch($any),
+        }
+    }};
+}
+
+pub(crate) use by_order_simd;

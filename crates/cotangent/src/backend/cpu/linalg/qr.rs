@@ -35,7 +35,7 @@ use faer::{MatMut, MatRef, Par};
 
 use super::householder as hh;
 use super::lanes::{lane_offsets, load_lanes, LANES, LANES_MAX};
-use super::order::by_order;
+use super::order::{by_order, by_order_simd};
 use super::{colmajor_layout, load_colmajor, Batch, LinalgElem};
 use crate::backend::QrSpec;
 use crate::layout::Layout;
@@ -492,25 +492,13 @@ fn qr_lanes<T: QrElem>(
         #[inline(always)]
         fn with_simd<S: pulp::Simd>(self, simd: S) -> [bool; LANES] {
             let Kernel { ba, a, first, q, r, w, qb } = self;
-            qr_lanes_n(simd, ba, a, first, q, r, &mut w[..N * N], &mut qb[..N * N], N)
+            let n = if N > 0 { N } else { ba.n };
+            qr_lanes_n(simd, ba, a, first, q, r, &mut w[..n * n], &mut qb[..n * n], n)
         }
     }
-    #[allow(clippy::too_many_arguments)]
-    fn fixed<T: QrElem, const N: usize>(
-        ba: &Batch,
-        a: &[T],
-        first: usize,
-        q: &mut [T],
-        r: &mut [T],
-        w: &mut [[T; LANES]],
-        qb: &mut [[T; LANES]],
-    ) -> [bool; LANES] {
-        // compiled for the widest instruction set the CPU has (the same operations)
-        crate::backend::cpu::simd::arch().dispatch(Kernel::<T, N> { ba, a, first, q, r, w, qb })
-    }
-    by_order!(ba.n;
-        1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 => |N| fixed::<T, N>(ba, a, first, q, r, w, qb),
-        _ => qr_lanes_n(pulp::Scalar::new(), ba, a, first, q, r, w, qb, ba.n))
+    by_order_simd!(crate::backend::cpu::simd::arch(), ba.n;
+        1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 => |N| Kernel::<T, N> { ba, a, first, q, r, w, qb },
+        _ => Kernel::<T, 0> { ba, a, first, q, r, w, qb })
 }
 
 /// [`one`] into row-major `q` and `r` (square `n x n` matrices), through column-major
@@ -822,24 +810,19 @@ fn backward_lanes<T: QrElem>(
         ops: [Operand<'b, T>; 4],
         idx: &'a [usize; LANES],
         buf: &'a mut [[T; LANES]],
+        n: usize,
     }
     impl<T: QrElem, const N: usize> pulp::WithSimd for Kernel<'_, '_, T, N> {
         type Output = ();
         #[inline(always)]
         fn with_simd<S: pulp::Simd>(self, simd: S) {
-            backward_lanes_n(simd, self.ops, self.idx, self.buf, N);
+            let n = if N > 0 { N } else { self.n };
+            backward_lanes_n(simd, self.ops, self.idx, self.buf, n);
         }
     }
-    fn fixed<T: QrElem, const N: usize>(
-        ops: [Operand<'_, T>; 4],
-        idx: &[usize; LANES],
-        buf: &mut [[T; LANES]],
-    ) {
-        crate::backend::cpu::simd::arch().dispatch(Kernel::<T, N> { ops, idx, buf });
-    }
-    by_order!(n;
-        1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 => |N| fixed::<T, N>(ops, idx, buf),
-        _ => backward_lanes_n(pulp::Scalar::new(), ops, idx, buf, n));
+    by_order_simd!(crate::backend::cpu::simd::arch(), n;
+        1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 => |N| Kernel::<T, N> { ops, idx, buf, n },
+        _ => Kernel::<T, 0> { ops, idx, buf, n });
 }
 
 /// [`qr_backward`] for batches of square matrices up to [`LANES_MAX`]: [`LANES`] at a

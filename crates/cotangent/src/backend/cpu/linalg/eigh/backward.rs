@@ -4,7 +4,7 @@
 //! ([`backward_simd`]), and the plain reference it is tested against.
 
 use super::super::lanes::LaneBits;
-use super::super::order::by_order;
+use super::super::order::by_order_simd;
 use super::super::{Batch, LinalgElem, TASK_WORK};
 use crate::backend::cpu::par::for_each_chunk;
 use crate::layout::Layout;
@@ -151,10 +151,9 @@ fn backward_simd<T: LinalgElem + LaneBits>(
         }
     }
     let n = inputs.v.1.n;
-    let arch = crate::backend::cpu::simd::arch();
-    by_order!(n;
-        2 3 4 8 16 => |N| arch.dispatch(Kernel::<T, N> { inputs, first, out }),
-        _ => arch.dispatch(Kernel::<T, 0> { inputs, first, out }))
+    by_order_simd!(crate::backend::cpu::simd::arch(), n;
+        2 3 4 8 16 => |N| Kernel::<T, N> { inputs, first, out },
+        _ => Kernel::<T, 0> { inputs, first, out })
 }
 
 /// Where [`backward_simd_n`] reads `gV` from: rows or columns in place (the slice from
@@ -340,7 +339,7 @@ fn backward_one<T: LinalgElem>(
     dst: &mut [T],
     eps: f64,
 ) -> bool {
-    by_order!(n;
+    super::super::order::by_order!(n;
         1 2 3 4 8 16 => |N| backward_n::<T, N>(n, vm, wi, gwi, gv, x, y, dst, eps),
         _ => backward_n::<T, 0>(n, vm, wi, gwi, gv, x, y, dst, eps))
 }

@@ -7,7 +7,7 @@
 
 use super::super::jacobi::pow2_near;
 use super::super::lanes::{load_symmetric_lanes, masks, sel, LaneBits, LANES};
-use super::super::order::by_order;
+use super::super::order::by_order_simd;
 use super::super::{Batch, LinalgElem};
 use super::{gauge, hypot, sort_and_gauge, LaneBufs, LaneOut, SMALL_N};
 
@@ -293,10 +293,9 @@ pub(super) fn ql_lanes<T: LinalgElem + LaneBits>(
     }
     let n = b.n;
     bufs.v.resize(n * n, [T::ZERO; LANES]);
-    let arch = crate::backend::cpu::simd::arch();
-    by_order!(n;
-        8 16 => |N| arch.dispatch(Kernel::<T, N> { data, b, first, count, upper, out, bufs }),
-        _ => arch.dispatch(Kernel::<T, 0> { data, b, first, count, upper, out, bufs }));
+    by_order_simd!(crate::backend::cpu::simd::arch(), n;
+        8 16 => |N| Kernel::<T, N> { data, b, first, count, upper, out, bufs },
+        _ => Kernel::<T, 0> { data, b, first, count, upper, out, bufs });
 }
 
 /// [`ql_lanes`] for the order `n` (a constant where it is small): the operations of

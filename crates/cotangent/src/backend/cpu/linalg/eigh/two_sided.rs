@@ -11,7 +11,7 @@ use super::super::jacobi::{
     tangent_theta, tiny_pair,
 };
 use super::super::lanes::{load_symmetric_lanes, LANES};
-use super::super::order::by_order;
+use super::super::order::{by_order, by_order_simd};
 use super::super::{Batch, LinalgElem};
 use super::{sort_and_gauge, LaneBufs, LaneOut, SMALL_N};
 
@@ -162,10 +162,9 @@ pub(super) fn jacobi_lanes<T: LinalgElem>(
     for buf in [&mut bufs.a, &mut bufs.a0, &mut bufs.v] {
         buf.resize(n * n, [T::ZERO; LANES]);
     }
-    let arch = crate::backend::cpu::simd::arch();
-    by_order!(n;
-        2 3 4 => |N| arch.dispatch(Kernel::<T, N> { data, b, first, count, upper, out, bufs }),
-        _ => arch.dispatch(Kernel::<T, 0> { data, b, first, count, upper, out, bufs }));
+    by_order_simd!(crate::backend::cpu::simd::arch(), n;
+        2 3 4 => |N| Kernel::<T, N> { data, b, first, count, upper, out, bufs },
+        _ => Kernel::<T, 0> { data, b, first, count, upper, out, bufs });
 }
 
 /// [`jacobi_lanes`] for the order `n` (a constant where it is small): the operations of

@@ -11,7 +11,7 @@ use faer::{MatRef, Par};
 use super::super::lanes::{
     for_each_lane_group, lane_offsets, load_lanes, store_lanes, LANES, LANES_MAX,
 };
-use super::super::order::by_order;
+use super::super::order::{by_order, by_order_simd};
 use super::super::{colmajor_layout, colmajor_mut, for_each_matrix, Batch, LinalgElem};
 use super::inverse::{scaled_inverse, PAR_INVERSE_N};
 use super::{dot, swap_rows, ROWS};
@@ -210,12 +210,9 @@ pub(super) fn middle_lanes<T: LinalgElem>(
             middle_lanes_n(simd, fac, piv, mid, first, dst, bufs, n, row_major);
         }
     }
-    let arch = crate::backend::cpu::simd::arch();
-    by_order!(n;
-        2 3 4 8 16 => |N| {
-            arch.dispatch(Kernel::<T, N> { fac, n, piv, mid, first, dst, bufs, row_major });
-        },
-        _ => arch.dispatch(Kernel::<T, 0> { fac, n, piv, mid, first, dst, bufs, row_major }));
+    by_order_simd!(crate::backend::cpu::simd::arch(), n;
+        2 3 4 8 16 => |N| Kernel::<T, N> { fac, n, piv, mid, first, dst, bufs, row_major },
+        _ => Kernel::<T, 0> { fac, n, piv, mid, first, dst, bufs, row_major });
 }
 
 /// The loops of [`middle_small_n`] and [`outer_small_n`] over [`LANES`] matrices, every

@@ -14,7 +14,7 @@ use faer::linalg::triangular_solve as ts;
 use faer::{MatRef, Par, Spec};
 
 use super::super::lanes::{lane_offsets, lane_task_len, load_lanes, store_lanes, LANES, LANES_MAX};
-use super::super::order::by_order;
+use super::super::order::{by_order, by_order_simd};
 use super::super::{colmajor_layout, colmajor_mut, Batch, LinalgElem, TASK_WORK};
 use super::det::{det_one, is_normal, ln_normal, logabs_of, DetOut, DetSpec};
 use super::PAR_WORK;
@@ -136,12 +136,9 @@ pub(super) fn factor_lanes<T: LinalgElem>(
             factor_lanes_n(simd, ba, a, first, dst, ipiv, info, &mut buf[..n * n], n, det);
         }
     }
-    let arch = crate::backend::cpu::simd::arch();
-    by_order!(ba.n;
-        1 2 3 4 5 6 8 16 => |N| {
-            arch.dispatch(Kernel::<T, N> { ba, a, first, dst, ipiv, info, buf, det });
-        },
-        _ => arch.dispatch(Kernel::<T, 0> { ba, a, first, dst, ipiv, info, buf, det }));
+    by_order_simd!(crate::backend::cpu::simd::arch(), ba.n;
+        1 2 3 4 5 6 8 16 => |N| Kernel::<T, N> { ba, a, first, dst, ipiv, info, buf, det },
+        _ => Kernel::<T, 0> { ba, a, first, dst, ipiv, info, buf, det });
 }
 
 /// [`lu_unblocked`] on [`LANES`] square `n x n` matrices at once, every operation over the

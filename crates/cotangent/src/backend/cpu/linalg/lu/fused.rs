@@ -5,7 +5,7 @@
 //! same pass).
 
 use super::super::lanes::{group_batch, lane_split, LANES, LANES_MAX};
-use super::super::order::by_order;
+use super::super::order::{by_order, by_order_simd};
 use super::super::{colmajor_layout, Batch, LinalgElem};
 use super::factor::factor_lanes_n;
 use super::solve::{lane_perms, solve_from_lanes};
@@ -92,10 +92,9 @@ fn factor_solve_lanes<T: LinalgElem>(g: FactorSolveGroup<'_, T>) {
             solve_from_lanes(simd, factor, &perm, first, b, x, &mut bufs.x, n, k, adjoint);
         }
     }
-    let arch = crate::backend::cpu::simd::arch();
-    by_order!(g.a.0.n;
-        1 2 3 4 5 6 8 16 => |N| arch.dispatch(Kernel::<T, N>(g)),
-        _ => arch.dispatch(Kernel::<T, 0>(g)));
+    by_order_simd!(crate::backend::cpu::simd::arch(), g.a.0.n;
+        1 2 3 4 5 6 8 16 => |N| Kernel::<T, N>(g),
+        _ => Kernel::<T, 0>(g));
 }
 
 /// [`lu_factor`](super::lu_factor) of square `a: (*, n, n)` and
@@ -245,10 +244,9 @@ fn solve_saved_lanes<T: LinalgElem>(g: SavedGroup<'_, T>) {
             solve_from_lanes(simd, lub, &perm, first, b, x, xb, n, k, adjoint);
         }
     }
-    let arch = crate::backend::cpu::simd::arch();
-    by_order!(g.n;
-        1 2 3 4 5 6 8 16 => |N| arch.dispatch(Kernel::<T, N>(g)),
-        _ => arch.dispatch(Kernel::<T, 0>(g)));
+    by_order_simd!(crate::backend::cpu::simd::arch(), g.n;
+        1 2 3 4 5 6 8 16 => |N| Kernel::<T, N>(g),
+        _ => Kernel::<T, 0>(g));
 }
 
 /// [`lu_solve`](super::lu_solve) with the factors of order `n` that [`lu_factor_solve`]

@@ -10,7 +10,7 @@ use faer::{MatRef, Par};
 use super::super::lanes::{
     for_each_lane_group, gather, lane_offsets, lane_slices, load_lanes, LANES, LANES_MAX,
 };
-use super::super::order::by_order;
+use super::super::order::{by_order, by_order_simd};
 use super::super::{colmajor_layout, colmajor_mut, for_each_matrix, Batch, LinalgElem};
 use super::PAR_WORK;
 use super::{dot, swap_rows};
@@ -186,26 +186,9 @@ fn solve_lanes<T: LinalgElem>(
             solve_lanes_n(simd, sys, dst, lub, xb, n, k, adjoint);
         }
     }
-    fn fixed<T: LinalgElem, const N: usize>(
-        sys: &LaneSystems<'_, T>,
-        dst: &mut [T],
-        lub: &mut [[T; LANES]],
-        xb: &mut [[T; LANES]],
-        k: usize,
-        adjoint: bool,
-    ) {
-        crate::backend::cpu::simd::arch().dispatch(Kernel::<T, N> {
-            sys,
-            dst,
-            lub,
-            xb,
-            k,
-            adjoint,
-        });
-    }
-    by_order!(sys.lu.0.n;
-        2 3 4 8 16 => |N| fixed::<T, N>(sys, dst, lub, xb, k, adjoint),
-        _ => fixed::<T, 0>(sys, dst, lub, xb, k, adjoint));
+    by_order_simd!(crate::backend::cpu::simd::arch(), sys.lu.0.n;
+        2 3 4 8 16 => |N| Kernel::<T, N> { sys, dst, lub, xb, k, adjoint },
+        _ => Kernel::<T, 0> { sys, dst, lub, xb, k, adjoint });
 }
 
 /// The row permutation of each of the [`LANES`] systems `first..` from its interchanges

@@ -6,7 +6,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use faer::Par;
 
-use super::super::order::by_order;
+use super::super::order::by_order_simd;
 use super::super::{colmajor_layout, for_each_matrix, Batch, LinalgElem};
 use crate::backend::SvdGradFail;
 use crate::layout::Layout;
@@ -115,10 +115,9 @@ fn svd_backward_simd<T: LinalgElem>(cx: &SvdBack<'_, T>, i: usize, dst: &mut [T]
             svd_backward_one::<T, K>(self.cx, self.i, self.dst, self.tmp);
         }
     }
-    let arch = crate::backend::cpu::simd::arch();
-    by_order!(cx.dims.1;
-        2 3 4 8 16 => |K| arch.dispatch(Kernel::<T, K> { cx, i, dst, tmp }),
-        _ => arch.dispatch(Kernel::<T, 0> { cx, i, dst, tmp }));
+    by_order_simd!(crate::backend::cpu::simd::arch(), cx.dims.1;
+        2 3 4 8 16 => |K| Kernel::<T, K> { cx, i, dst, tmp },
+        _ => Kernel::<T, 0> { cx, i, dst, tmp });
 }
 
 /// One matrix of [`svd_backward`] for `k = K` (`K = 0`: any `k`): `gA` column-major into

@@ -10,7 +10,7 @@ use super::super::jacobi::{
     rotate, rotate_lanes, rotation_tangent, sine_tau, tiny_pair, Pairs, JACOBI_ROOM,
 };
 use super::super::lanes::{load_lanes, LANES};
-use super::super::order::by_order;
+use super::super::order::{by_order, by_order_simd};
 use super::super::{Batch, LinalgElem};
 use super::largest_is_negative;
 
@@ -439,23 +439,9 @@ fn sweep_lanes<T: JacobiElem>(
             sweep_lanes_n(simd, w, q, rows, cols, want, sweeps)
         }
     }
-    let k = Kernel::<T, 0, 0> { w, q, rows, cols, want, sweeps };
-    fn fixed<T: JacobiElem, const R: usize, const C: usize>(
-        k: Kernel<'_, T, 0, 0>,
-    ) -> [bool; LANES] {
-        let Kernel { w, q, rows, cols, want, sweeps } = k;
-        crate::backend::cpu::simd::arch().dispatch(Kernel::<T, R, C> {
-            w,
-            q,
-            rows,
-            cols,
-            want,
-            sweeps,
-        })
-    }
-    by_order!(if rows == cols { cols } else { 0 };
-        2 3 4 8 16 => |N| fixed::<T, N, N>(k),
-        _ => fixed::<T, 0, 0>(k))
+    by_order_simd!(crate::backend::cpu::simd::arch(), if rows == cols { cols } else { 0 };
+        2 3 4 8 16 => |N| Kernel::<T, N, N> { w, q, rows, cols, want, sweeps },
+        _ => Kernel::<T, 0, 0> { w, q, rows, cols, want, sweeps })
 }
 
 /// The start of the f64 lane kernel beyond [`JACOBI_MAX`] columns: [`MIXED_SWEEPS`]
