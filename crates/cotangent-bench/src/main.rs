@@ -5,7 +5,8 @@
 //!
 //! ```text
 //! cargo run --release -p cotangent-bench -- --out cotangent.json [--ops mm bmm]
-//!     [--dtypes float64] [--sizes 4 256] [--no-batched] [--threads 2] [--quick]
+//!     [--dtypes float64] [--sizes 4 256] [--no-batched | --batched 4096x4 64x12]
+//!     [--threads 2] [--quick]
 //! ```
 //!
 //! Ops not implemented yet are skipped; the op table grows with the library.
@@ -54,7 +55,7 @@ struct Args {
     ops: Vec<String>,
     dtypes: Vec<String>,
     sizes: Vec<usize>,
-    batched: bool,
+    batched: Vec<(usize, usize)>,
     threads: usize,
     sample_s: f64,
     min_time: f64,
@@ -69,7 +70,7 @@ fn parse_args() -> std::result::Result<Args, String> {
         ops: OPS.iter().map(|s| (*s).to_string()).collect(),
         dtypes: vec!["float64".into(), "float32".into()],
         sizes: SQUARE.to_vec(),
-        batched: true,
+        batched: BATCHED.to_vec(),
         threads: 2,
         sample_s: 0.01,
         min_time: 0.3,
@@ -101,7 +102,19 @@ fn parse_args() -> std::result::Result<Args, String> {
                     .map(|s| s.parse().map_err(|_| format!("bad size {s}")))
                     .collect::<std::result::Result<_, _>>()?;
             }
-            "--no-batched" => a.batched = false,
+            "--no-batched" => a.batched.clear(),
+            "--batched" => {
+                a.batched = list(&mut i)
+                    .iter()
+                    .map(|s| {
+                        let (b, n) = s.split_once('x').ok_or(format!("bad batched shape {s}"))?;
+                        Ok((
+                            b.parse().map_err(|_| format!("bad batch {b}"))?,
+                            n.parse().map_err(|_| format!("bad order {n}"))?,
+                        ))
+                    })
+                    .collect::<std::result::Result<_, String>>()?;
+            }
             "--threads" => {
                 i += 1;
                 a.threads =
@@ -304,9 +317,7 @@ fn bench(args: &Args, f: &mut dyn FnMut() -> Result<()>) -> Result<Timing> {
 fn run(args: &Args) -> Result<Vec<serde_json::Value>> {
     let mut gen = Generator::new(0);
     let mut shapes: Vec<(Option<usize>, usize)> = args.sizes.iter().map(|&n| (None, n)).collect();
-    if args.batched {
-        shapes.extend(BATCHED.iter().map(|&(b, n)| (Some(b), n)));
-    }
+    shapes.extend(args.batched.iter().map(|&(b, n)| (Some(b), n)));
     let mut out = Vec::new();
     let mut stdout = std::io::stdout().lock();
     for dname in &args.dtypes {
