@@ -1,6 +1,6 @@
 //! Cholesky factorisation `A = L Lᵀ`, batched: a direct right-looking loop for small
-//! matrices (unrolled up to 16, eight matrices at a time in batches), faer's blocked
-//! left-looking factorisation above.
+//! matrices (up to 16, eight matrices at a time in batches; the loops unrolled at the
+//! orders of [`by_order!`]'s lists), faer's blocked left-looking factorisation above.
 //!
 //! Only the lower triangle of `A` is read (the upper one, for `upper`, by reading `Aᵀ`).
 //! A matrix that is not positive definite (a pivot `≤ 0` or NaN, LAPACK's test) gets
@@ -125,7 +125,7 @@ fn right_looking_small<T: Float>(l: &mut [T], n: usize) -> bool {
         right_looking(&mut l[..N * N], N)
     }
     by_order!(n;
-        1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 => |N| fixed::<T, N>(l),
+        1 2 3 4 8 16 => |N| fixed::<T, N>(l),
         _ => right_looking(l, n))
 }
 
@@ -268,7 +268,7 @@ fn factor_lanes<T: LinalgElem>(
         }
     }
     by_order_simd!(crate::backend::cpu::simd::arch(), ba.n;
-        1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 => |N| Kernel::<T, N> { ba, a, first, dst, info, buf, rows },
+        1 2 3 4 8 16 => |N| Kernel::<T, N> { ba, a, first, dst, info, buf, rows },
         _ => Kernel::<T, 0> { ba, a, first, dst, info, buf, rows });
 }
 
@@ -471,7 +471,7 @@ fn backward_small<T: Float>(l: &[T], g: &mut [T], dst: &mut [T], n: usize) {
         backward_one(&l[..N * N], &mut g[..N * N], &mut dst[..N * N], N);
     }
     by_order!(n;
-        1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 => |N| fixed::<T, N>(l, g, dst),
+        1 2 3 4 8 16 => |N| fixed::<T, N>(l, g, dst),
         _ => backward_one(l, g, dst, n));
 }
 
@@ -513,7 +513,7 @@ fn backward_lanes<T: LinalgElem>(grp: LaneGroup<'_, T>) {
         }
     }
     by_order_simd!(crate::backend::cpu::simd::arch(), grp.f.0.n;
-        1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 => |N| Kernel::<T, N>(grp),
+        1 2 3 4 8 16 => |N| Kernel::<T, N>(grp),
         _ => Kernel::<T, 0>(grp));
 }
 

@@ -6,6 +6,12 @@
 //! time) for the rest. Each call site lists its own orders (each one an instance compiled,
 //! and each one's speed measured on its own): [`by_order!`] writes the `match` that picks
 //! the instance, once for all of them.
+//!
+//! Every instance is paid for in build time by every user, so the lists hold the orders
+//! most programs use (at most 1, 2, 3, 4, 8 and 16), not every order up to the kernel's
+//! largest: the orders between run the any-order copy, which does the same operations
+//! with the loop bounds read at run time (docs/benchmarks.md, "Build time", has what
+//! that costs).
 
 /// `by_order!(n; 1 2 3 4 => |N| f::<T, N>(..), _ => f::<T, 0>(..))`: the first expression
 /// with `N` a `const usize` equal to `n` when `n` is one of the listed orders, else the

@@ -497,7 +497,7 @@ fn qr_lanes<T: QrElem>(
         }
     }
     by_order_simd!(crate::backend::cpu::simd::arch(), ba.n;
-        1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 => |N| Kernel::<T, N> { ba, a, first, q, r, w, qb },
+        1 2 3 4 8 16 => |N| Kernel::<T, N> { ba, a, first, q, r, w, qb },
         _ => Kernel::<T, 0> { ba, a, first, q, r, w, qb })
 }
 
@@ -821,7 +821,7 @@ fn backward_lanes<T: QrElem>(
         }
     }
     by_order_simd!(crate::backend::cpu::simd::arch(), n;
-        1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 => |N| Kernel::<T, N> { ops, idx, buf, n },
+        1 2 3 4 8 16 => |N| Kernel::<T, N> { ops, idx, buf, n },
         _ => Kernel::<T, 0> { ops, idx, buf, n });
 }
 

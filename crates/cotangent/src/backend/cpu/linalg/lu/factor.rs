@@ -137,7 +137,7 @@ pub(super) fn factor_lanes<T: LinalgElem>(
         }
     }
     by_order_simd!(crate::backend::cpu::simd::arch(), ba.n;
-        1 2 3 4 5 6 8 16 => |N| Kernel::<T, N> { ba, a, first, dst, ipiv, info, buf, det },
+        1 2 3 4 8 16 => |N| Kernel::<T, N> { ba, a, first, dst, ipiv, info, buf, det },
         _ => Kernel::<T, 0> { ba, a, first, dst, ipiv, info, buf, det });
 }
 

@@ -93,7 +93,7 @@ fn factor_solve_lanes<T: LinalgElem>(g: FactorSolveGroup<'_, T>) {
         }
     }
     by_order_simd!(crate::backend::cpu::simd::arch(), g.a.0.n;
-        1 2 3 4 5 6 8 16 => |N| Kernel::<T, N>(g),
+        1 2 3 4 8 16 => |N| Kernel::<T, N>(g),
         _ => Kernel::<T, 0>(g));
 }
 
@@ -245,7 +245,7 @@ fn solve_saved_lanes<T: LinalgElem>(g: SavedGroup<'_, T>) {
         }
     }
     by_order_simd!(crate::backend::cpu::simd::arch(), g.n;
-        1 2 3 4 5 6 8 16 => |N| Kernel::<T, N>(g),
+        1 2 3 4 8 16 => |N| Kernel::<T, N>(g),
         _ => Kernel::<T, 0>(g));
 }
 
