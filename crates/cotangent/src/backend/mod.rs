@@ -128,8 +128,8 @@ pub(crate) trait BackendStorage: Sized {
     ) -> Result<(Self, Layout)>;
     /// Cholesky factor of each `self: (*, n, n)`, reading its lower triangle (`L`) or its
     /// upper one (`U = Lᵀ`, if `upper`); with each matrix's LAPACK `info` (0 or the order
-    /// of its first non-positive leading minor).
-    fn cholesky(&self, l: &Layout, upper: bool) -> Result<(Self, Layout, Vec<i64>)>;
+    /// of its first non-positive leading minor), I64, contiguous, the batch's shape.
+    fn cholesky(&self, l: &Layout, upper: bool) -> Result<(Self, Layout, Self)>;
 
     /// LU of `self: (*, m, n)`, with partial pivoting (LAPACK `getrf`) or, if `!pivot`,
     /// none (`A = L U`): the packed factors (column-major, with their layout), the 1-based

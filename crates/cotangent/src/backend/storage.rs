@@ -271,11 +271,11 @@ impl Storage {
     }
 
     /// See [`BackendStorage::cholesky`].
-    pub(crate) fn cholesky(&self, l: &Layout, upper: bool) -> Result<(Storage, Layout, Vec<i64>)> {
+    pub(crate) fn cholesky(&self, l: &Layout, upper: bool) -> Result<(Storage, Layout, Storage)> {
         match self {
             Storage::Cpu(s) => {
                 let (f, fl, info) = s.cholesky(l, upper)?;
-                Ok((Storage::Cpu(f), fl, info))
+                Ok((Storage::Cpu(f), fl, Storage::Cpu(info)))
             }
         }
     }

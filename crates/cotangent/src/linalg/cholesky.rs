@@ -10,13 +10,15 @@ use super::{Diag, Side, Uplo};
 use crate::autograd::node::{record1, Op, VjpCtx};
 use crate::dtype::DType;
 use crate::error::{Error, Result};
+use crate::layout::Layout;
 use crate::tensor::Tensor;
 
 // ------------------------------------------------------------------------------------
 // linalg.cholesky, linalg.cholesky_ex
 
-/// The factor and the kernel's per-matrix `info`, recorded for autograd.
-fn factor(op: &'static str, a: &Tensor, uplo: Uplo) -> Result<(Tensor, Vec<i64>)> {
+/// The factor, recorded for autograd, and the kernel's per-matrix `info` (I64, the batch's
+/// shape).
+fn factor(op: &'static str, a: &Tensor, uplo: Uplo) -> Result<(Tensor, Tensor)> {
     check_float(op, a)?;
     check_square(op, a)?;
     if a.dtype().is_half() {
@@ -25,6 +27,7 @@ fn factor(op: &'static str, a: &Tensor, uplo: Uplo) -> Result<(Tensor, Vec<i64>)
     }
     let (s, layout, info) = a.storage().cholesky(a.layout(), uplo == Uplo::Upper)?;
     let l = record1(Cholesky { uplo }, &[a], from_kernel(s, layout), true);
+    let info = from_kernel(info, Layout::contiguous(batch_of(a, 2)));
     Ok((l, info))
 }
 
@@ -113,11 +116,14 @@ pub fn cholesky(a: &Tensor, uplo: Uplo) -> Result<Tensor> {
     Ok(l)
 }
 
-/// `NotPositiveDefinite` for the first matrix whose `info` is not 0.
-fn check_info(op: &'static str, info: &[i64]) -> Result<()> {
-    match info.iter().position(|&k| k != 0) {
+/// `NotPositiveDefinite` for the first matrix whose `info` is not 0 (read where `info`
+/// lies: the error names the matrix, so this is the one read back).
+fn check_info(op: &'static str, info: &Tensor) -> Result<()> {
+    match info.storage().first_nonzero(info.layout())? {
         None => Ok(()),
-        Some(batch) => Err(Error::NotPositiveDefinite { op, batch, order: info[batch] as usize }),
+        Some((batch, order)) => {
+            Err(Error::NotPositiveDefinite { op, batch, order: order as usize })
+        }
     }
 }
 
@@ -167,7 +173,6 @@ pub fn cholesky_ex(a: &Tensor, uplo: Uplo) -> Result<CholeskyEx> {
     }
     const OP: &str = "linalg.cholesky_ex";
     let (l, info) = factor(OP, a, uplo)?;
-    let info = Tensor::from_vec(info, batch_of(a, 2))?;
     Ok(CholeskyEx { l, info })
 }
 

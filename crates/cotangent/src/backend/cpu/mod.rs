@@ -971,10 +971,10 @@ impl BackendStorage for CpuStorage {
         }))
     }
 
-    fn cholesky(&self, l: &Layout, upper: bool) -> Result<(CpuStorage, Layout, Vec<i64>)> {
+    fn cholesky(&self, l: &Layout, upper: bool) -> Result<(CpuStorage, Layout, CpuStorage)> {
         Ok(real!("linalg.cholesky", self, [], |a: T| {
             let (f, fl, info) = linalg::cholesky::cholesky(a, l, upper);
-            (T::into_host(f), fl, info)
+            (T::into_host(f), fl, CpuStorage::I64(info))
         }))
     }
 
