@@ -61,7 +61,8 @@ pub(crate) trait BackendStorage: Sized {
     /// complex values); the buffer may come from the device's cache of host buffers.
     fn to_host_f64(&self, l: &Layout) -> Result<Vec<f64>>;
     /// The position (in row-major order) and value of the first non-zero element of the
-    /// `I64` elements at `l`, read where they lie (a batch's `info`).
+    /// `I64` or `Bool` (as 0 and 1) elements at `l`, read where they lie (a batch's `info`,
+    /// a per-matrix flag).
     fn first_nonzero(&self, l: &Layout) -> Result<Option<(usize, i64)>>;
     /// `n` zeros of `dtype` on `device` (one of this backend's).
     fn zeros(device: Device, n: usize, dtype: DType) -> Result<Self>;
@@ -414,11 +415,11 @@ pub(crate) enum SvdGradFail {
 /// [`BackendStorage::lu_factor`] returns them, and per matrix (contiguous, the batch's
 /// shape, in the input's dtype, computed in f64): `det A = sign(P) ∏ U_ii`, its sign
 /// (`-1`, `0`, `1`, NaN for NaN), `log |det A|` (0 unless asked for; `-inf` at a zero
-/// pivot) and `loose`: all pivots finite and the smallest at most `√ε` times the largest
-/// in absolute value (near singular). (`I`: the integer buffers' type, the storage's by
-/// default.)
+/// pivot) and `loose` (Bool): all pivots finite and the smallest at most `√ε` times the
+/// largest in absolute value (near singular). (`I` and `B`: the integer and boolean
+/// buffers' types, the storage's by default.)
 #[derive(Debug)]
-pub(crate) struct LuDet<S, I = S> {
+pub(crate) struct LuDet<S, I = S, B = S> {
     pub(crate) lu: S,
     pub(crate) layout: Layout,
     pub(crate) piv: I,
@@ -426,7 +427,7 @@ pub(crate) struct LuDet<S, I = S> {
     pub(crate) det: S,
     pub(crate) sign: S,
     pub(crate) logabs: S,
-    pub(crate) loose: Vec<bool>,
+    pub(crate) loose: B,
 }
 
 /// The result of [`BackendStorage::lu_factor_solve`]: the factors and their
@@ -484,7 +485,7 @@ impl<S> LuDet<S> {
             det: f(self.det),
             sign: f(self.sign),
             logabs: f(self.logabs),
-            loose: self.loose,
+            loose: f(self.loose),
         }
     }
 }

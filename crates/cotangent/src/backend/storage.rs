@@ -102,8 +102,9 @@ impl Storage {
         }
     }
 
-    /// The position and value of the first non-zero element of the `I64` elements at `l`
-    /// (row-major order): the failing matrix of a batch's `info`, read where it lies.
+    /// The position and value of the first non-zero element of the `I64` or `Bool`
+    /// elements at `l` (row-major order): the failing matrix of a batch's `info`, or the
+    /// first matrix a per-matrix flag marks, read where it lies.
     pub(crate) fn first_nonzero(&self, l: &Layout) -> Result<Option<(usize, i64)>> {
         match self {
             Storage::Cpu(s) => s.first_nonzero(l),

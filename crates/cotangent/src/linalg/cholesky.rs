@@ -8,17 +8,20 @@ use super::util::{
 };
 use super::{Diag, Side, Uplo};
 use crate::autograd::node::{record1, Op, VjpCtx};
+use crate::backend::Storage;
 use crate::dtype::DType;
 use crate::error::{Error, Result};
 use crate::layout::Layout;
+use crate::shape::Shape;
 use crate::tensor::Tensor;
 
 // ------------------------------------------------------------------------------------
 // linalg.cholesky, linalg.cholesky_ex
 
-/// The factor, recorded for autograd, and the kernel's per-matrix `info` (I64, the batch's
-/// shape).
-fn factor(op: &'static str, a: &Tensor, uplo: Uplo) -> Result<(Tensor, Tensor)> {
+/// The factor, recorded for autograd, and the kernel's per-matrix `info` (I64, contiguous,
+/// the batch's shape) as the device's buffer: [`cholesky`] only scans it, and
+/// [`cholesky_ex`] makes it a tensor.
+fn factor(op: &'static str, a: &Tensor, uplo: Uplo) -> Result<(Tensor, Storage)> {
     check_float(op, a)?;
     check_square(op, a)?;
     if a.dtype().is_half() {
@@ -27,7 +30,6 @@ fn factor(op: &'static str, a: &Tensor, uplo: Uplo) -> Result<(Tensor, Tensor)> 
     }
     let (s, layout, info) = a.storage().cholesky(a.layout(), uplo == Uplo::Upper)?;
     let l = record1(Cholesky { uplo }, &[a], from_kernel(s, layout), true);
-    let info = from_kernel(info, Layout::contiguous(batch_of(a, 2)));
     Ok((l, info))
 }
 
@@ -112,14 +114,15 @@ pub fn cholesky(a: &Tensor, uplo: Uplo) -> Result<Tensor> {
     }
     const OP: &str = "linalg.cholesky";
     let (l, info) = factor(OP, a, uplo)?;
-    check_info(OP, &info)?;
+    check_info(OP, &info, batch_of(a, 2).numel())?;
     Ok(l)
 }
 
-/// `NotPositiveDefinite` for the first matrix whose `info` is not 0 (read where `info`
-/// lies: the error names the matrix, so this is the one read back).
-fn check_info(op: &'static str, info: &Tensor) -> Result<()> {
-    match info.storage().first_nonzero(info.layout())? {
+/// `NotPositiveDefinite` for the first matrix whose `info` (the buffer of [`factor`], `n`
+/// entries) is not 0: scanned where it lies (the error names the matrix, so this is the
+/// one read back).
+fn check_info(op: &'static str, info: &Storage, n: usize) -> Result<()> {
+    match info.first_nonzero(&Layout::contiguous(Shape::of(&[n][..])))? {
         None => Ok(()),
         Some((batch, order)) => {
             Err(Error::NotPositiveDefinite { op, batch, order: order as usize })
@@ -173,6 +176,7 @@ pub fn cholesky_ex(a: &Tensor, uplo: Uplo) -> Result<CholeskyEx> {
     }
     const OP: &str = "linalg.cholesky_ex";
     let (l, info) = factor(OP, a, uplo)?;
+    let info = from_kernel(info, Layout::contiguous(batch_of(a, 2)));
     Ok(CholeskyEx { l, info })
 }
 

@@ -1,10 +1,13 @@
 //! Determinants from one LU factorisation: `linalg.det`, `linalg.slogdet`, `logdet`
 //! (explicit composites with hand-written, singular-safe VJPs).
 
+use std::sync::Arc;
+
 use super::lu::lu_solve_raw;
 use super::solve::inv_ex;
 use super::util::{check_float, check_square, from_kernel};
 use crate::autograd::node::{record, record1, Op, VjpCtx};
+use crate::backend::Storage;
 use crate::dtype::DType;
 use crate::error::{Error, Result};
 use crate::layout::Layout;
@@ -34,7 +37,9 @@ struct Parts {
     det: Tensor,
     sign: Tensor,
     logabs: Tensor,
-    loose: Vec<bool>,
+    /// Bool, contiguous, the batch's shape: kept as the device's buffer, made a tensor
+    /// only by a backward that needs it as a mask.
+    loose: Arc<Storage>,
     /// Whether the factors are those of `Aᵀ` (see [`parts`]).
     transposed: bool,
 }
@@ -60,7 +65,7 @@ fn parts(a: &Tensor, want_log: bool) -> Result<Parts> {
         det: from_kernel(d.det, per_matrix()),
         sign: from_kernel(d.sign, per_matrix()),
         logabs: from_kernel(d.logabs, per_matrix()),
-        loose: d.loose,
+        loose: Arc::new(d.loose),
         transposed,
     })
 }
@@ -116,8 +121,27 @@ fn cofactor_graph(a: &Tensor) -> Result<Tensor> {
 struct DetOp {
     lu: Tensor,
     pivots: Tensor,
-    loose: Vec<bool>,
+    /// Which matrices are near singular (see [`Parts`]).
+    loose: Arc<Storage>,
     transposed: bool,
+}
+
+impl DetOp {
+    /// `(*, 1, 1)`, Bool: which matrices of `a: (*, n, n)` are near singular.
+    fn loose_mask(&self, a: &Tensor) -> Result<Tensor> {
+        let batch = Shape::of(&a.dims()[..a.rank() - 2]);
+        Tensor::from_parts(self.loose.clone(), Layout::contiguous(batch))
+            .unsqueeze(-1)?
+            .unsqueeze(-1)
+    }
+
+    /// Whether some matrix is near singular: read back, because it decides whether the
+    /// backward runs an SVD at all (many times the cost of the solve with the factors),
+    /// and a data-dependent choice of work is a host decision.
+    fn any_loose(&self) -> Result<bool> {
+        let all = Layout::contiguous(Shape::of(&[self.loose.len()][..]));
+        Ok(self.loose.first_nonzero(&all)?.is_some())
+    }
 }
 
 impl Op for DetOp {
@@ -138,7 +162,7 @@ impl Op for DetOp {
         let a = cx.input(0);
         if cx.create_graph() {
             let d = cx.output(0)?;
-            if !self.loose.iter().any(|&s| s) {
+            if !self.any_loose()? {
                 return Ok(vec![Some(scaled_inv_t_graph(a, &g.mul(&d)?)?)]);
             }
             // near-singular matrices (as in first order) take the cofactors through the
@@ -146,9 +170,8 @@ impl Op for DetOp {
             // matrices of the other (the identity for inv, diag(1, …, n) with distinct
             // singular values for the SVD), so neither leaks inf or a gauge error into
             // the gradient
-            let batch = a.dims()[..a.rank() - 2].to_vec();
             let n = a.dims()[a.rank() - 1];
-            let mask = Tensor::from_vec(self.loose.clone(), batch)?.unsqueeze(-1)?.unsqueeze(-1)?;
+            let mask = self.loose_mask(a)?;
             let eye = Tensor::eye(n, a.dtype())?;
             let ramp = Tensor::arange(1.0, n as f64 + 1.0, 1.0, a.dtype())?.diag(0)?;
             let regular = scaled_inv_t_graph(&Tensor::where_cond(&mask, &eye, a)?, &g.mul(&d)?)?;
@@ -158,7 +181,7 @@ impl Op for DetOp {
         }
         let d = cx.output(0)?;
         let mut ga = scaled_inv_t(&self.lu, &self.pivots, &g.mul(&d)?, self.transposed)?;
-        if self.loose.iter().any(|&s| s) {
+        if self.any_loose()? {
             let a = a.detach();
             let c = match a.storage().cofactor(a.layout())? {
                 Some(c) => from_kernel(c, Layout::contiguous(a.shape().clone())),
@@ -166,8 +189,7 @@ impl Op for DetOp {
                 None => cofactor_graph(&a)?,
             };
             let gc = g.unsqueeze(-1)?.unsqueeze(-1)?.mul(&c)?;
-            let batch = a.dims()[..a.rank() - 2].to_vec();
-            let mask = Tensor::from_vec(self.loose.clone(), batch)?.unsqueeze(-1)?.unsqueeze(-1)?;
+            let mask = self.loose_mask(&a)?;
             ga = Tensor::where_cond(&mask, &gc, &ga)?;
         }
         Ok(vec![Some(ga)])

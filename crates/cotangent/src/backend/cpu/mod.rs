@@ -488,8 +488,15 @@ impl BackendStorage for CpuStorage {
     }
 
     fn first_nonzero(&self, l: &Layout) -> Result<Option<(usize, i64)>> {
+        if let CpuStorage::Bool(v) = self {
+            let at = match l.contiguous_range() {
+                Some(r) => v[r].iter().position(|&b| b),
+                None => collect_strided(v, l).iter().position(|&b| b),
+            };
+            return Ok(at.map(|k| (k, 1)));
+        }
         let CpuStorage::I64(v) = self else {
-            return Err(Error::Internal { op: "first_nonzero", reason: "an I64 buffer" });
+            return Err(Error::Internal { op: "first_nonzero", reason: "an I64 or Bool buffer" });
         };
         if let Some(r) = l.contiguous_range() {
             // scanned where it lies: the check runs after every batched factorisation

@@ -175,7 +175,7 @@ pub(crate) fn lu_det<T: LinalgElem>(
     a: &[T],
     al: &Layout,
     want_log: bool,
-) -> crate::backend::LuDet<Vec<T>, Vec<i64>> {
+) -> crate::backend::LuDet<Vec<T>, Vec<i64>, Vec<bool>> {
     let eps = T::EPSILON.to_f64();
     let len = Batch::of(al).len();
     // (every entry is written, by the lanes or one by one)
@@ -188,8 +188,9 @@ pub(crate) fn lu_det<T: LinalgElem>(
     crate::backend::LuDet { lu, layout, piv, info, det, sign, logabs, loose }
 }
 
-impl<T> crate::backend::LuDet<Vec<T>, Vec<i64>> {
-    /// The same result with its float buffers wrapped by `f` (the integer ones as `I64`).
+impl<T> crate::backend::LuDet<Vec<T>, Vec<i64>, Vec<bool>> {
+    /// The same result with its float buffers wrapped by `f` (the integer ones as `I64`,
+    /// the boolean one as `Bool`).
     pub(crate) fn map(
         self,
         f: impl Fn(Vec<T>) -> crate::backend::CpuStorage,
@@ -203,7 +204,7 @@ impl<T> crate::backend::LuDet<Vec<T>, Vec<i64>> {
             det: f(self.det),
             sign: f(self.sign),
             logabs: f(self.logabs),
-            loose: self.loose,
+            loose: CpuStorage::Bool(self.loose),
         }
     }
 }
