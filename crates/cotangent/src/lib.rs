@@ -90,7 +90,9 @@
 //! **SIMD.** The CPU kernels use the best instruction sets the CPU has (AVX-512F, AVX2 and
 //! FMA, or scalar code), chosen at run time. `COTANGENT_SIMD=portable|avx2|avx512` (read
 //! once) forces a lower level, so that every path can be run and tested on one host; the
-//! results agree to rounding (faer's own kernels choose for themselves).
+//! results agree to rounding (faer's own kernels choose for themselves). The kernels for
+//! small matrices have copies unrolled for a few orders (1 to 4, 8, 16), compiled for
+//! AVX2 only; other orders, and CPUs without AVX2, run their any-order copy.
 //!
 //! **Devices and fused kernels.** Every kernel reaches a device through one seam
 //! (`Storage`, one `match` per kernel; only the CPU exists today). A device provides the

@@ -2,8 +2,10 @@
 //! forced by `COTANGENT_SIMD=portable|avx2|avx512` (read once, on first use), so that
 //! every path can be run and tested on one host.
 //!
-//! `portable` runs the kernels written with `pulp` on its scalar backend and never enters
-//! the AVX-512 kernels; `avx2` allows `pulp`'s x86-64-v3 backend (AVX2 and FMA) but not
+//! `portable` runs the kernels written with `pulp` on its scalar backend (their any-order
+//! copies: the fixed-order ones are compiled for AVX2 only, see
+//! [`by_order_simd!`](super::linalg::order::by_order_simd)) and never enters the AVX-512
+//! kernels; `avx2` allows `pulp`'s x86-64-v3 backend (AVX2 and FMA) but not
 //! the AVX-512 kernels; `avx512` allows both. A level the CPU lacks is lowered to the best
 //! it has; an unknown value is ignored. faer's own kernels choose their instruction sets
 //! themselves and are not affected.
