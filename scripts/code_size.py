@@ -12,13 +12,14 @@ of issue 46 (item 8) reads.
 kernel at each order can be told apart; `nm -C` demangles them.)
 """
 import collections
+import os
 import re
 import subprocess
 import sys
 
 
 def main():
-    rlib = max(sys.argv[1:], key=lambda p: __import__("os").path.getmtime(p))
+    rlib = max(sys.argv[1:], key=os.path.getmtime)
     out = subprocess.run(["nm", "-S", "-C", rlib], capture_output=True, text=True).stdout
     rows = []
     for line in out.splitlines():

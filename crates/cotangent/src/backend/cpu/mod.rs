@@ -138,14 +138,19 @@ fn map_par<T: Copy + Sync, U: Pooled>(v: &[T], l: &Layout, f: impl Fn(T) -> U + 
     map_rows(l, &MapRow { v, f }, true)
 }
 
+/// Where `l`'s elements are one run: `(start, 1)` if contiguous, `(offset, 0)` if one
+/// element broadcast everywhere (the cotangent of a sum, a scalar expanded).
+fn one_run(l: &Layout) -> Option<(usize, usize)> {
+    match l.contiguous_range() {
+        Some(rg) => Some((rg.start, 1)),
+        None => l.is_scalar_broadcast().then(|| (l.offset(), 0)),
+    }
+}
+
 /// The pass of a one-operand kernel over `l` (compiled once per output type).
 fn map_rows<U: Pooled>(l: &Layout, r: &dyn RowKernel<U, 1>, par: bool) -> Vec<U> {
-    if let Some(rg) = l.contiguous_range() {
-        return eval_row(rg.len(), [rg.start], [1], r, par);
-    }
-    if l.strides().iter().all(|&s| s == 0) {
-        // one element broadcast everywhere (the cotangent of a sum, a scalar expanded)
-        return eval_row(l.numel(), [l.offset()], [0], r, false);
+    if let Some((o, s)) = one_run(l) {
+        return eval_row(l.numel(), [o], [s], r, par);
     }
     eval(l.dims(), [l.strides()], [l.offset()], r, false)
 }
@@ -176,12 +181,7 @@ fn zip_par<T: Copy + Sync, U: Pooled>(
 
 /// The pass of a two-operand kernel over `al` and `bl` (compiled once per output type).
 fn zip_rows<U: Pooled>(al: &Layout, bl: &Layout, r: &dyn RowKernel<U, 2>, par: bool) -> Vec<U> {
-    // each operand contiguous, or one element broadcast (a cotangent of a sum)
-    let run = |l: &Layout| match l.contiguous_range() {
-        Some(rg) => Some((rg.start, 1)),
-        None => l.is_scalar_broadcast().then(|| (l.offset(), 0)),
-    };
-    if let (Some((i, s)), Some((j, t))) = (run(al), run(bl)) {
+    if let (Some((i, s)), Some((j, t))) = (one_run(al), one_run(bl)) {
         return eval_row(al.numel(), [i, j], [s, t], r, par);
     }
     eval(al.dims(), [al.strides(), bl.strides()], [al.offset(), bl.offset()], r, false)
