@@ -40,6 +40,8 @@ DTYPES = {
     "f16": torch.float16,
     "i64": torch.int64,
     "bool": torch.bool,
+    "c128": torch.complex128,
+    "c64": torch.complex64,
 }
 NAMES = {v: k for k, v in DTYPES.items()}
 # PyTorch's LU pivots and info are int32; the protocol reports integers as i64 (an "i32"
@@ -47,6 +49,9 @@ NAMES = {v: k for k, v in DTYPES.items()}
 DTYPES["i32"] = torch.int32
 NAMES[torch.int32] = "i64"
 FLOATS = ("f64", "f32", "bf16", "f16")
+# complex dtypes and the dtype of their parts
+COMPLEX = {"c128": "f64", "c64": "f32"}
+C128_C64 = ("c128", "c64")
 
 torch.use_deterministic_algorithms(True)
 torch.set_num_threads(1)
@@ -101,12 +106,22 @@ def _json_str(s):
 
 def tensor_json(t, requires_grad=None):
     dt = NAMES[t.dtype]
-    flat = t.detach().reshape(-1).tolist()
+    # (a conjugate or negative view, or an efficient zero tensor (the gradient of sgn of
+    # a real tensor), materialised: `tolist` reads storage)
+    if t._is_zerotensor():
+        t = torch.zeros(t.shape, dtype=t.dtype)
+    flat = t.detach().resolve_conj().resolve_neg().reshape(-1).tolist()
+    imag = None
     if dt in FLOATS:
         data = [fmt_float(v, dt) for v in flat]
+    elif dt in COMPLEX:
+        data = [fmt_float(v.real, COMPLEX[dt]) for v in flat]
+        imag = [fmt_float(v.imag, COMPLEX[dt]) for v in flat]
     else:
         data = [bool(v) if dt == "bool" else int(v) for v in flat]
     out = {"dtype": dt, "shape": list(t.shape), "data": data}
+    if imag is not None:
+        out["imag"] = imag
     if requires_grad is not None:
         out["requires_grad"] = requires_grad
     return out
@@ -125,7 +140,8 @@ class F:
     def draw(self, rng):
         n = int(np.prod(self.shape)) if self.shape else 1
         if self.values is not None:
-            v = np.asarray(self.values, dtype=np.float64).reshape(self.shape)
+            v = np.asarray(self.values)
+            v = (v if np.iscomplexobj(v) else v.astype(np.float64)).reshape(self.shape)
         elif self.kind == "normal":
             v = rng.standard_normal(n)
         elif self.kind == "wide":
@@ -176,7 +192,8 @@ class F:
             v = (np.tril(rng.standard_normal(self.shape), -1) + np.eye(k)).reshape(-1)
         else:
             raise ValueError(self.kind)
-        return np.round(np.asarray(v, dtype=np.float64), 4).reshape(self.shape)
+        v = np.asarray(v)
+        return np.round(v if np.iscomplexobj(v) else v.astype(np.float64), 4).reshape(self.shape)
 
 
 class T:
@@ -195,6 +212,14 @@ def build_input(spec, dtype, rng):
     """Returns (main tensor, alt tensor in the other precision, requires_grad flag or None)."""
     if isinstance(spec, list):
         return [build_input(s, dtype, rng) for s in spec]
+    if isinstance(spec, F) and dtype in COMPLEX:
+        # real and imaginary parts drawn alike (given values: as they are)
+        v = spec.draw(rng)
+        if spec.values is None:
+            v = v + 1j * spec.draw(rng)
+        main = torch.tensor(v, dtype=DTYPES[dtype])
+        alt = main.to(torch.complex64 if dtype == "c128" else torch.complex128)
+        return (main, alt, None if spec.requires_grad else False)
     if isinstance(spec, F):
         v = spec.draw(rng)
         main = torch.tensor(v, dtype=DTYPES[dtype])
@@ -208,6 +233,8 @@ def build_input(spec, dtype, rng):
     t = torch.tensor(v, dtype=DTYPES[spec.dtype])
     if spec.dtype in FLOATS:
         alt = t.to(torch.float64 if spec.dtype == "f32" else torch.float32)
+    elif spec.dtype in COMPLEX:
+        alt = t.to(torch.complex64 if spec.dtype == "c128" else torch.complex128)
     else:
         alt = t
     return (t, alt, spec.requires_grad)
@@ -328,9 +355,12 @@ def run_torch(op, inputs, attrs, cotangents, autocast=None):
 
 def max_delta(a, b):
     """Largest |a - b| over the elements finite in both, as a float (0 if none)."""
-    if a is None or b is None or not a.dtype.is_floating_point:
+    if a is None or b is None or not (a.dtype.is_floating_point or a.dtype.is_complex):
         return None
-    a, b = a.detach().double(), b.detach().double()
+    if a.dtype.is_complex:
+        a, b = a.detach().to(torch.complex128), b.detach().to(torch.complex128)
+    else:
+        a, b = a.detach().double(), b.detach().double()
     if a.shape != b.shape:
         return None
     ok = torch.isfinite(a) & torch.isfinite(b)
@@ -1698,6 +1728,112 @@ for _op, _cs in AUTOCAST.items():
     CASES[_op] = CASES[_op] + _cs
 
 
+# --------------------------------------------------------------------------------------
+# complex numbers (issue 47): appended after each op's real cases, so that those keep
+# their draws
+
+def complex_unary(extra=()):
+    return [
+        Case("0d", [F(())], dtypes=C128_C64),
+        Case("tiny", [F((3,))], dtypes=C128_C64),
+        Case("medium", [F((5, 6))], dtypes=("c128",)),
+        Case("batched", [F((2, 3, 4))], dtypes=C128_C64),
+    ] + list(extra)
+
+
+def complex_binary(scalar=None):
+    cs = [
+        Case("same", [F((3,)), F((3,))], dtypes=C128_C64),
+        Case("bcast-3x1-1x4", [F((3, 1)), F((1, 4))], dtypes=C128_C64),
+        Case("bcast-batched", [F((2, 3, 4)), F((4,))], dtypes=("c128",)),
+        # a real operand promoted (its gradient the real part of its share)
+        Case("real-other", [F((3, 4)), T("f64", np.round(np.linspace(-1.5, 2.0, 4), 4), shape=(4,), requires_grad=True)],
+             dtypes=C128_C64),
+    ]
+    if scalar is not None:
+        name, value = scalar
+        cs.append(Case(f"scalar-{name}", [F((3, 4))], {name: value}, dtypes=C128_C64))
+    return cs
+
+
+COMPLEX_CASES = {
+    "neg": complex_unary(), "exp": complex_unary(), "log": complex_unary(),
+    "sqrt": complex_unary([Case("negative-real", [F((3,), values=[-4 + 0j, -1 + 0j, -2.25 + 0j])], dtypes=C128_C64)]),
+    "rsqrt": complex_unary(), "square": complex_unary(), "reciprocal": complex_unary(),
+    "sin": complex_unary(), "cos": complex_unary(), "tanh": complex_unary(),
+    "abs": complex_unary([Case("zeros", [F((4,), values=[0j, 3 + 4j, -1.5j, 2 + 0j])], dtypes=C128_C64)]),
+    "add": complex_binary(("other", 1.5)),
+    "sub": complex_binary(("other", 0.75)),
+    "mul": complex_binary(("other", -1.25)),
+    "div": complex_binary(("other", 0.3)),
+    "pow": complex_binary(("exponent", 2.5)) + [
+        Case("exponent-2", [F((3, 4))], {"exponent": 2}, dtypes=C128_C64),
+        Case("exponent-neg", [F((3, 4))], {"exponent": -1.5}, dtypes=C128_C64),
+    ],
+    "sum": [
+        Case("all-tiny", [F((3,))], dtypes=C128_C64),
+        Case("dim0", [F((5, 6))], {"dim": 0}, dtypes=C128_C64),
+        Case("dims-0-2-keepdim", [F((2, 3, 4))], {"dim": [0, 2], "keepdim": True}, dtypes=("c128",)),
+    ],
+    "mean": [
+        Case("all-medium", [F((5, 6))], dtypes=C128_C64),
+        Case("dim-1-keepdim", [F((3, 5))], {"dim": -1, "keepdim": True}, dtypes=C128_C64),
+    ],
+    "matmul": [
+        Case("complex-2d", [F((3, 4)), F((4, 5))], dtypes=C128_C64),
+        Case("complex-batched-bcast", [F((2, 3, 4)), F((4, 2))], dtypes=C128_C64),
+        Case("complex-vec", [F((4,)), F((4, 3))], dtypes=("c128",)),
+        Case("complex-large", [F((2, 24, 20)), F((2, 20, 16))], dtypes=("c128",)),
+    ],
+    "mm": [Case("complex", [F((3, 4)), F((4, 2))], dtypes=C128_C64)],
+    "bmm": [Case("complex", [F((2, 3, 4)), F((2, 4, 5))], dtypes=C128_C64)],
+    "mv": [Case("complex", [F((3, 4)), F((4,))], dtypes=C128_C64)],
+    "dot": [Case("complex", [F((5,)), F((5,))], dtypes=C128_C64)],
+    "vdot": [Case("complex", [F((5,)), F((5,))], dtypes=C128_C64)],
+    "linalg.vecdot": [Case("complex", [F((3, 4)), F((4,))], dtypes=C128_C64)],
+    "inner": [Case("complex", [F((2, 3)), F((4, 3))], dtypes=C128_C64)],
+    "outer": [Case("complex", [F((3,)), F((4,))], dtypes=C128_C64)],
+    "addmm": [Case("complex", [F((2, 4)), F((2, 3)), F((3, 4))], {"beta": 0.5, "alpha": -2.0}, dtypes=C128_C64)],
+    "nn.functional.linear": [Case("complex", [F((3, 4)), F((5, 4)), F((5,))], dtypes=C128_C64)],
+    "linalg.multi_dot": [Case("complex", [[F((2, 3)), F((3, 4)), F((4, 2))]], dtypes=("c128",))],
+    "prod": [
+        Case("all-tiny", [F((3,))], dtypes=C128_C64),
+        Case("dim0", [F((4, 3))], {"dim": 0}, dtypes=C128_C64),
+        Case("one-zero", [F((2, 3), values=[0.5 + 1j, 0j, 2 - 1j, 1.5j, 0.75, -1.25 + 0.5j])], {"dim": 1}, dtypes=C128_C64),
+    ],
+}
+for _op, _cs in COMPLEX_CASES.items():
+    CASES[_op] = CASES[_op] + _cs
+
+cases("conj", complex_unary([Case("real", [F((3, 4))], dtypes=F64_F32)]))
+cases("conj_physical", complex_unary())
+cases("real", complex_unary([Case("real", [F((3, 4))], dtypes=("f64",))]))
+cases("imag", complex_unary([Case("real", [F((3, 4))], dtypes=("f64",), error="Unsupported")]))
+cases("angle", complex_unary([
+    Case("zeros", [F((4,), values=[0j, -1 + 0j, 1.5j, -2 - 1j])], dtypes=C128_C64),
+    Case("real", [F((5,), values=[-1.5, 0.0, 2.0, -0.0, 3.0])], dtypes=F64_F32),
+]))
+cases("sgn", complex_unary([
+    Case("zeros", [F((4,), values=[0j, 3 + 4j, -1.5j, 2 + 0j])], dtypes=C128_C64),
+    Case("real", [F((4,), values=[-1.5, 0.0, 2.0, 0.5])], dtypes=F64_F32),
+]))
+cases("view_as_real", complex_unary([Case("real", [F((3, 2))], dtypes=("f64",), error="Unsupported")]))
+cases("view_as_complex", [
+    Case("tiny", [F((3, 2))]),
+    Case("batched", [F((2, 3, 2))]),
+    Case("last-not-2", [F((3, 3))], dtypes=("f64",), error="ShapeMismatch"),
+])
+cases("complex", [
+    Case("same", [F((3,)), F((3,))]),
+    Case("bcast", [F((3, 1)), F((1, 4))]),
+    Case("mixed-dtypes", [F((3,)), T("f32", [1.0, 2.0, 3.0], shape=(3,))], dtypes=("f64",), error="DtypeMismatch"),
+])
+cases("polar", [
+    Case("same", [F((3,), "positive"), F((3,), "wide")]),
+    Case("bcast", [F((3, 1), "positive"), F((1, 4), "wide")]),
+])
+
+
 def generate(op, case, dtype, rng):
     cid = f"{op}-{case.label}-{dtype}"
     built = [build_input(s, dtype, rng) for s in case.inputs]
@@ -1742,6 +1878,9 @@ def generate(op, case, dtype, rng):
             elif o.dtype.is_floating_point and i not in NO_GRAD_OUTPUTS.get(op, ()):
                 v = np.round(rng.standard_normal(tuple(o.shape)), 4)
                 cots.append(torch.tensor(v, dtype=o.dtype))
+            elif o.dtype.is_complex and i not in NO_GRAD_OUTPUTS.get(op, ()):
+                v = np.round(rng.standard_normal(tuple(o.shape)) + 1j * rng.standard_normal(tuple(o.shape)), 4)
+                cots.append(torch.tensor(v, dtype=o.dtype))
             else:
                 cots.append(None)
         proto["cotangents"] = [None if c is None else tensor_json(c) for c in cots]
@@ -1754,7 +1893,12 @@ def generate(op, case, dtype, rng):
     if cots is not None:
         alt_cots = []
         for c, o in zip(cots, outs):
-            alt_cots.append(None if c is None else c.to(torch.float64 if c.dtype != torch.float64 else torch.float32))
+            if c is None:
+                alt_cots.append(None)
+            elif c.dtype.is_complex:
+                alt_cots.append(c.to(torch.complex64 if c.dtype == torch.complex128 else torch.complex128))
+            else:
+                alt_cots.append(c.to(torch.float64 if c.dtype != torch.float64 else torch.float32))
     # (run_torch casts each cotangent to its output's dtype)
     try:
         alt_outs, alt_grads = run_torch(op, alt_inputs, case.attrs, alt_cots)

@@ -81,6 +81,17 @@ pub const OPS: &[OpSpec] = &[
     op("nn.functional.softplus", &["beta", "threshold"], h::softplus),
     op("clamp", &["min", "max"], h::clamp),
     op("to", &["dtype"], h::to),
+    // complex numbers
+    op("conj", &[], h::conj),
+    op("conj_physical", &[], h::conj_physical),
+    op("real", &[], h::real),
+    op("imag", &[], h::imag),
+    op("angle", &[], h::angle),
+    op("sgn", &[], h::sgn),
+    op("view_as_real", &[], h::view_as_real),
+    op("view_as_complex", &[], h::view_as_complex),
+    op("complex", &[], h::complex),
+    op("polar", &[], h::polar),
     // elementwise, two tensors or a tensor and a scalar `other` (broadcasting)
     op("add", &["other", "alpha"], h::add),
     op("sub", &["other", "alpha"], h::sub),
@@ -448,9 +459,42 @@ mod h {
     }
 
     unary!(
-        neg, abs, sign, exp, expm1, log, log1p, sqrt, rsqrt, square, reciprocal, sin, cos, tan,
-        tanh, sigmoid, relu
+        neg,
+        abs,
+        sign,
+        exp,
+        expm1,
+        log,
+        log1p,
+        sqrt,
+        rsqrt,
+        square,
+        reciprocal,
+        sin,
+        cos,
+        tan,
+        tanh,
+        sigmoid,
+        relu,
+        conj,
+        conj_physical,
+        real,
+        imag,
+        angle,
+        sgn,
+        view_as_real,
+        view_as_complex
     );
+
+    pub(super) fn complex(a: &Args<'_>, _: &Attrs<'_>) -> Res<Vec<Tensor>> {
+        a.count(2, 2)?;
+        one(Tensor::complex(a.t(0)?, a.t(1)?))
+    }
+
+    pub(super) fn polar(a: &Args<'_>, _: &Attrs<'_>) -> Res<Vec<Tensor>> {
+        a.count(2, 2)?;
+        one(Tensor::polar(a.t(0)?, a.t(1)?))
+    }
 
     pub(super) fn softplus(a: &Args<'_>, at: &Attrs<'_>) -> Res<Vec<Tensor>> {
         a.count(1, 1)?;

@@ -6,9 +6,8 @@ use std::fmt::Write as _;
 use cotangent::{DType, Shape, Tensor};
 use serde_json::Value;
 
-use crate::dispatch::{bad, Fail, Res};
+use crate::dispatch::{bad, Res};
 use crate::limits::{MAX_ELEMENTS, MAX_RANK};
-use crate::Kind;
 
 /// What a tensor of a case is for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -216,13 +215,19 @@ pub(crate) fn parse_tensor(v: &Value, what: &str, role: Role) -> Res<Tensor> {
                     imag.len()
                 )));
             }
-            floats(what, dtype, data, lit_f64)?;
-            floats(what, dtype, imag, lit_f64)?;
-            // Hook: build the tensor here once the library has a complex constructor.
-            return Err(Fail::Kind(
-                Kind::Unsupported,
-                format!("{what}: complex tensors are not supported by the library yet"),
-            ));
+            // each part parsed straight to its precision, then put together
+            let (re, im) = if d == DType::C64 {
+                (
+                    Tensor::from_vec(floats(what, dtype, data, lit_f32)?, shape.clone())?,
+                    Tensor::from_vec(floats(what, dtype, imag, lit_f32)?, shape)?,
+                )
+            } else {
+                (
+                    Tensor::from_vec(floats(what, dtype, data, lit_f64)?, shape.clone())?,
+                    Tensor::from_vec(floats(what, dtype, imag, lit_f64)?, shape)?,
+                )
+            };
+            Tensor::complex(&re, &im)?
         }
         // 16-bit floats: the nearest f64, then the library's (correctly rounded) cast
         d => {
@@ -286,12 +291,17 @@ pub(crate) fn push_tensor(out: &mut String, t: &Tensor) -> Res<()> {
             o.push_str(if x { "true" } else { "false" });
         }),
         d if d.is_complex() => {
-            // Hook: write `data` and `imag` once the library exposes complex values.
-            return Err(Fail::Kind(
-                Kind::Unsupported,
-                "a complex output cannot be written yet (the library has no complex accessor)"
-                    .to_string(),
-            ));
+            let (re, im) = (t.real()?, t.imag()?);
+            let mut imag = String::new();
+            if d == DType::C64 {
+                push_list(&mut data, &re.to_vec::<f32>()?, push_f32);
+                push_list(&mut imag, &im.to_vec::<f32>()?, push_f32);
+            } else {
+                push_list(&mut data, &re.to_vec::<f64>()?, push_f64);
+                push_list(&mut imag, &im.to_vec::<f64>()?, push_f64);
+            }
+            data.push_str(",\"imag\":");
+            data.push_str(&imag);
         }
         // 16-bit floats are exact in f32: the shortest f32 decimal reads back exactly
         _ => push_list(&mut data, &t.to_vec_f64(), |o, x| push_f32(o, x as f32)),

@@ -44,6 +44,17 @@ pub const LIBRARY_METHODS: &[(&str, Coverage)] = &[
     ("pow_scalar", Coverage::Op("pow")),
     ("clamp", Coverage::Op("clamp")),
     ("softplus", Coverage::Op("nn.functional.softplus")),
+    ("conj_physical", Coverage::Op("conj_physical")),
+    ("sgn", Coverage::Op("sgn")),
+    // src/ops/complex.rs
+    ("conj", Coverage::Op("conj")),
+    ("real", Coverage::Op("real")),
+    ("imag", Coverage::Op("imag")),
+    ("angle", Coverage::Op("angle")),
+    ("complex", Coverage::Op("complex")),
+    ("polar", Coverage::Op("polar")),
+    ("view_as_real", Coverage::Op("view_as_real")),
+    ("view_as_complex", Coverage::Op("view_as_complex")),
     // src/ops/binary.rs
     ("add", Coverage::Op("add")),
     ("sub", Coverage::Op("sub")),

@@ -34,8 +34,9 @@ const EPS32: f64 = f32::EPSILON as f64;
 
 fn eps(dtype: &str) -> Option<f64> {
     match dtype {
-        "f64" => Some(f64::EPSILON),
-        "f32" => Some(EPS32),
+        // (complex: the epsilon of the parts)
+        "f64" | "c128" => Some(f64::EPSILON),
+        "f32" | "c64" => Some(EPS32),
         "bf16" => Some(2f64.powi(-7)),
         "f16" => Some(2f64.powi(-10)),
         _ => None,
@@ -87,23 +88,41 @@ fn compare_tensor(
         // integers and booleans: exact
         return if e == a { Ok(()) } else { Err(format!("{what}: expected {e:?}, got {a:?}")) };
     };
-    let ev: Vec<f64> = e.iter().map(|v| num(v).unwrap_or(f64::NAN)).collect();
-    let av: Vec<f64> = a.iter().map(|v| num(v).unwrap_or(f64::NAN)).collect();
-    let scale = ev.iter().filter(|x| x.is_finite()).fold(0.0f64, |m, x| m.max(x.abs()));
+    let vals = |a: &[Value]| -> Vec<f64> { a.iter().map(|v| num(v).unwrap_or(f64::NAN)).collect() };
+    let (ev, av) = (vals(e), vals(a));
+    // a complex tensor: its imaginary parts too, each element's modulus for the relative
+    // term (a part may cancel to far below the element's size)
+    let (ei, ai) = match (expected.get("imag"), got.get("imag")) {
+        (None, None) => (vec![0.0; ev.len()], vec![0.0; av.len()]),
+        (Some(Value::Array(x)), Some(Value::Array(y)))
+            if x.len() == e.len() && y.len() == e.len() =>
+        {
+            (vals(x), vals(y))
+        }
+        _ => return Err(format!("{what}: imaginary parts missing or of the wrong length")),
+    };
+    let size: Vec<f64> = ev.iter().zip(&ei).map(|(x, y)| x.hypot(*y)).collect();
+    let scale = size.iter().filter(|x| x.is_finite()).fold(0.0f64, |m, x| m.max(*x));
     let slack = 4.0 * (eps / EPS32).min(1.0) * delta.unwrap_or(0.0);
-    for (i, (&x, &y)) in ev.iter().zip(&av).enumerate() {
+    let complex = expected.get("imag").is_some();
+    let pairs =
+        ev.iter().zip(&av).chain(ei.iter().zip(&ai).take(if complex { ei.len() } else { 0 }));
+    for (k, (&x, &y)) in pairs.enumerate() {
+        let i = k % ev.len().max(1);
+        let part = if k < ev.len() { "" } else { " (imaginary part)" };
+        let rel = if size[i].is_finite() { 8.0 * eps * size[i] } else { 0.0 };
+        let tol = rel + eps * scale + slack;
         let ok = if x.is_nan() {
             y.is_nan()
         } else if x.is_infinite() {
             x == y
         } else {
-            (y - x).abs() <= 8.0 * eps * x.abs() + eps * scale + slack
+            (y - x).abs() <= tol
         };
         if !ok {
             return Err(format!(
-                "{what}[{i}]: expected {x:e}, got {y:e} (|diff| {:e}, tolerance {:e})",
-                (y - x).abs(),
-                8.0 * eps * x.abs() + eps * scale + slack
+                "{what}[{i}]{part}: expected {x:e}, got {y:e} (|diff| {:e}, tolerance {tol:e})",
+                (y - x).abs()
             ));
         }
     }

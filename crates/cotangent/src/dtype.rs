@@ -20,8 +20,12 @@ use crate::host::HostBuffer;
 /// | `C128` | `Complex<f64>` | `torch.complex128` |
 ///
 /// `F32` and `F64` are fully supported. `Bf16` and `F16` are stored in 16 bits and computed
-/// in `f32` arithmetic, rounded back after each op. Complex dtypes can be created, cast
-/// and read; their arithmetic is not implemented yet and reports
+/// in `f32` arithmetic, rounded back after each op. Complex dtypes have the elementwise
+/// arithmetic, the elementary functions, sums and products, and their parts
+/// ([`Tensor::real`](crate::Tensor::real), [`Tensor::complex`](crate::Tensor::complex)
+/// and the like), all differentiable with PyTorch's convention (the crate docs,
+/// [complex numbers](crate#complex-numbers)), and the matrix products; the
+/// factorisations and solvers do not take them yet and report
 /// [`Error::UnsupportedDType`](crate::Error::UnsupportedDType).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 #[non_exhaustive]

@@ -64,6 +64,30 @@
 //! # Ok::<(), cotangent::Error>(())
 //! ```
 //!
+//! <a id="complex-numbers"></a>**Complex numbers.** `C64` and `C128` tensors have the
+//! elementwise arithmetic (real operands promoted, as `torch.result_type`), the
+//! elementary functions on their principal branches, sums, means and products, and their
+//! parts: [`Tensor::complex`], [`Tensor::polar`], [`Tensor::real`], [`Tensor::imag`],
+//! [`Tensor::abs`], [`Tensor::angle`], [`Tensor::sgn`], [`Tensor::conj`],
+//! [`Tensor::view_as_real`], [`Tensor::view_as_complex`]. Gradients follow PyTorch's
+//! convention: for a real loss `L` of `z = x + iy`, the gradient is `∂L/∂x + i ∂L/∂y`
+//! (the gradient of `|z|²` is `2z`), so gradient descent on complex parameters works as
+//! on real ones; a complex output needs its cotangent given (`backward` of a complex
+//! scalar is refused, as in PyTorch). The matrix products take complex operands
+//! ([`Tensor::matmul`] and its family; [`Tensor::mH`] conjugates, [`Tensor::vdot`] and
+//! [`Tensor::vecdot`] conjugate their first argument); the factorisations and solvers do
+//! not yet.
+//!
+//! ```
+//! use cotangent::{DType, Tensor};
+//! let z = Tensor::complex(&Tensor::from_vec(vec![3.0f64], 1)?, &Tensor::from_vec(vec![4.0f64], 1)?)?
+//!     .with_requires_grad(true)?;
+//! let loss = z.abs()?.sum()?;                    // |z| = 5, real
+//! let g = loss.backward()?.get(&z).unwrap().view_as_real()?;
+//! assert_eq!(g.to_vec::<f64>()?, vec![0.6, 0.8]); // z / |z|
+//! # Ok::<(), cotangent::Error>(())
+//! ```
+//!
 //! **Optimisers.** [`optim`] has [`optim::Param`], SGD, Adam and L-BFGS with
 //! `torch.optim`'s defaults; a step takes a closure that computes the loss.
 //!
@@ -112,6 +136,7 @@
 mod autocast;
 pub mod autograd;
 mod backend;
+mod complex;
 mod device;
 pub mod dtype;
 mod error;

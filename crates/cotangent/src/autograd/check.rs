@@ -123,13 +123,15 @@ impl Worst {
 
 /// Compares the gradients autograd computes for `f` with central finite differences.
 ///
-/// `f` maps the inputs to its outputs. Inputs that require grad must be `F64` and are
+/// `f` maps the inputs to its outputs. Inputs that require grad must be `F64` or `C128`
+/// (whose real and imaginary parts are perturbed separately, and reported as the flat
+/// indices `2k` and `2k + 1` of element `k`; complex outputs likewise) and are
 /// perturbed by `±eps`, one element at a time when the Jacobian is small (at most
 /// `max_full` entries), else along random directions. Outputs that are not floating point
 /// are ignored. An entry passes when `|analytical - numerical| <= atol + rtol |numerical|`.
 ///
 /// Errors: whatever `f` or the backward pass returns; `UnsupportedDType` for an input
-/// that requires grad and is not `F64`.
+/// that requires grad and is not `F64` or `C128`.
 ///
 /// ```
 /// # use cotangent::{Tensor, autograd::{gradcheck, GradcheckOptions}};
@@ -142,6 +144,58 @@ pub fn gradcheck<F>(f: F, inputs: &[Tensor], opts: &GradcheckOptions) -> Result<
 where
     F: Fn(&[Tensor]) -> Result<Vec<Tensor>>,
 {
+    let (g, xs) = realify(&f, inputs)?;
+    check_real(g.as_ref(), &xs, opts)
+}
+
+/// A real function of one signature: what the checks run on.
+type RealFn<'a> = dyn Fn(&[Tensor]) -> Result<Vec<Tensor>> + 'a;
+
+/// `f` as a function of real tensors only, with its inputs: each complex input that
+/// requires grad becomes its `view_as_real` (a trailing dim of 2: real and imaginary
+/// parts) and each complex output its `view_as_real`, so the checks compare the real
+/// Jacobian of `(x, y) -> (Re f, Im f)` (as `torch.autograd.gradcheck` does with complex
+/// numbers). Autograd's gradient of a real loss with respect to `z` is
+/// `∂L/∂x + i ∂L/∂y` (PyTorch's convention), so it passes through `view_as_complex` as
+/// exactly that pair: the check tests the convention, not just each op.
+fn realify<'a, F>(f: &'a F, inputs: &[Tensor]) -> Result<(Box<RealFn<'a>>, Vec<Tensor>)>
+where
+    F: Fn(&[Tensor]) -> Result<Vec<Tensor>>,
+{
+    let complex: Vec<bool> =
+        inputs.iter().map(|t| t.requires_grad() && t.dtype().is_complex()).collect();
+    let xs =
+        inputs
+            .iter()
+            .zip(&complex)
+            .map(|(t, &c)| {
+                if c {
+                    t.detach().view_as_real()?.with_requires_grad(true)
+                } else {
+                    Ok(t.clone())
+                }
+            })
+            .collect::<Result<Vec<_>>>()?;
+    let g = move |xs: &[Tensor]| -> Result<Vec<Tensor>> {
+        let args = xs
+            .iter()
+            .zip(&complex)
+            .map(|(t, &c)| if c { t.view_as_complex() } else { Ok(t.clone()) })
+            .collect::<Result<Vec<_>>>()?;
+        f(&args)?
+            .into_iter()
+            .map(|y| if y.dtype().is_complex() { y.view_as_real() } else { Ok(y) })
+            .collect()
+    };
+    Ok((Box::new(g), xs))
+}
+
+/// [`gradcheck`] of a function of real tensors.
+fn check_real(
+    f: &RealFn<'_>,
+    inputs: &[Tensor],
+    opts: &GradcheckOptions,
+) -> Result<GradcheckReport> {
     for t in inputs {
         if t.requires_grad() && t.dtype() != DType::F64 {
             return Err(Error::UnsupportedDType { op: "gradcheck", dtype: t.dtype() });
@@ -317,6 +371,16 @@ pub fn gradgradcheck<F>(f: F, inputs: &[Tensor], opts: &GradcheckOptions) -> Res
 where
     F: Fn(&[Tensor]) -> Result<Vec<Tensor>>,
 {
+    let (g, xs) = realify(&f, inputs)?;
+    gradgrad_real(g.as_ref(), &xs, opts)
+}
+
+/// [`gradgradcheck`] of a function of real tensors.
+fn gradgrad_real(
+    f: &RealFn<'_>,
+    inputs: &[Tensor],
+    opts: &GradcheckOptions,
+) -> Result<GradcheckReport> {
     let outputs = f(inputs)?;
     let mut rng = Generator::new(opts.seed ^ 0x9e37_79b9_7f4a_7c15);
     let mut all = inputs.to_vec();
@@ -366,5 +430,5 @@ where
             })
             .collect()
     };
-    gradcheck(g, &all, opts)
+    check_real(&g, &all, opts)
 }

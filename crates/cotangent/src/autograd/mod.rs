@@ -106,6 +106,7 @@ impl Tensor {
         if self.numel() != 1 {
             return Err(Error::NonScalarBackward { shape: self.shape().clone() });
         }
+        real_seed("backward", self)?;
         let ones = Tensor::ones(self.shape().clone(), self.dtype())?;
         self.backward_with(&ones)
     }
@@ -121,6 +122,21 @@ impl Tensor {
         )?;
         Ok(Gradients { map: out.leaves })
     }
+}
+
+/// A cotangent of 1 is implied only for a real output: the gradient of a complex scalar
+/// is not one number (PyTorch: "grad can be implicitly created only for real scalar
+/// outputs"); a loss is made real first (`real`, `abs`), or the cotangent given.
+fn real_seed(op: &'static str, t: &Tensor) -> Result<()> {
+    if t.dtype().is_complex() {
+        return Err(Error::InvalidArgument {
+            op,
+            arg: "outputs",
+            reason:
+                "a cotangent is implied only for real scalar outputs; pass one for a complex output",
+        });
+    }
+    Ok(())
 }
 
 /// Gradients of `outputs` with respect to `inputs` (`torch.autograd.grad`).
@@ -166,7 +182,10 @@ pub fn grad(
                 check_cotangent(t, g)?;
                 (*g).clone()
             }
-            None if t.numel() == 1 => Tensor::ones(t.shape().clone(), t.dtype())?,
+            None if t.numel() == 1 => {
+                real_seed("grad", t)?;
+                Tensor::ones(t.shape().clone(), t.dtype())?
+            }
             None => return Err(Error::NonScalarBackward { shape: t.shape().clone() }),
         };
         roots.push((t.clone(), g));

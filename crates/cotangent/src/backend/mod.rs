@@ -5,6 +5,7 @@
 pub(crate) mod cpu;
 mod storage;
 
+use crate::complex::ComplexFloat;
 use crate::device::Device;
 use crate::dtype::{DType, Float};
 use crate::error::Result;
@@ -20,12 +21,28 @@ pub(crate) use storage::Storage;
 pub(crate) trait UnaryKernel: Copy + Send + Sync {
     const NAME: &'static str;
     fn f<T: Float>(self, x: T) -> T;
+    /// Whether the op is defined on complex numbers, as [`UnaryKernel::c`]; a device
+    /// refuses complex input of an op without it (`UnsupportedDType`).
+    const COMPLEX: bool = false;
+    /// The function of one complex argument; called only where `COMPLEX`.
+    #[inline(always)]
+    fn c<C: ComplexFloat>(self, z: C) -> C {
+        z
+    }
 }
 
-/// An elementwise function of two real arguments.
+/// An elementwise function of two real arguments (and, where `COMPLEX`, of two complex
+/// ones, as [`UnaryKernel`]).
 pub(crate) trait BinaryKernel: Copy + Send + Sync {
     const NAME: &'static str;
     fn f<T: Float>(self, a: T, b: T) -> T;
+    /// Whether the op is defined on complex numbers, as [`BinaryKernel::c`].
+    const COMPLEX: bool = false;
+    /// The function of two complex arguments; called only where `COMPLEX`.
+    #[inline(always)]
+    fn c<C: ComplexFloat>(self, a: C, _b: C) -> C {
+        a
+    }
 }
 
 /// Elementwise comparisons (result `Bool`).
@@ -37,6 +54,19 @@ pub(crate) enum CmpOp {
     Le,
     Gt,
     Ge,
+}
+
+/// What [`BackendStorage::complex_part`] reads off each complex element.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum ComplexPart {
+    /// The real part.
+    Re,
+    /// The imaginary part.
+    Im,
+    /// The modulus `|z|`.
+    Abs,
+    /// The argument `atan2(im, re)`.
+    Angle,
 }
 
 /// Reductions over a set of dims.
@@ -73,6 +103,13 @@ pub(crate) trait BackendStorage: Sized {
     fn binary<K: BinaryKernel>(&self, l: &Layout, rhs: &Self, rl: &Layout, k: K) -> Result<Self>;
     fn cmp(&self, l: &Layout, rhs: &Self, rl: &Layout, op: CmpOp) -> Result<Self>;
     fn where_cond(&self, l: &Layout, t: &Self, tl: &Layout, f: &Self, fl: &Layout) -> Result<Self>;
+    /// The real parts, imaginary parts, moduli or arguments of the complex elements at
+    /// `l`, contiguous, in the real dtype of the same precision.
+    fn complex_part(&self, l: &Layout, part: ComplexPart) -> Result<Self>;
+    /// `re + i im` elementwise, contiguous, from two real buffers of one dtype (`F32`
+    /// gives `C64`, `F64` gives `C128`), `self` the real parts at `l` and `im` the
+    /// imaginary ones at `il` (a layout of the same shape).
+    fn complex(&self, l: &Layout, im: &Self, il: &Layout) -> Result<Self>;
     /// Reduces over `dims` (resolved, distinct); the result has the keepdim shape.
     fn reduce(&self, l: &Layout, dims: &[usize], op: ReduceOp) -> Result<Self>;
     /// A zero buffer of `numel` elements with `self`'s elements (in `src` order) written

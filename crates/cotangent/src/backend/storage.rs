@@ -9,8 +9,8 @@
 
 use super::cpu::CpuStorage;
 use super::{
-    fast_paths, BackendStorage, BinaryKernel, CmpOp, FastPaths, LuDet, LuSolved, QrSpec, ReduceOp,
-    SavedSolve, SvdGradFail, TriSolve, UnaryKernel, Undefined,
+    fast_paths, BackendStorage, BinaryKernel, CmpOp, ComplexPart, FastPaths, LuDet, LuSolved,
+    QrSpec, ReduceOp, SavedSolve, SvdGradFail, TriSolve, UnaryKernel, Undefined,
 };
 use crate::device::Device;
 use crate::dtype::DType;
@@ -170,6 +170,20 @@ impl Storage {
     ) -> Result<Storage> {
         match self {
             Storage::Cpu(s) => s.where_cond(l, cpu(t), tl, cpu(f), fl).map(Storage::Cpu),
+        }
+    }
+
+    /// See [`BackendStorage::complex_part`].
+    pub(crate) fn complex_part(&self, l: &Layout, part: ComplexPart) -> Result<Storage> {
+        match self {
+            Storage::Cpu(s) => s.complex_part(l, part).map(Storage::Cpu),
+        }
+    }
+
+    /// See [`BackendStorage::complex`].
+    pub(crate) fn complex(&self, l: &Layout, im: &Storage, il: &Layout) -> Result<Storage> {
+        match self {
+            Storage::Cpu(s) => s.complex(l, cpu(im), il).map(Storage::Cpu),
         }
     }
 

@@ -14,13 +14,14 @@ impl Op for MatMul {
     fn name(&self) -> &'static str {
         "matmul"
     }
-    // C = A B (batched, batch dims already equal)  ⇒  gA = G Bᵀ, gB = Aᵀ G.
+    // C = A B (batched, batch dims already equal)  ⇒  gA = G Bᴴ, gB = Aᴴ G (the
+    // conjugate transposes: PyTorch's convention for complex; the transposes for real).
     // Both are matmuls again, so every order of derivative goes through this rule.
     fn vjp(&self, cx: &VjpCtx<'_>, g: &[Option<Tensor>]) -> Result<Vec<Option<Tensor>>> {
         let Some(g) = &g[0] else { return Ok(vec![None, None]) };
         let (a, b) = (cx.input(0), cx.input(1));
-        let ga = if cx.needs_input_grad(0) { Some(batched(g, &b.mT()?)?) } else { None };
-        let gb = if cx.needs_input_grad(1) { Some(batched(&a.mT()?, g)?) } else { None };
+        let ga = if cx.needs_input_grad(0) { Some(batched(g, &b.mH()?)?) } else { None };
+        let gb = if cx.needs_input_grad(1) { Some(batched(&a.mH()?, g)?) } else { None };
         Ok(vec![ga, gb])
     }
 }
@@ -44,7 +45,7 @@ fn check_dtypes(op: &'static str, a: &Tensor, b: &Tensor) -> Result<()> {
     if a.dtype() != b.dtype() {
         return Err(Error::DTypeMismatch { op, lhs: a.dtype(), rhs: b.dtype() });
     }
-    if !a.dtype().is_floating_point() {
+    if !a.dtype().is_differentiable() {
         return Err(Error::UnsupportedDType { op, dtype: a.dtype() });
     }
     Ok(())
@@ -57,9 +58,9 @@ impl Tensor {
     /// removed from the result); otherwise both are batches of matrices `(*, m, k)` and
     /// `(*, k, n)` whose batch dims broadcast, giving `(*, m, n)`.
     ///
-    /// Gradient: `gA = G Bᵀ`, `gB = Aᵀ G`, summed over broadcast batch dims.
-    /// Dtypes: f32, f64 (both operands the same, as PyTorch); bf16 and f16 are computed
-    /// in f32 and rounded back.
+    /// Gradient: `gA = G Bᵀ`, `gB = Aᵀ G` (complex: `G Bᴴ`, `Aᴴ G`), summed over
+    /// broadcast batch dims. Dtypes: f32, f64, c64, c128 (both operands the same, as
+    /// PyTorch); bf16 and f16 are computed in f32 and rounded back.
     ///
     /// Errors: `BadShape` for a 0-d operand; `ShapeMismatch` if the inner dims differ or
     /// batch dims do not broadcast; `DTypeMismatch` for different dtypes.

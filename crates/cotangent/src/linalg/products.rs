@@ -48,13 +48,10 @@ fn need_rank(op: &'static str, t: &Tensor, rank: usize, expected: &'static str) 
 }
 
 impl Tensor {
-    /// Dot product of two 1-d tensors (`torch.vdot`; for real dtypes the same as
-    /// [`Tensor::dot`]).
+    /// `Σ conj(x)·y` of two 1-d tensors (`torch.vdot`: the first argument conjugated;
+    /// for real dtypes the same as [`Tensor::dot`]).
     pub fn vdot(&self, other: &Tensor) -> Result<Tensor> {
-        if self.dtype().is_complex() {
-            return Err(Error::UnsupportedDType { op: "vdot", dtype: self.dtype() });
-        }
-        self.dot(other)
+        self.conj()?.dot(other)
     }
 
     /// Inner product over the last dims (`torch.inner`): for `a: (*a, k)`, `b: (*b, k)`
@@ -102,7 +99,8 @@ impl Tensor {
         self.unsqueeze(-1)?.mul(&other.unsqueeze(0)?)
     }
 
-    /// `Σ x·y` along `dim`, with broadcasting (`torch.linalg.vecdot`, default `dim=-1`).
+    /// `Σ conj(x)·y` along `dim`, with broadcasting (`torch.linalg.vecdot`, default
+    /// `dim=-1`; `x` conjugated when complex, as PyTorch).
     pub fn vecdot(&self, other: &Tensor, dim: isize) -> Result<Tensor> {
         if let Some(c) = crate::autocast::lower(&[self, other])? {
             return c[0].vecdot(&c[1], dim);
@@ -116,7 +114,7 @@ impl Tensor {
         }
         let shape = broadcast_shapes("linalg.vecdot", self.shape(), other.shape())?;
         crate::shape::resolve_dim("linalg.vecdot", dim, shape.rank())?;
-        self.mul(other)?.sum_dims(&[dim], false)
+        self.conj()?.mul(other)?.sum_dims(&[dim], false)
     }
 
     /// `beta · self + alpha · (mat1 @ mat2)` (`torch.addmm`; `self` broadcasts to the

@@ -13,6 +13,7 @@ use std::borrow::Cow;
 
 use crate::autograd::node::{record1, Op, VjpCtx};
 use crate::backend::{BinaryKernel, CmpOp};
+use crate::complex::ComplexFloat;
 use crate::dtype::{DType, Float};
 use crate::error::{Error, Result};
 use crate::layout::Layout;
@@ -47,7 +48,7 @@ fn apply<K: BinaryKernel + Op>(k: K, a: &Tensor, b: &Tensor, save_out: bool) -> 
 
 /// The kernel on operands already promoted and broadcast to one dtype and shape.
 fn compute<K: BinaryKernel>(k: K, a: &Tensor, b: &Tensor) -> Result<Tensor> {
-    if !a.dtype().is_floating_point() {
+    if !(a.dtype().is_floating_point() || K::COMPLEX && a.dtype().is_complex()) {
         return Err(Error::UnsupportedDType { op: K::NAME, dtype: a.dtype() });
     }
     let (sa, sb) = (a.storage(), b.storage());
@@ -94,6 +95,7 @@ macro_rules! binary_ops {
         $(#[$doc:meta])*
         $fname:ident, $S:ident, $torch:literal, save_out: $save:expr,
         fwd: |$a:ident, $b:ident| $fwd:expr,
+        $(complex: |$za:ident, $zb:ident| $cfwd:expr,)?
         vjp: |$cx:ident, $g:ident| $vjp:expr;
     )*) => {$(
         #[derive(Debug, Clone, Copy)]
@@ -105,6 +107,13 @@ macro_rules! binary_ops {
             fn f<T: Float>(self, $a: T, $b: T) -> T {
                 $fwd
             }
+            $(
+                const COMPLEX: bool = true;
+                #[inline(always)]
+                fn c<C: ComplexFloat>(self, $za: C, $zb: C) -> C {
+                    $cfwd
+                }
+            )?
         }
 
         impl Op for $S {
@@ -141,41 +150,55 @@ binary_ops! {
     /// `a + b` with broadcasting (`torch.add`).
     add, Add, "add", save_out: false,
     fwd: |a, b| a + b,
+    complex: |a, b| a + b,
     vjp: |cx, g| (Some(g.clone()), Some(g.clone()));
 
     /// `a - b` with broadcasting (`torch.sub`).
     sub, Sub, "sub", save_out: false,
     fwd: |a, b| a - b,
+    complex: |a, b| a - b,
     vjp: |cx, g| (Some(g.clone()), need(cx, 1, || g.neg())?);
 
-    /// `a * b` with broadcasting (`torch.mul`).
+    /// `a * b` with broadcasting (`torch.mul`). Gradients `g·conj(b)` and `g·conj(a)`
+    /// (`conj` the identity on real tensors).
     mul, Mul, "mul", save_out: false,
     fwd: |a, b| a * b,
-    vjp: |cx, g| (need(cx, 0, || g.mul(cx.input(1)))?, need(cx, 1, || g.mul(cx.input(0)))?);
-
-    /// `a / b` with broadcasting (`torch.div`, true division).
-    div, Div, "div", save_out: false,
-    // ga = g / b, gb = -g a / b²
-    fwd: |a, b| a / b,
+    complex: |a, b| a.mul(b),
     vjp: |cx, g| (
-        need(cx, 0, || g.div(cx.input(1)))?,
-        need(cx, 1, || { let b = cx.input(1); g.mul(cx.input(0))?.div(&b.mul(b)?)?.neg() })?,
+        need(cx, 0, || g.mul(&cx.input(1).conj()?))?,
+        need(cx, 1, || g.mul(&cx.input(0).conj()?))?,
+    );
+
+    /// `a / b` with broadcasting (`torch.div`, true division; complex quotients scaled,
+    /// as PyTorch's, so they overflow only where the quotient does).
+    div, Div, "div", save_out: false,
+    // ga = g / conj(b), gb = -g conj(a / b²)
+    fwd: |a, b| a / b,
+    complex: |a, b| a.div(b),
+    vjp: |cx, g| (
+        need(cx, 0, || g.div(&cx.input(1).conj()?))?,
+        need(cx, 1, || {
+            let (a, b) = (cx.input(0).conj()?, cx.input(1).conj()?);
+            g.mul(&a)?.div(&b.mul(&b)?)?.neg()
+        })?,
     );
 
     /// `a^b` with broadcasting (`torch.pow`). Gradients as PyTorch's `pow_backward`:
     /// `b a^(b-1)` (0 where `b = 0`) and `a^b ln a` (0 where `a = 0` and `b >= 0`).
+    /// Complex: the principal power `exp(b ln a)`, and the gradients conjugated.
     pow, Pow, "pow", save_out: true,
     fwd: |a, b| a.powf(b),
+    complex: |a, b| a.powc(b),
     vjp: |cx, g| (
         need(cx, 0, || {
             let (a, b) = (cx.input(0), cx.input(1));
-            let d = g.mul(&b.mul(&a.pow(&b.sub_scalar(1.0)?)?)?)?;
+            let d = g.mul(&b.mul(&a.pow(&b.sub_scalar(1.0)?)?)?.conj()?)?;
             Tensor::where_cond(&b.eq_scalar(0.0)?, &d.zeros_like()?, &d)
         })?,
         need(cx, 1, || {
             let (a, b) = (cx.input(0), cx.input(1));
-            let d = g.mul(&cx.output(0)?.mul(&a.log()?)?)?;
-            let mask = a.eq_scalar(0.0)?.logical_and(&b.ge_scalar(0.0)?)?;
+            let d = g.mul(&cx.output(0)?.mul(&a.log()?)?.conj()?)?;
+            let mask = a.eq_scalar(0.0)?.logical_and(&b.real()?.ge_scalar(0.0)?)?;
             Tensor::where_cond(&mask, &d.zeros_like()?, &d)
         })?,
     );
@@ -279,7 +302,7 @@ impl Tensor {
     }
 
     fn compare_scalar(&self, s: f64, op: CmpOp) -> Result<Tensor> {
-        let dt = if self.dtype().is_floating_point() { self.dtype() } else { DType::F64 };
+        let dt = if self.dtype().is_differentiable() { self.dtype() } else { DType::F64 };
         let a = if dt == self.dtype() { self.clone() } else { self.to_dtype(dt)? };
         a.compare(&Tensor::full((), s, dt)?, op)
     }

@@ -12,10 +12,13 @@ impl Op for Cast {
     fn name(&self) -> &'static str {
         "to"
     }
-    // y = cast(x)  ⇒  gx = cast(gy) back to x's dtype
+    // y = cast(x)  ⇒  gx = cast(gy) back to x's dtype; from real x to complex y, the
+    // real part of gy (the imaginary direction is not one x can move in)
     fn vjp(&self, cx: &VjpCtx<'_>, g: &[Option<Tensor>]) -> Result<Vec<Option<Tensor>>> {
         let Some(g) = &g[0] else { return Ok(vec![None]) };
-        Ok(vec![Some(g.to_dtype(cx.input(0).dtype())?)])
+        let to = cx.input(0).dtype();
+        let g = if g.dtype().is_complex() && !to.is_complex() { g.real()? } else { g.clone() };
+        Ok(vec![Some(g.to_dtype(to)?)])
     }
 }
 

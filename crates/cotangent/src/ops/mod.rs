@@ -3,6 +3,7 @@
 
 pub(crate) mod binary;
 pub(crate) mod cast;
+pub(crate) mod complex;
 pub(crate) mod index;
 pub(crate) mod reduce;
 pub(crate) mod shape;

@@ -72,10 +72,11 @@ impl Op for Reduce {
                 let count = mask.sum_dims(&dims, true)?;
                 g.div(&count)?.mul(&mask)?
             }
-            // y = Π x  ⇒  gx_i = gy · Π_{j≠i} x_j
-            ReduceOp::Prod => {
-                g.mul(&prod_others(x, &self.dims, &cx.output(0)?.reshape(self.keep.clone())?)?)?
-            }
+            // y = Π x  ⇒  gx_i = gy · conj(Π_{j≠i} x_j) (conj: complex x, PyTorch's
+            // convention; the identity on real x)
+            ReduceOp::Prod => g.mul(
+                &prod_others(x, &self.dims, &cx.output(0)?.reshape(self.keep.clone())?)?.conj()?,
+            )?,
         };
         Ok(vec![Some(gx)])
     }
@@ -85,7 +86,8 @@ impl Op for Reduce {
 /// is zero, else the product with `x_i` replaced by 1 (O(n²) in the reduced size, and
 /// differentiable again, like every branch here).
 fn prod_others(x: &Tensor, dims: &[usize], y_keep: &Tensor) -> Result<Tensor> {
-    let has_zero = x.to_vec_f64().contains(&0.0);
+    let has_zero =
+        if x.dtype().is_complex() { x.abs()? } else { x.clone() }.to_vec_f64().contains(&0.0);
     if !has_zero {
         return y_keep.div(x);
     }
@@ -123,7 +125,8 @@ fn reduce(
     keepdim: bool,
     name: &'static str,
 ) -> Result<Tensor> {
-    if x.dtype().is_complex() {
+    // complex numbers have no order
+    if x.dtype().is_complex() && matches!(op, ReduceOp::Max | ReduceOp::Min) {
         return Err(Error::UnsupportedDType { op: name, dtype: x.dtype() });
     }
     let (d, keep, out_shape) = plan(name, x, dims, keepdim)?;
@@ -136,7 +139,7 @@ fn reduce(
             got: x.shape().clone(),
         });
     }
-    let src = if op == ReduceOp::Sum && !x.dtype().is_floating_point() && x.dtype() != DType::I64 {
+    let src = if op == ReduceOp::Sum && !x.dtype().is_differentiable() && x.dtype() != DType::I64 {
         x.to_dtype(DType::I64)?
     } else {
         x.clone()
@@ -149,7 +152,7 @@ fn reduce(
 
 impl Tensor {
     /// The sum of all elements, a 0-d tensor (`torch.sum`). Integer and bool tensors sum
-    /// to `I64`.
+    /// to `I64`; complex tensors sum to their dtype.
     pub fn sum(&self) -> Result<Tensor> {
         reduce(self, ReduceOp::Sum, &[], false, "sum")
     }
@@ -167,14 +170,15 @@ impl Tensor {
         reduce(self, ReduceOp::Sum, dims, keepdim, "sum")
     }
 
-    /// The mean of all elements (`torch.mean`; floating dtypes; NaN for no elements).
+    /// The mean of all elements (`torch.mean`; floating and complex dtypes; NaN for no
+    /// elements).
     pub fn mean(&self) -> Result<Tensor> {
         self.mean_dims(&[], false)
     }
 
     /// The mean over `dims` (`torch.mean(dim, keepdim)`).
     pub fn mean_dims(&self, dims: &[isize], keepdim: bool) -> Result<Tensor> {
-        if !self.dtype().is_floating_point() {
+        if !self.dtype().is_differentiable() {
             return Err(Error::UnsupportedDType { op: "mean", dtype: self.dtype() });
         }
         let (d, _, _) = plan("mean", self, dims, keepdim)?;

@@ -11,6 +11,7 @@
 
 use crate::autograd::node::{record1, Op, VjpCtx};
 use crate::backend::{Storage, UnaryKernel};
+use crate::complex::ComplexFloat;
 use crate::dtype::{DType, Float};
 use crate::error::{Error, Result};
 use crate::layout::Layout;
@@ -23,20 +24,22 @@ fn apply<K: UnaryKernel + Op + std::fmt::Debug>(
     promote: bool,
     save_out: bool,
 ) -> Result<Tensor> {
-    apply_with(x, k, promote, save_out, |s, l| s.unary(l, k))
+    apply_with(x, k, promote, save_out, K::COMPLEX, |s, l| s.unary(l, k))
 }
 
-/// [`apply`] with the kernel run by `run` (on a floating buffer).
+/// [`apply`] with the kernel run by `run` (on a floating buffer, or a complex one if
+/// `complex`).
 fn apply_with<K: Op + std::fmt::Debug + Copy>(
     x: &Tensor,
     k: K,
     promote: bool,
     save_out: bool,
+    complex: bool,
     run: impl Fn(&Storage, &Layout) -> Result<Storage>,
 ) -> Result<Tensor> {
-    if !x.dtype().is_floating_point() {
+    if !(x.dtype().is_floating_point() || complex && x.dtype().is_complex()) {
         if promote && !x.dtype().is_complex() {
-            return apply_with(&x.to_dtype(DType::F32)?, k, promote, save_out, run);
+            return apply_with(&x.to_dtype(DType::F32)?, k, promote, save_out, complex, run);
         }
         return Err(Error::UnsupportedDType { op: Op::name(&k), dtype: x.dtype() });
     }
@@ -53,6 +56,7 @@ macro_rules! unary_ops {
         $(#[$doc:meta])*
         $fname:ident, $S:ident, $torch:literal, promote: $promote:expr, save_out: $save:expr,
         fwd: |$x:ident| $fwd:expr,
+        $(complex: |$z:ident| $cfwd:expr,)?
         vjp: |$cx:ident, $g:ident| $vjp:expr;
     )*) => {$(
         #[derive(Debug, Clone, Copy)]
@@ -64,6 +68,13 @@ macro_rules! unary_ops {
             fn f<T: Float>(self, $x: T) -> T {
                 $fwd
             }
+            $(
+                const COMPLEX: bool = true;
+                #[inline(always)]
+                fn c<C: ComplexFloat>(self, $z: C) -> C {
+                    $cfwd
+                }
+            )?
         }
 
         impl Op for $S {
@@ -90,12 +101,8 @@ unary_ops! {
     /// `-x` (`torch.neg`).
     neg, Neg, "neg", promote: false, save_out: false,
     fwd: |x| -x,
+    complex: |z| -z,
     vjp: |cx, g| g.neg()?;
-
-    /// `|x|` (`torch.abs`). Gradient `sign(x)`, 0 at 0 and at NaN (PyTorch's convention).
-    abs, Abs, "abs", promote: false, save_out: false,
-    fwd: |x| x.abs(),
-    vjp: |cx, g| g.mul(&cx.input(0).sign()?)?;
 
     /// `sign(x)`: -1, 0 or 1, and 0 for NaN (`torch.sign`). Gradient zero.
     sign, Sign, "sign", promote: false, save_out: false,
@@ -105,7 +112,8 @@ unary_ops! {
     /// `e^x` (`torch.exp`). d/dx = e^x, from the saved output.
     exp, Exp, "exp", promote: true, save_out: true,
     fwd: |x| x.exp(),
-    vjp: |cx, g| g.mul(&cx.output(0)?)?;
+    complex: |z| z.exp(),
+    vjp: |cx, g| g.mul(&cx.output(0)?.conj()?)?;
 
     /// `e^x - 1` (`torch.expm1`), accurate near 0. d/dx = y + 1.
     expm1, Expm1, "expm1", promote: true, save_out: true,
@@ -115,7 +123,8 @@ unary_ops! {
     /// Natural logarithm (`torch.log`). d/dx = 1/x.
     log, Log, "log", promote: true, save_out: false,
     fwd: |x| x.ln(),
-    vjp: |cx, g| g.div(cx.input(0))?;
+    complex: |z| z.ln(),
+    vjp: |cx, g| g.div(&cx.input(0).conj()?)?;
 
     /// `ln(1 + x)` (`torch.log1p`), accurate near 0. d/dx = 1/(1 + x).
     log1p, Log1p, "log1p", promote: true, save_out: false,
@@ -125,19 +134,23 @@ unary_ops! {
     /// `√x` (`torch.sqrt`). d/dx = 1/(2y): infinite at 0, as in PyTorch.
     sqrt, Sqrt, "sqrt", promote: true, save_out: true,
     fwd: |x| x.sqrt(),
-    vjp: |cx, g| g.div(&cx.output(0)?.mul_scalar(2.0)?)?;
+    complex: |z| z.sqrt(),
+    vjp: |cx, g| g.div(&cx.output(0)?.conj()?.mul_scalar(2.0)?)?;
 
     /// `1/√x` (`torch.rsqrt`). d/dx = -y³/2.
     rsqrt, Rsqrt, "rsqrt", promote: true, save_out: true,
     fwd: |x| T::ONE / x.sqrt(),
-    vjp: |cx, g| g.mul(&cx.output(0)?.pow_scalar(3.0)?.mul_scalar(-0.5)?)?;
+    complex: |z| C::new(C::Real::ONE, C::Real::ZERO).div(z.sqrt()),
+    vjp: |cx, g| g.mul(&cx.output(0)?.conj()?.pow_scalar(3.0)?.mul_scalar(-0.5)?)?;
 
     /// `x²` (`torch.square`). d/dx = 2x.
     square, Square, "square", promote: false, save_out: false,
     fwd: |x| x * x,
-    // (first order: g (x + x) in one pass, the same bits as g (2 x); recorded: tensor ops)
-    vjp: |cx, g| if cx.create_graph() {
-        g.mul(&cx.input(0).mul_scalar(2.0)?)?
+    complex: |z| z.mul(z),
+    // (first order: g (x + x) in one pass, the same bits as g (2 x); recorded, or
+    // complex: tensor ops)
+    vjp: |cx, g| if cx.create_graph() || g.dtype().is_complex() {
+        g.mul(&cx.input(0).conj()?.mul_scalar(2.0)?)?
     } else {
         crate::ops::binary::unrecorded(SquareGrad, g, cx.input(0))?
     };
@@ -145,17 +158,20 @@ unary_ops! {
     /// `1/x` (`torch.reciprocal`). d/dx = -y².
     reciprocal, Reciprocal, "reciprocal", promote: true, save_out: true,
     fwd: |x| T::ONE / x,
-    vjp: |cx, g| { let y = cx.output(0)?; g.mul(&y.mul(&y)?)?.neg()? };
+    complex: |z| C::new(C::Real::ONE, C::Real::ZERO).div(z),
+    vjp: |cx, g| { let y = cx.output(0)?.conj()?; g.mul(&y.mul(&y)?)?.neg()? };
 
     /// Sine (`torch.sin`). d/dx = cos x.
     sin, Sin, "sin", promote: true, save_out: false,
     fwd: |x| x.sin(),
-    vjp: |cx, g| g.mul(&cx.input(0).cos()?)?;
+    complex: |z| z.sin(),
+    vjp: |cx, g| g.mul(&cx.input(0).cos()?.conj()?)?;
 
     /// Cosine (`torch.cos`). d/dx = -sin x.
     cos, Cos, "cos", promote: true, save_out: false,
     fwd: |x| x.cos(),
-    vjp: |cx, g| g.mul(&cx.input(0).sin()?)?.neg()?;
+    complex: |z| z.cos(),
+    vjp: |cx, g| g.mul(&cx.input(0).sin()?.conj()?)?.neg()?;
 
     /// Tangent (`torch.tan`). d/dx = 1 + y².
     tan, Tan, "tan", promote: true, save_out: true,
@@ -165,7 +181,23 @@ unary_ops! {
     /// Hyperbolic tangent (`torch.tanh`). d/dx = 1 - y².
     tanh, Tanh, "tanh", promote: true, save_out: true,
     fwd: |x| x.tanh(),
-    vjp: |cx, g| { let y = cx.output(0)?; g.mul(&y.mul(&y)?.rsub_scalar(1.0)?)? };
+    complex: |z| z.tanh(),
+    vjp: |cx, g| { let y = cx.output(0)?.conj()?; g.mul(&y.mul(&y)?.rsub_scalar(1.0)?)? };
+
+    /// The complex conjugate, computed (`torch.conj_physical`): `x - iy`, and the identity
+    /// on real tensors. Gradient: the conjugate of the cotangent.
+    conj_physical, ConjPhysical, "conj_physical", promote: false, save_out: false,
+    fwd: |x| x,
+    complex: |z| z.conj(),
+    vjp: |cx, g| g.conj()?;
+
+    /// `z / |z|` (`torch.sgn`), 0 at 0; `sign(x)` for real tensors. Gradient (complex):
+    /// `(g - Re(g conj(s)) s) / |z|` with `s` the output (the part of `g` that turns `z`),
+    /// 0 at 0; zero for real tensors.
+    sgn, Sgn, "sgn", promote: false, save_out: true,
+    fwd: |x| x.sign(),
+    complex: |z| { let a = z.abs(); if a == C::Real::ZERO { z.scale(C::Real::ZERO) } else { C::new(z.re() / a, z.im() / a) } },
+    vjp: |cx, g| if g.dtype().is_complex() { sgn_vjp(cx.input(0), &cx.output(0)?, g)? } else { g.zeros_like()? };
 
     /// The logistic function `1/(1 + e^-x)` (`torch.sigmoid`). d/dx = y(1 - y).
     sigmoid, Sigmoid, "sigmoid", promote: true, save_out: true,
@@ -176,6 +208,52 @@ unary_ops! {
     relu, Relu, "relu", promote: false, save_out: false,
     fwd: |x| if x > T::ZERO || x.is_nan() { x } else { T::ZERO },
     vjp: |cx, g| Tensor::where_cond(&cx.input(0).gt_scalar(0.0)?, g, &g.zeros_like()?)?;
+}
+
+/// `|x|` (`torch.abs`; for a complex tensor the modulus, real: see
+/// [`Tensor::complex_abs`]).
+#[derive(Debug, Clone, Copy)]
+struct Abs;
+
+impl UnaryKernel for Abs {
+    const NAME: &'static str = "abs";
+    #[inline(always)]
+    fn f<T: Float>(self, x: T) -> T {
+        x.abs()
+    }
+}
+
+impl Op for Abs {
+    fn name(&self) -> &'static str {
+        "abs"
+    }
+    // d|x|/dx = sign(x), 0 at 0 and at NaN (PyTorch's convention)
+    fn vjp(&self, cx: &VjpCtx<'_>, g: &[Option<Tensor>]) -> Result<Vec<Option<Tensor>>> {
+        let Some(g) = &g[0] else { return Ok(vec![None]) };
+        Ok(vec![Some(g.mul(&cx.input(0).sign()?)?)])
+    }
+}
+
+impl Tensor {
+    /// `|x|` (`torch.abs`); for a complex tensor the modulus `√(x² + y²)`, a real tensor of
+    /// the same precision. Gradient `sign(x)` (0 at 0 and at NaN, PyTorch's convention);
+    /// for complex `z`, `g z/|z|` (0 at 0).
+    pub fn abs(&self) -> Result<Tensor> {
+        if self.dtype().is_complex() {
+            return self.complex_abs();
+        }
+        apply(self, Abs, false, false)
+    }
+}
+
+/// The VJP of `s = sgn(z)` for complex `z`: `s` moves only with the argument of `z`,
+/// `ds = i s d(arg z)` and `d(arg z) = Im(dz / z)`, so the cotangent keeps the part of `g`
+/// along `i s`, divided by `|z|`: `(g - Re(g conj(s)) s) / |z|`, 0 where `z = 0`.
+fn sgn_vjp(z: &Tensor, s: &Tensor, g: &Tensor) -> Result<Tensor> {
+    let a = z.abs()?;
+    let along = g.mul(&s.conj()?)?.real()?;
+    let d = g.sub(&along.mul(s)?)?.div(&a)?;
+    Tensor::where_cond(&a.eq_scalar(0.0)?, &d.zeros_like()?, &d)
 }
 
 /// `g · (x + x)`: the first-order VJP of [`Tensor::square`] in one pass (`x + x` is
@@ -204,6 +282,19 @@ enum ScalarOp {
 
 impl UnaryKernel for ScalarOp {
     const NAME: &'static str = "scalar op";
+    // (the arithmetic variants: `Tensor::scalar_op` refuses complex input of the others)
+    const COMPLEX: bool = true;
+    #[inline(always)]
+    fn c<C: ComplexFloat>(self, z: C) -> C {
+        let w = |s: f64| C::new(C::Real::of(s), C::Real::ZERO);
+        match self {
+            ScalarOp::Add(s) => z + w(s),
+            ScalarOp::Mul(s) => z.mul(w(s)),
+            ScalarOp::RSub(s) => w(s) - z,
+            ScalarOp::Pow(e) => z.powf(C::Real::of(e)),
+            ScalarOp::Clamp(..) | ScalarOp::Softplus(..) => z,
+        }
+    }
     #[inline(always)]
     fn f<T: Float>(self, x: T) -> T {
         match self {
@@ -252,8 +343,9 @@ impl ScalarOp {
     /// The op over a floating buffer, its variant dispatched outside the loop.
     fn run(self, s: &Storage, l: &Layout) -> Result<Storage> {
         // `$K(c)`: the kernel `|x| $e` with the parameter `c` (as `$c`, in `T`)
+        // (and on complex `z`, with the parameter `$w = c + 0i`, `$ce`)
         macro_rules! kernel {
-            ($K:ident, $name:literal, |$c:ident, $x:ident| $e:expr) => {
+            ($K:ident, $name:literal, |$c:ident, $x:ident| $e:expr, |$w:ident, $z:ident| $ce:expr) => {
                 #[derive(Clone, Copy)]
                 struct $K(f64);
                 impl UnaryKernel for $K {
@@ -263,13 +355,19 @@ impl ScalarOp {
                         let $c = T::of(self.0);
                         $e
                     }
+                    const COMPLEX: bool = true;
+                    #[inline(always)]
+                    fn c<C: ComplexFloat>(self, $z: C) -> C {
+                        let $w = C::new(C::Real::of(self.0), C::Real::ZERO);
+                        $ce
+                    }
                 }
             };
         }
-        kernel!(AddK, "add", |c, x| x + c);
-        kernel!(MulK, "mul", |c, x| x * c);
-        kernel!(RSubK, "rsub", |c, x| c - x);
-        kernel!(SquareK, "pow", |_c, x| x * x);
+        kernel!(AddK, "add", |c, x| x + c, |w, z| z + w);
+        kernel!(MulK, "mul", |c, x| x * c, |w, z| z.mul(w));
+        kernel!(RSubK, "rsub", |c, x| c - x, |w, z| w - z);
+        kernel!(SquareK, "pow", |_c, x| x * x, |_w, z| z.mul(z));
         match self {
             ScalarOp::Add(v) => s.unary(l, AddK(v)),
             ScalarOp::Mul(v) => s.unary(l, MulK(v)),
@@ -303,14 +401,15 @@ impl Op for ScalarOp {
             ScalarOp::Mul(s) => g.mul_scalar(s)?,
             // d/dx (s - x) = -1
             ScalarOp::RSub(_) => g.neg()?,
-            // d/dx x^e = e x^(e-1); exactly 0 for e = 0 (PyTorch pow_backward)
+            // d/dx x^e = e x^(e-1) (conjugated for complex x); exactly 0 for e = 0
+            // (PyTorch pow_backward)
             ScalarOp::Pow(e) => {
                 if e == 0.0 {
                     g.zeros_like()?
                 } else if e == 1.0 {
                     g.clone()
                 } else {
-                    g.mul(&x.pow_scalar(e - 1.0)?.mul_scalar(e)?)?
+                    g.mul(&x.pow_scalar(e - 1.0)?.conj()?.mul_scalar(e)?)?
                 }
             }
             // gradient passes where lo < x < hi, 0 at the bounds (PyTorch 2.15's
@@ -333,7 +432,11 @@ impl Op for ScalarOp {
 
 impl Tensor {
     fn scalar_op(&self, op: ScalarOp, promote: bool) -> Result<Tensor> {
-        apply_with(self, op, promote, false, |s, l| op.run(s, l))
+        let complex = matches!(
+            op,
+            ScalarOp::Add(_) | ScalarOp::Mul(_) | ScalarOp::RSub(_) | ScalarOp::Pow(_)
+        );
+        apply_with(self, op, promote, false, complex, |s, l| op.run(s, l))
     }
 
     /// `x + s` (`torch.add` with a Python scalar: the tensor's dtype is kept, integers

@@ -22,17 +22,46 @@ fn fmt_value(v: f64, int_like: bool, sci: bool, dtype: DType) -> String {
     }
 }
 
+/// The elements of `vals` as PyTorch prints them: as integers with a trailing `.` if all
+/// finite ones are, else with 4 decimals, or in scientific notation when their magnitudes
+/// are far apart.
+fn fmt_all(vals: &[f64], dtype: DType) -> Vec<String> {
+    let finite: Vec<f64> = vals.iter().copied().filter(|v| v.is_finite()).collect();
+    let int_like = finite.iter().all(|v| v.fract() == 0.0 && v.abs() < 1e8);
+    let max = finite.iter().fold(0.0f64, |a, v| a.max(v.abs()));
+    let min = finite.iter().filter(|v| **v != 0.0).fold(f64::INFINITY, |a, v| a.min(v.abs()));
+    let sci = !int_like && (max >= 1e8 || (min < 1e-4 && min.is_finite()) || max / min > 1000.0);
+    vals.iter().map(|&v| fmt_value(v, int_like, sci, dtype)).collect()
+}
+
 impl std::fmt::Display for Tensor {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let vals = self.to_vec_f64();
         let dtype = self.dtype();
-        let finite: Vec<f64> = vals.iter().copied().filter(|v| v.is_finite()).collect();
-        let int_like = finite.iter().all(|v| v.fract() == 0.0 && v.abs() < 1e8);
-        let max = finite.iter().fold(0.0f64, |a, v| a.max(v.abs()));
-        let min = finite.iter().filter(|v| **v != 0.0).fold(f64::INFINITY, |a, v| a.min(v.abs()));
-        let sci =
-            !int_like && (max >= 1e8 || (min < 1e-4 && min.is_finite()) || max / min > 1000.0);
-        let strs: Vec<String> = vals.iter().map(|&v| fmt_value(v, int_like, sci, dtype)).collect();
+        let (vals, strs) = if dtype.is_complex() {
+            // `re±imj`, the real and the imaginary parts each formatted as a whole (as
+            // PyTorch does)
+            let part =
+                |t: Result<Tensor, crate::Error>| t.map(|t| t.to_vec_f64()).unwrap_or_default();
+            let (re, im) = (part(self.real()), part(self.imag()));
+            let abs_im: Vec<f64> = im.iter().map(|v| v.abs()).collect();
+            let (rs, is) = (fmt_all(&re, dtype), fmt_all(&abs_im, dtype));
+            let strs = rs
+                .iter()
+                .zip(&is)
+                .zip(&im)
+                .map(|((r, i), v)| {
+                    format!(
+                        "{r}{}{i}j",
+                        if v.is_sign_negative() && !v.is_nan() { '-' } else { '+' }
+                    )
+                })
+                .collect();
+            (re, strs)
+        } else {
+            let vals = self.to_vec_f64();
+            let strs = fmt_all(&vals, dtype);
+            (vals, strs)
+        };
         let width = strs.iter().map(String::len).max().unwrap_or(0);
         let summarize = vals.len() > SUMMARIZE_ABOVE;
         let dims = self.dims();
@@ -90,7 +119,8 @@ impl std::fmt::Display for Tensor {
         } else {
             rec(&mut out, &strs, dims, &strides, 0, 0, width, summarize);
         }
-        if dtype != DType::F32 && dtype != DType::I64 && dtype != DType::Bool || vals.is_empty() {
+        // (PyTorch's defaults: f32, and c64 its complex counterpart)
+        if !matches!(dtype, DType::F32 | DType::C64 | DType::I64 | DType::Bool) || vals.is_empty() {
             out.push_str(&format!(", dtype={dtype}"));
         }
         if let Some(name) = self.grad_fn_name() {
@@ -122,5 +152,17 @@ mod tests {
         assert_eq!(t.to_string(), "tensor([], size=[0, 3], dtype=f32)");
         let big = Tensor::zeros(2000, DType::F32).unwrap().to_string();
         assert!(big.contains("..."));
+        // torch.tensor([1+2j, 3-4j], dtype=torch.complex128) and [1.5+2j, -0.25-4j] (c64)
+        let c = |re: Vec<f64>, im: Vec<f64>| {
+            let n = re.len();
+            Tensor::complex(&Tensor::from_vec(re, n).unwrap(), &Tensor::from_vec(im, n).unwrap())
+                .unwrap()
+        };
+        assert_eq!(
+            c(vec![1.0, 3.0], vec![2.0, -4.0]).to_string(),
+            "tensor([1.+2.j, 3.-4.j], dtype=c128)"
+        );
+        let z = c(vec![1.5, -0.25], vec![2.0, -4.0]).to_dtype(DType::C64).unwrap();
+        assert_eq!(z.to_string(), "tensor([ 1.5000+2.j, -0.2500-4.j])");
     }
 }

@@ -291,13 +291,12 @@ impl Tensor {
         self.transpose(-2, -1)
     }
 
-    /// The conjugate transpose of the last two dims (`torch.Tensor.mH`); for real dtypes
-    /// the same view as [`Tensor::mT`].
+    /// The conjugate transpose of the last two dims (`torch.Tensor.mH`,
+    /// `torch.adjoint`); for real dtypes the same view as [`Tensor::mT`], for complex ones
+    /// the conjugate computed (not a lazy view). Gradient: the conjugate transpose of the
+    /// cotangent.
     #[allow(non_snake_case)]
     pub fn mH(&self) -> Result<Tensor> {
-        if self.dtype().is_complex() {
-            return Err(Error::UnsupportedDType { op: "mH", dtype: self.dtype() });
-        }
         if self.rank() < 2 {
             return Err(Error::BadShape {
                 op: "mH",
@@ -305,7 +304,7 @@ impl Tensor {
                 got: self.shape().clone(),
             });
         }
-        self.mT()
+        self.mT()?.conj()
     }
 
     /// Broadcasts to `shape` without copying (`torch.broadcast_to`).

@@ -30,7 +30,7 @@ struct Mat {
     cs: usize,
 }
 
-fn view<'a, T: GemmElem>(
+fn view<'a, T: Copy>(
     data: &'a [T],
     m: Mat,
     rows: usize,
@@ -463,6 +463,60 @@ pub(crate) fn matmul<T: GemmElem>(a: &[T], al: &Layout, b: &[T], bl: &Layout) ->
         for (i, o) in out.chunks_exact_mut(m * n).enumerate() {
             let (am, bm) = mats(i);
             one(a, am, b, bm, o, m, k, n, Par::Seq);
+        }
+    }
+    out
+}
+
+/// Batched complex product of `a: (*, m, k)` and `b: (*, k, n)` with equal batch dims,
+/// row-major `(*, m, n)`: each matrix through faer's complex GEMM (`one` is `1 + 0i`),
+/// small batched products over the threads, one large product on all of them. (No
+/// unrolled small-matrix kernels yet: faer's GEMM serves every size.)
+pub(crate) fn matmul_complex<T>(a: &[T], al: &Layout, b: &[T], bl: &Layout, one: T) -> Vec<T>
+where
+    T: faer::traits::ComplexField + super::pool::Pooled,
+{
+    let r = al.rank();
+    let (m, k, n) = (al.dims()[r - 2], al.dims()[r - 1], bl.dims()[r - 1]);
+    let batch_dims = &al.dims()[..r - 2];
+    let batch: usize = batch_dims.iter().product();
+    let zero = T::default();
+    let mut out = super::pool::overwritten(batch * m * n, zero);
+    if out.is_empty() {
+        return out;
+    }
+    let (ars, acs) = (al.strides()[r - 2], al.strides()[r - 1]);
+    let (brs, bcs) = (bl.strides()[r - 2], bl.strides()[r - 1]);
+    let offsets = BatchOffsets::new(
+        batch_dims,
+        &al.strides()[..r - 2],
+        &bl.strides()[..r - 2],
+        al.offset(),
+        bl.offset(),
+    );
+    let product = |i: usize, o: &mut [T], par: Par| {
+        if k == 0 {
+            o.fill(zero);
+            return;
+        }
+        let (oa, ob) = offsets.get(i);
+        let (mut ta, mut tb) = (Vec::new(), Vec::new());
+        let av = view(a, Mat { off: oa, rs: ars, cs: acs }, m, k, &mut ta);
+        let bv = view(b, Mat { off: ob, rs: brs, cs: bcs }, k, n, &mut tb);
+        faer_matmul(MatMut::from_row_major_slice_mut(o, m, n), Accum::Replace, av, bv, one, par);
+    };
+    // a complex multiply-add is four real ones
+    let work = 4 * m * n * k;
+    if batch > 1 && batch * work >= 1 << 15 && work < PAR_THRESHOLD {
+        let per_task = ((1usize << 14) / work.max(1)).max(1);
+        super::par::for_each_chunk(&mut out, m * n * per_task, |t, o| {
+            for (j, o) in o.chunks_exact_mut(m * n).enumerate() {
+                product(t * per_task + j, o, Par::Seq);
+            }
+        });
+    } else {
+        for (i, o) in out.chunks_exact_mut(m * n).enumerate() {
+            super::par::with_par(work >= PAR_THRESHOLD, |par| product(i, o, par));
         }
     }
     out

@@ -72,7 +72,10 @@ impl XorShift {
 use half::{bf16, f16};
 use num_complex::Complex;
 
-use super::{BackendStorage, BinaryKernel, CmpOp, QrSpec, ReduceOp, TriSolve, UnaryKernel};
+use super::{
+    BackendStorage, BinaryKernel, CmpOp, ComplexPart, QrSpec, ReduceOp, TriSolve, UnaryKernel,
+};
+use crate::complex::ComplexFloat;
 use crate::device::Device;
 use crate::dtype::{DType, Element, Float};
 use crate::error::{Error, Result};
@@ -394,6 +397,26 @@ fn reduce_float<T: Float>(v: &[T], l: &Layout, dims: &[usize], op: ReduceOp) -> 
     }
 }
 
+/// Sums and products of complex elements (complex numbers have no order: `max` and
+/// `min` are refused, as PyTorch refuses them).
+fn reduce_complex<C: ComplexFloat>(
+    v: &[C],
+    l: &Layout,
+    dims: &[usize],
+    op: ReduceOp,
+) -> Result<Vec<C>> {
+    let zero = C::new(C::Real::ZERO, C::Real::ZERO);
+    let one = C::new(C::Real::ONE, C::Real::ZERO);
+    let add = |a: C, b: C| a + b;
+    let mul = |a: C, b: C| a.mul(b);
+    Ok(match op {
+        ReduceOp::Sum => reduce_generic(v, l, dims, zero, add, fold_run(zero, add)),
+        ReduceOp::Prod => reduce_generic(v, l, dims, one, mul, fold_run(one, mul)),
+        ReduceOp::Max => return Err(unsupported("max", C::DTYPE)),
+        ReduceOp::Min => return Err(unsupported("min", C::DTYPE)),
+    })
+}
+
 fn to_f32_vec<T: Copy + Sync>(
     v: &[T],
     l: &Layout,
@@ -561,6 +584,8 @@ impl BackendStorage for CpuStorage {
                     .ok_or(Error::Internal { op: K::NAME, reason: "half conversion" })?;
                 CpuStorage::f32_to(self.dtype(), x.into_iter().map(|x| k.f(x)).collect())
             }
+            CpuStorage::C64(v) if K::COMPLEX => CpuStorage::C64(map_par(v, l, |z| k.c(z))),
+            CpuStorage::C128(v) if K::COMPLEX => CpuStorage::C128(map_par(v, l, |z| k.c(z))),
             _ => return Err(unsupported(K::NAME, self.dtype())),
         })
     }
@@ -585,6 +610,12 @@ impl BackendStorage for CpuStorage {
                 let (a, al) = self.half_to_f32(l).ok_or(bad.clone())?;
                 let (b, bl) = rhs.half_to_f32(rl).ok_or(bad)?;
                 CpuStorage::f32_to(self.dtype(), zip_strided(&a, &al, &b, &bl, |x, y| k.f(x, y)))
+            }
+            (CpuStorage::C64(a), CpuStorage::C64(b)) if K::COMPLEX => {
+                CpuStorage::C64(zip_par(a, l, b, rl, |x, y| k.c(x, y)))
+            }
+            (CpuStorage::C128(a), CpuStorage::C128(b)) if K::COMPLEX => {
+                CpuStorage::C128(zip_par(a, l, b, rl, |x, y| k.c(x, y)))
             }
             _ if self.dtype() != rhs.dtype() => {
                 return Err(Error::DTypeMismatch {
@@ -710,7 +741,57 @@ impl BackendStorage for CpuStorage {
                     reduce_generic(v, l, dims, true, |a, b| a && b, |xs| !xs.contains(&false))
                 }
             }),
-            _ => return Err(unsupported("reduce", self.dtype())),
+            CpuStorage::C64(v) => CpuStorage::C64(reduce_complex(v, l, dims, op)?),
+            CpuStorage::C128(v) => CpuStorage::C128(reduce_complex(v, l, dims, op)?),
+        })
+    }
+
+    fn complex_part(&self, l: &Layout, part: ComplexPart) -> Result<CpuStorage> {
+        fn go<C: ComplexFloat>(v: &[C], l: &Layout, part: ComplexPart) -> Vec<C::Real>
+        where
+            C::Real: Pooled,
+        {
+            match part {
+                ComplexPart::Re => map_par(v, l, C::re),
+                ComplexPart::Im => map_par(v, l, C::im),
+                ComplexPart::Abs => map_par(v, l, C::abs),
+                ComplexPart::Angle => map_par(v, l, C::arg),
+            }
+        }
+        // the argument of a real number: π below zero, else 0 (NaN kept)
+        fn arg<T: Float>(x: T) -> T {
+            if x < T::ZERO {
+                T::of(std::f64::consts::PI)
+            } else if x.is_nan() {
+                x
+            } else {
+                T::ZERO
+            }
+        }
+        Ok(match self {
+            CpuStorage::C64(v) => CpuStorage::F32(go(v, l, part)),
+            CpuStorage::C128(v) => CpuStorage::F64(go(v, l, part)),
+            CpuStorage::F32(v) if part == ComplexPart::Angle => CpuStorage::F32(map_par(v, l, arg)),
+            CpuStorage::F64(v) if part == ComplexPart::Angle => CpuStorage::F64(map_par(v, l, arg)),
+            _ => return Err(unsupported("real", self.dtype())),
+        })
+    }
+
+    fn complex(&self, l: &Layout, im: &CpuStorage, il: &Layout) -> Result<CpuStorage> {
+        Ok(match (self, im) {
+            (CpuStorage::F32(a), CpuStorage::F32(b)) => {
+                CpuStorage::C64(zip_par(a, l, b, il, Complex::new))
+            }
+            (CpuStorage::F64(a), CpuStorage::F64(b)) => {
+                CpuStorage::C128(zip_par(a, l, b, il, Complex::new))
+            }
+            _ => {
+                return Err(Error::DTypeMismatch {
+                    op: "complex",
+                    lhs: self.dtype(),
+                    rhs: im.dtype(),
+                })
+            }
         })
     }
 
@@ -958,6 +1039,27 @@ impl BackendStorage for CpuStorage {
 
     fn matmul(&self, l: &Layout, rhs: &CpuStorage, rl: &Layout) -> Result<CpuStorage> {
         let op = ("matmul", self.dtype());
+        match (self, rhs) {
+            (CpuStorage::C64(a), CpuStorage::C64(b)) => {
+                return Ok(CpuStorage::C64(matmul::matmul_complex(
+                    a,
+                    l,
+                    b,
+                    rl,
+                    Complex::new(1.0, 0.0),
+                )))
+            }
+            (CpuStorage::C128(a), CpuStorage::C128(b)) => {
+                return Ok(CpuStorage::C128(matmul::matmul_complex(
+                    a,
+                    l,
+                    b,
+                    rl,
+                    Complex::new(1.0, 0.0),
+                )))
+            }
+            _ => {}
+        }
         Ok(real!(op.0, self, [rhs], |a: T| {
             T::into_host(matmul::matmul(a, l, typed::<T>(op, rhs)?, rl))
         }))
