@@ -213,10 +213,21 @@ def build_input(spec, dtype, rng):
     if isinstance(spec, list):
         return [build_input(s, dtype, rng) for s in spec]
     if isinstance(spec, F) and dtype in COMPLEX:
-        # real and imaginary parts drawn alike (given values: as they are)
-        v = spec.draw(rng)
-        if spec.values is None:
-            v = v + 1j * spec.draw(rng)
+        # real and imaginary parts drawn alike (given values: as they are); a Hermitian
+        # positive-definite "spd" (X Xᴴ / k + I) and a "lowerpd" factor with a real
+        # positive diagonal
+        if spec.values is None and spec.kind == "spd":
+            k = spec.shape[-1]
+            x = rng.standard_normal(spec.shape) + 1j * rng.standard_normal(spec.shape)
+            v = np.round(x @ np.conj(np.swapaxes(x, -1, -2)) / k + np.eye(k), 4)
+        elif spec.values is None and spec.kind in ("lowerpd", "upperpd"):
+            v = F(spec.shape, "lowerpd").draw(rng) + 1j * np.round(0.5 * np.tril(rng.standard_normal(spec.shape), -1), 4)
+            if spec.kind == "upperpd":
+                v = np.conj(np.swapaxes(v, -1, -2))
+        else:
+            v = spec.draw(rng)
+            if spec.values is None:
+                v = v + 1j * spec.draw(rng)
         main = torch.tensor(v, dtype=DTYPES[dtype])
         alt = main.to(torch.complex64 if dtype == "c128" else torch.complex128)
         return (main, alt, None if spec.requires_grad else False)
@@ -1796,6 +1807,29 @@ COMPLEX_CASES = {
     "addmm": [Case("complex", [F((2, 4)), F((2, 3)), F((3, 4))], {"beta": 0.5, "alpha": -2.0}, dtypes=C128_C64)],
     "nn.functional.linear": [Case("complex", [F((3, 4)), F((5, 4)), F((5,))], dtypes=C128_C64)],
     "linalg.multi_dot": [Case("complex", [[F((2, 3)), F((3, 4)), F((4, 2))]], dtypes=("c128",))],
+    "linalg.solve_triangular": [
+        Case("complex-lower-left", [W((4, 4)), F((4, 3))], {"upper": False}, dtypes=C128_C64),
+        Case("complex-upper-right-unit", [W((3, 3)), F((2, 3))], {"upper": True, "left": False, "unitriangular": True}, dtypes=C128_C64),
+        Case("complex-batched-bcast", [W((2, 1, 3, 3)), F((3, 3, 2))], {"upper": True}, dtypes=("c128",)),
+    ],
+    "linalg.cholesky": [
+        Case("complex-3x3", [S((3, 3))], dtypes=C128_C64),
+        Case("complex-batched", [S((2, 3, 4, 4))], dtypes=("c128",)),
+        Case("complex-upper", [S((4, 4))], {"upper": True}, dtypes=C128_C64),
+    ],
+    "linalg.cholesky_ex": [
+        Case("complex-upper-batched", [S((2, 4, 4))], {"upper": True}, dtypes=("c128",)),
+        Case("complex-not-pd-in-batch", [F((2, 3, 3), values=NON_PD)], dtypes=("c128",), grad=False),
+    ],
+    "cholesky_solve": [
+        Case("complex-3x2", [F((3, 2)), LF((3, 3))], dtypes=C128_C64),
+        Case("complex-upper", [F((4, 2)), W((4, 4))], {"upper": True}, dtypes=("c128",)),
+    ],
+    "cholesky_inverse": [
+        Case("complex-3x3", [LF((3, 3))], dtypes=C128_C64),
+        # (a factor's diagonal is real: LAPACK's zpotri reads only its real part)
+        Case("complex-upper", [F((4, 4), "upperpd")], {"upper": True}, dtypes=("c128",)),
+    ],
     "prod": [
         Case("all-tiny", [F((3,))], dtypes=C128_C64),
         Case("dim0", [F((4, 3))], {"dim": 0}, dtypes=C128_C64),

@@ -186,9 +186,9 @@ fn inputs(
             randn(n, dt, gen)?,
         ]),
         "cholesky" => {
-            // g gᵀ / n + I
+            // g gᴴ / n + I
             let g = randn(shape, dt, gen)?;
-            Ok(vec![g.matmul(&g.mT()?)?.div_scalar(n as f64)?.add(&eye)?.contiguous()?])
+            Ok(vec![g.matmul(&g.mH()?)?.div_scalar(n as f64)?.add(&eye)?.contiguous()?])
         }
         "eigh" | "eigvalsh" => {
             // (g + gᵀ) / √(2n): symmetric, spectrum in about [−2, 2]

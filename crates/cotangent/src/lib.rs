@@ -75,8 +75,8 @@
 //! on real ones; a complex output needs its cotangent given (`backward` of a complex
 //! scalar is refused, as in PyTorch). The matrix products take complex operands
 //! ([`Tensor::matmul`] and its family; [`Tensor::mH`] conjugates, [`Tensor::vdot`] and
-//! [`Tensor::vecdot`] conjugate their first argument); the factorisations and solvers do
-//! not yet.
+//! [`Tensor::vecdot`] conjugate their first argument), and so do the triangular solves
+//! and the Cholesky family (Hermitian matrices); the other factorisations do not yet.
 //!
 //! ```
 //! use cotangent::{DType, Tensor};

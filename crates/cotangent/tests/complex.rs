@@ -316,3 +316,98 @@ fn products() {
         Ok(vec![x[0].matmul(&x[1].to_dtype(DType::C128)?)?])
     });
 }
+
+/// A Hermitian positive-definite complex matrix (batch): `X Xᴴ / n + I`.
+fn hpd(shape: &[usize], seed: u64) -> Tensor {
+    let n = shape[shape.len() - 1];
+    let x = crandn(shape, seed);
+    let eye = Tensor::eye(n, DType::C128).unwrap();
+    x.matmul(&x.mH().unwrap()).unwrap().div_scalar(n as f64).unwrap().add(&eye).unwrap()
+}
+
+#[test]
+fn triangular_solves_and_cholesky() {
+    use cotangent::linalg::{
+        cholesky, cholesky_ex, cholesky_inverse, cholesky_solve, solve_triangular, Diag, Side, Uplo,
+    };
+    // reconstruction: L Lᴴ = A, U = Lᴴ, and L's diagonal real and positive
+    let a = hpd(&[2, 5, 5], 60);
+    let l = cholesky(&a, Uplo::Lower).unwrap();
+    common::assert_close(
+        &l.matmul(&l.mH().unwrap()).unwrap().view_as_real().unwrap(),
+        &a.view_as_real().unwrap(),
+        1e-13,
+    );
+    let u = cholesky(&a, Uplo::Upper).unwrap();
+    common::assert_close(
+        &u.view_as_real().unwrap(),
+        &l.mH().unwrap().view_as_real().unwrap(),
+        1e-14,
+    );
+    let d = l.diagonal(0, -2, -1).unwrap();
+    assert!(d.imag().unwrap().to_vec_f64().iter().all(|&x| x == 0.0));
+    assert!(d.real().unwrap().to_vec_f64().iter().all(|&x| x > 0.0));
+    // a solve against the product: A X = B
+    let b = crandn(&[2, 5, 3], 61);
+    let x = cholesky_solve(&b, &l, Uplo::Lower).unwrap();
+    common::assert_close(
+        &a.matmul(&x).unwrap().view_as_real().unwrap(),
+        &b.view_as_real().unwrap(),
+        1e-12,
+    );
+    let y = solve_triangular(&l, &b, Uplo::Lower, Side::Left, Diag::NonUnit).unwrap();
+    common::assert_close(
+        &l.matmul(&y).unwrap().view_as_real().unwrap(),
+        &b.view_as_real().unwrap(),
+        1e-12,
+    );
+    let ainv = cholesky_inverse(&l, Uplo::Lower).unwrap();
+    let eye = Tensor::eye(5, DType::C128).unwrap().broadcast_to((2, 5, 5)).unwrap();
+    common::assert_close(
+        &a.matmul(&ainv).unwrap().view_as_real().unwrap(),
+        &eye.view_as_real().unwrap(),
+        1e-12,
+    );
+    // not positive definite: info names the order of the failing minor
+    let m = c(&[1.0, 2.0, 2.0, 1.0], &[0.0, 0.5, -0.5, 0.0]).reshape((2, 2)).unwrap();
+    let r = cholesky_ex(&m, Uplo::Lower).unwrap();
+    assert_eq!(r.info.to_vec::<i64>().unwrap(), vec![2]);
+    assert!(matches!(cholesky(&m, Uplo::Lower), Err(Error::NotPositiveDefinite { .. })));
+    // gradients (the input made Hermitian inside, so every perturbation is one the
+    // factorisation sees)
+    cc("cholesky", &[rg(crandn(&[2, 3, 3], 62))], |x| {
+        let n = 3.0;
+        let a = x[0]
+            .add(&x[0].mH()?)?
+            .mul_scalar(0.5)?
+            .add(&Tensor::eye(3, DType::C128)?.mul_scalar(n)?)?;
+        Ok(vec![cholesky(&a, Uplo::Lower)?])
+    });
+    cc("cholesky upper", &[rg(crandn(&[3, 3], 63))], |x| {
+        let a = x[0]
+            .add(&x[0].mH()?)?
+            .mul_scalar(0.5)?
+            .add(&Tensor::eye(3, DType::C128)?.mul_scalar(3.0)?)?;
+        Ok(vec![cholesky(&a, Uplo::Upper)?])
+    });
+    let tri = |seed| {
+        rg(crandn(&[3, 3], seed)
+            .add(&Tensor::eye(3, DType::C128).unwrap().mul_scalar(3.0).unwrap())
+            .unwrap()
+            .detach())
+    };
+    cc("solve_triangular", &[tri(64), rg(crandn(&[3, 2], 65))], |x| {
+        Ok(vec![solve_triangular(&x[0], &x[1], Uplo::Upper, Side::Left, Diag::NonUnit)?])
+    });
+    cc("solve_triangular right unit", &[tri(66), rg(crandn(&[2, 3], 67))], |x| {
+        Ok(vec![solve_triangular(&x[0], &x[1], Uplo::Lower, Side::Right, Diag::Unit)?])
+    });
+    // (their factor's gradient is PyTorch's full matrix, the gradient for a general
+    // factor: checked through the triangle the op reads)
+    cc("cholesky_solve", &[rg(crandn(&[3, 2], 68)), tri(69)], |x| {
+        Ok(vec![cholesky_solve(&x[0], &x[1].tril(0)?, Uplo::Lower)?])
+    });
+    cc("cholesky_inverse", &[tri(70)], |x| {
+        Ok(vec![cholesky_inverse(&x[0].triu(0)?, Uplo::Upper)?])
+    });
+}

@@ -3,7 +3,8 @@
 //! [`BackendStorage`] implementation; everything above `src/backend/` (tensor, ops,
 //! linalg) calls these methods and never names a device's storage type. The optional
 //! kernels ([`FastPaths`]) answer `None` where the device has none or the environment
-//! turns them off ([`fast_paths`]); the op then composes primitives. With one device the
+//! turns them off ([`fast_paths`]), and for complex operands (every fused kernel is
+//! written for real numbers); the op then composes primitives. With one device the
 //! operands of a kernel are always on it; a second device turns [`cpu`] below into a
 //! `DeviceMismatch` check.
 
@@ -420,7 +421,7 @@ impl Storage {
         y: (&Storage, &Layout),
         g: (&Storage, &Layout),
     ) -> Result<Option<Storage>> {
-        if !fast_paths() {
+        if !fast_paths() || self.dtype().is_complex() {
             return Ok(None);
         }
         match self {
@@ -438,7 +439,7 @@ impl Storage {
         gl: &Layout,
         alpha: f64,
     ) -> Result<Option<Storage>> {
-        if !fast_paths() {
+        if !fast_paths() || self.dtype().is_complex() {
             return Ok(None);
         }
         match self {
@@ -454,7 +455,7 @@ impl Storage {
         gl: &Layout,
         upper: bool,
     ) -> Result<Option<(Storage, Layout)>> {
-        if !fast_paths() {
+        if !fast_paths() || self.dtype().is_complex() {
             return Ok(None);
         }
         match self {
@@ -465,7 +466,7 @@ impl Storage {
     /// See [`FastPaths::lu_inv`].
     #[allow(clippy::type_complexity)]
     pub(crate) fn lu_inv(&self, l: &Layout) -> Result<Option<(Storage, Layout, Storage)>> {
-        if !fast_paths() {
+        if !fast_paths() || self.dtype().is_complex() {
             return Ok(None);
         }
         match self {
@@ -483,7 +484,7 @@ impl Storage {
         bl: &Layout,
         adjoint: bool,
     ) -> Result<Option<LuSolved<Storage>>> {
-        if !fast_paths() {
+        if !fast_paths() || self.dtype().is_complex() {
             return Ok(None);
         }
         match self {
@@ -519,7 +520,7 @@ impl Storage {
         g: &Storage,
         gl: &Layout,
     ) -> Result<Option<(Storage, Layout)>> {
-        if !fast_paths() {
+        if !fast_paths() || self.dtype().is_complex() {
             return Ok(None);
         }
         match self {
@@ -535,7 +536,7 @@ impl Storage {
         c: &Storage,
         row_major: bool,
     ) -> Result<Option<(Storage, Layout)>> {
-        if !fast_paths() {
+        if !fast_paths() || self.dtype().is_complex() {
             return Ok(None);
         }
         match self {
@@ -545,7 +546,7 @@ impl Storage {
 
     /// See [`FastPaths::cofactor`].
     pub(crate) fn cofactor(&self, l: &Layout) -> Result<Option<Storage>> {
-        if !fast_paths() {
+        if !fast_paths() || self.dtype().is_complex() {
             return Ok(None);
         }
         match self {
@@ -561,7 +562,7 @@ impl Storage {
         gq: Option<(&Storage, &Layout)>,
         gr: Option<(&Storage, &Layout)>,
     ) -> Result<Option<(Storage, Layout)>> {
-        if !fast_paths() {
+        if !fast_paths() || self.dtype().is_complex() {
             return Ok(None);
         }
         match self {
@@ -582,7 +583,7 @@ impl Storage {
         gs: Option<&Storage>,
         gvh: Option<(&Storage, &Layout)>,
     ) -> Result<Option<std::result::Result<(Storage, Layout), SvdGradFail>>> {
-        if !fast_paths() {
+        if !fast_paths() || self.dtype().is_complex() {
             return Ok(None);
         }
         match self {
@@ -601,7 +602,7 @@ impl Storage {
         gw: Option<(&Storage, &Layout)>,
         gv: Option<(&Storage, &Layout)>,
     ) -> Result<Option<std::result::Result<(Storage, Layout), Undefined>>> {
-        if !fast_paths() {
+        if !fast_paths() || self.dtype().is_complex() {
             return Ok(None);
         }
         match self {
@@ -618,7 +619,7 @@ impl Storage {
         w: (&Storage, &Layout),
         gw: Option<(&Storage, &Layout)>,
     ) -> Result<Option<std::result::Result<Storage, Undefined>>> {
-        if !fast_paths() {
+        if !fast_paths() || self.dtype().is_complex() {
             return Ok(None);
         }
         match self {
@@ -634,7 +635,7 @@ impl Storage {
         l: &Layout,
         e: (&Storage, &Layout),
     ) -> Result<Option<(Storage, Layout)>> {
-        if !fast_paths() {
+        if !fast_paths() || self.dtype().is_complex() {
             return Ok(None);
         }
         match self {

@@ -4,7 +4,7 @@
 
 use super::solve_triangular;
 use super::util::{
-    batch_of, broadcast_batch, check_float, check_same_dtype, check_square, from_kernel,
+    batch_of, broadcast_batch, check_float_or_complex, check_same_dtype, check_square, from_kernel,
 };
 use super::{Diag, Side, Uplo};
 use crate::autograd::node::{record1, Op, VjpCtx};
@@ -22,7 +22,7 @@ use crate::tensor::Tensor;
 /// the batch's shape) as the device's buffer: [`cholesky`] only scans it, and
 /// [`cholesky_ex`] makes it a tensor.
 fn factor(op: &'static str, a: &Tensor, uplo: Uplo) -> Result<(Tensor, Storage)> {
-    check_float(op, a)?;
+    check_float_or_complex(op, a)?;
     check_square(op, a)?;
     if a.dtype().is_half() {
         let (l, info) = factor(op, &a.to_dtype(DType::F32)?, uplo)?;
@@ -48,7 +48,8 @@ impl Op for Cholesky {
     //   gA = L⁻ᵀ S L⁻¹,  S = ½ (P + tril(P, −1)ᵀ),  P = tril(Lᵀ gL),
     // i.e. S is P mirrored with its diagonal halved; gA is then symmetrised exactly, as
     // PyTorch's cholesky_backward (FunctionsManual.cpp) does. With `Upper`, L = Uᵀ and
-    // gL = gUᵀ. Two triangular solves and a product, all tensor ops: differentiable again.
+    // gL = gUᵀ. Complex (A = L Lᴴ): every transpose a conjugate transpose. Two triangular
+    // solves and a product, all tensor ops: differentiable again.
     fn vjp(&self, cx: &VjpCtx<'_>, g: &[Option<Tensor>]) -> Result<Vec<Option<Tensor>>> {
         let Some(gl) = &g[0] else { return Ok(vec![None]) };
         let f = cx.output(0)?;
@@ -63,14 +64,19 @@ impl Op for Cholesky {
         }
         let (l, gl) = match self.uplo {
             Uplo::Lower => (f, gl.clone()),
-            Uplo::Upper => (f.mT()?, gl.mT()?),
+            Uplo::Upper => (f.mH()?, gl.mH()?),
         };
-        let lt = l.mT()?;
+        let lt = l.mH()?;
         let p = lt.matmul(&gl)?.tril(0)?;
-        let s = p.add(&p.tril(-1)?.mT()?)?.mul_scalar(0.5)?;
+        let s = p.add(&p.tril(-1)?.mH()?)?.mul_scalar(0.5)?;
         let ga = solve_triangular(&lt, &s, Uplo::Upper, Side::Left, Diag::NonUnit)?;
         let ga = solve_triangular(&l, &ga, Uplo::Lower, Side::Right, Diag::NonUnit)?;
-        let ga = ga.add(&ga.mT()?)?.mul_scalar(0.5)?;
+        if ga.dtype().is_complex() {
+            // PyTorch leaves the complex gradient as it is: S's diagonal is complex, so gA
+            // is Hermitian only up to an anti-Hermitian part, which no Hermitian dA sees
+            return Ok(vec![Some(ga)]);
+        }
+        let ga = ga.add(&ga.mH()?)?.mul_scalar(0.5)?;
         Ok(vec![Some(ga)])
     }
 }
@@ -85,12 +91,15 @@ impl Op for Cholesky {
 /// Shapes: `a: (*, n, n)` → `(*, n, n)`; empty matrices and empty batches give empty
 /// results.
 ///
-/// Dtypes: f32, f64; bf16 and f16 are computed in f32 and rounded back (PyTorch refuses
-/// them).
+/// Dtypes: f32, f64; c64, c128 for Hermitian positive-definite `A = L Lᴴ` (`Uᴴ U`; the
+/// imaginary parts of the diagonal are not read, and `L`'s diagonal is real); bf16 and
+/// f16 are computed in f32 and rounded back (PyTorch refuses them).
 ///
 /// Gradient: for symmetric `A`, `gA = L⁻ᵀ Φ*(Lᵀ gL) L⁻¹`, symmetrised as PyTorch does
 /// (the gradient for a symmetric input, split evenly between `(i, j)` and `(j, i)`),
-/// although only one triangle is read. Differentiable to any order.
+/// although only one triangle is read. Complex: `gA = L⁻ᴴ Φ*(Lᴴ gL) L⁻¹` as it is, not
+/// made Hermitian (as PyTorch: its anti-Hermitian part is invisible to Hermitian
+/// perturbations). Differentiable to any order.
 ///
 /// Errors: `NotPositiveDefinite { batch, order }` for the first matrix of the flattened
 /// batch whose leading minor of order `order` (1-based, LAPACK's `info`) is not positive
@@ -186,7 +195,7 @@ pub fn cholesky_ex(a: &Tensor, uplo: Uplo) -> Result<CholeskyEx> {
 /// `A⁻¹ B` with `A = L Lᵀ` (or `Uᵀ U`) by two triangular solves, without history.
 fn solve_with_factor(b: &Tensor, l: &Tensor, uplo: Uplo) -> Result<Tensor> {
     let (b, l) = (b.detach(), l.detach());
-    let lt = l.mT()?;
+    let lt = l.mH()?;
     let (first, second) = match uplo {
         Uplo::Lower => (&l, &lt), // L Y = B, Lᵀ X = Y
         Uplo::Upper => (&lt, &l), // Uᵀ Y = B, U X = Y
@@ -217,8 +226,8 @@ impl Op for CholeskySolve {
         let gb = cholesky_solve(g, l, self.uplo)?;
         let gl = if cx.needs_input_grad(1) {
             let x = cx.output(0)?;
-            let c = gb.matmul(&x.mT()?)?;
-            let c = c.add(&c.mT()?)?;
+            let c = gb.matmul(&x.mH()?)?;
+            let c = c.add(&c.mH()?)?;
             Some(match self.uplo {
                 Uplo::Lower => c.matmul(l)?.neg()?,
                 Uplo::Upper => l.matmul(&c)?.neg()?,
@@ -239,8 +248,8 @@ impl Op for CholeskySolve {
 /// Shapes: `b: (*, n, k)`, `l: (*, n, n)` → `(*, n, k)`; the batch dims broadcast. Note
 /// the argument order: the right-hand side comes first, as in PyTorch.
 ///
-/// Dtypes: f32, f64, both operands of one dtype (PyTorch does not promote here); bf16 and
-/// f16 are computed in f32.
+/// Dtypes: f32, f64, c64, c128 (`A = L Lᴴ` for complex), both operands of one dtype
+/// (PyTorch does not promote here); bf16 and f16 are computed in f32.
 ///
 /// Gradient: `gB = A⁻¹ G`, and for the factor PyTorch's full matrix
 /// `gL = −(gB Xᵀ + X gBᵀ) L` (`gU = −U (gB Xᵀ + X gBᵀ)`), not projected on the triangle
@@ -266,8 +275,8 @@ pub fn cholesky_solve(b: &Tensor, l: &Tensor, uplo: Uplo) -> Result<Tensor> {
         return cholesky_solve(&c[0], &c[1], uplo);
     }
     const OP: &str = "cholesky_solve";
-    check_float(OP, b)?;
-    check_float(OP, l)?;
+    check_float_or_complex(OP, b)?;
+    check_float_or_complex(OP, l)?;
     if b.rank() < 2 {
         return Err(Error::BadShape {
             op: OP,
@@ -314,7 +323,7 @@ impl Op for CholeskyInverse {
         let Some(g) = &g[0] else { return Ok(vec![None]) };
         let l = cx.input(0);
         let x = cx.output(0)?;
-        let c = x.matmul(&g.add(&g.mT()?)?)?.matmul(&x)?;
+        let c = x.matmul(&g.add(&g.mH()?)?)?.matmul(&x)?;
         let gl = match self.uplo {
             Uplo::Lower => c.matmul(l)?.neg()?,
             Uplo::Upper => l.matmul(&c)?.neg()?,
@@ -332,7 +341,8 @@ impl Op for CholeskyInverse {
 ///
 /// Shapes: `l: (*, n, n)` → `(*, n, n)`.
 ///
-/// Dtypes: f32, f64; bf16 and f16 are computed in f32 (PyTorch refuses them).
+/// Dtypes: f32, f64, c64, c128 (`(L Lᴴ)⁻¹` for complex); bf16 and f16 are computed in
+/// f32 (PyTorch refuses them).
 ///
 /// Gradient: PyTorch's full matrix `gL = −X (G + Gᵀ) X L` (`gU = −U X (G + Gᵀ) X`) with
 /// `X` the result, not projected on the triangle read. Differentiable to any order.
@@ -354,7 +364,7 @@ pub fn cholesky_inverse(l: &Tensor, uplo: Uplo) -> Result<Tensor> {
         return cholesky_inverse(&c[0], uplo);
     }
     const OP: &str = "cholesky_inverse";
-    check_float(OP, l)?;
+    check_float_or_complex(OP, l)?;
     let n = check_square(OP, l)?;
     if l.dtype().is_half() {
         return cholesky_inverse(&l.to_dtype(DType::F32)?, uplo)?.to_dtype(l.dtype());
@@ -364,9 +374,9 @@ pub fn cholesky_inverse(l: &Tensor, uplo: Uplo) -> Result<Tensor> {
     let t = solve_triangular(&f, &eye, uplo, Side::Left, Diag::NonUnit)?;
     // L⁻ᵀ L⁻¹ or U⁻¹ U⁻ᵀ, then exactly symmetric
     let x = match uplo {
-        Uplo::Lower => t.mT()?.matmul(&t)?,
-        Uplo::Upper => t.matmul(&t.mT()?)?,
+        Uplo::Lower => t.mH()?.matmul(&t)?,
+        Uplo::Upper => t.matmul(&t.mH()?)?,
     };
-    let x = x.add(&x.mT()?)?.mul_scalar(0.5)?;
+    let x = x.add(&x.mH()?)?.mul_scalar(0.5)?;
     Ok(record1(CholeskyInverse { uplo }, &[l], x, true))
 }

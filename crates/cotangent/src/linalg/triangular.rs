@@ -1,7 +1,7 @@
 //! `linalg.solve_triangular`: the triangular-solve primitive every factorisation's
 //! solver and VJP is built on.
 
-use super::util::{broadcast_batch, check_float, check_square, from_kernel};
+use super::util::{broadcast_batch, check_float_or_complex, check_square, from_kernel};
 use super::{Diag, Side, Uplo};
 use crate::autograd::node::{record1, Op, VjpCtx};
 use crate::backend::TriSolve;
@@ -27,17 +27,18 @@ impl Op for SolveTriangular {
     //   gB = A⁻ᵀ G            (a triangular solve with Aᵀ, the other triangle),
     //   gA = −gB Xᵀ           projected on the triangle read (strictly, if unit).
     // Right: X A = B  ⇒  gB = G A⁻ᵀ,  gA = −Xᵀ gB, projected likewise.
-    // (PyTorch linalg_solve_triangular_backward, FunctionsManual.cpp.) Both are tensor ops,
+    // Complex: the conjugate transposes. (PyTorch linalg_solve_triangular_backward,
+    // FunctionsManual.cpp.) Both are tensor ops,
     // so higher derivatives go through this rule again.
     fn vjp(&self, cx: &VjpCtx<'_>, g: &[Option<Tensor>]) -> Result<Vec<Option<Tensor>>> {
         let Some(g) = &g[0] else { return Ok(vec![None, None]) };
         let a = cx.input(0);
-        let gb = solve_triangular(&a.mT()?, g, self.uplo.flip(), self.side, self.diag)?;
+        let gb = solve_triangular(&a.mH()?, g, self.uplo.flip(), self.side, self.diag)?;
         let ga = if cx.needs_input_grad(0) {
             let x = cx.output(0)?;
             let ga = match self.side {
-                Side::Left => gb.matmul(&x.mT()?)?.neg()?,
-                Side::Right => x.mT()?.matmul(&gb)?.neg()?,
+                Side::Left => gb.matmul(&x.mH()?)?.neg()?,
+                Side::Right => x.mH()?.matmul(&gb)?.neg()?,
             };
             let k = isize::from(self.diag == Diag::Unit);
             Some(match self.uplo {
@@ -64,7 +65,8 @@ impl Op for SolveTriangular {
 /// `Diag::Unit`): the other entries of `A` are not read, and their gradient is zero.
 /// Differentiable to any order.
 ///
-/// Dtypes: f32, f64; operands of different dtypes are promoted (as PyTorch does for this
+/// Dtypes: f32, f64, c64, c128 (gradients with `Aᴴ` for `Aᵀ`); operands of different
+/// dtypes are promoted (as PyTorch does for this
 /// op); bf16 and f16 are computed in f32.
 ///
 /// Errors: `BadShape` if `a` is not square or `b` has fewer than 2 dims; `ShapeMismatch`
@@ -87,8 +89,8 @@ pub fn solve_triangular(
     side: Side,
     diag: Diag,
 ) -> Result<Tensor> {
-    check_float(OP, a)?;
-    check_float(OP, b)?;
+    check_float_or_complex(OP, a)?;
+    check_float_or_complex(OP, b)?;
     let n = check_square(OP, a)?;
     if b.rank() < 2 {
         return Err(Error::BadShape {

@@ -19,6 +19,16 @@ pub(crate) fn check_float(op: &'static str, t: &Tensor) -> Result<()> {
     }
 }
 
+/// [`check_float`], complex dtypes allowed too: for the ops whose forward and VJP are
+/// written for complex input (conjugate transposes where the real formula transposes).
+pub(crate) fn check_float_or_complex(op: &'static str, t: &Tensor) -> Result<()> {
+    if t.dtype().is_complex() {
+        Ok(())
+    } else {
+        check_float(op, t)
+    }
+}
+
 /// `DTypeMismatch` unless both have one dtype (PyTorch's linalg does not promote).
 pub(crate) fn check_same_dtype(op: &'static str, a: &Tensor, b: &Tensor) -> Result<()> {
     if a.dtype() == b.dtype() {

@@ -1073,6 +1073,17 @@ impl BackendStorage for CpuStorage {
         spec: TriSolve,
     ) -> Result<(CpuStorage, Layout)> {
         let op = ("linalg.solve_triangular", self.dtype());
+        match (self, b) {
+            (CpuStorage::C64(a), CpuStorage::C64(b)) => {
+                let (x, xl) = linalg::complex::solve_triangular(a, l, b, bl, spec);
+                return Ok((CpuStorage::C64(x), xl));
+            }
+            (CpuStorage::C128(a), CpuStorage::C128(b)) => {
+                let (x, xl) = linalg::complex::solve_triangular(a, l, b, bl, spec);
+                return Ok((CpuStorage::C128(x), xl));
+            }
+            _ => {}
+        }
         Ok(real!(op.0, self, [b], |a: T| {
             let b = typed::<T>(op, b)?;
             let (x, xl) = linalg::triangular::solve_triangular(a, l, b, bl, spec);
@@ -1081,6 +1092,17 @@ impl BackendStorage for CpuStorage {
     }
 
     fn cholesky(&self, l: &Layout, upper: bool) -> Result<(CpuStorage, Layout, CpuStorage)> {
+        match self {
+            CpuStorage::C64(a) => {
+                let (f, fl, info) = linalg::complex::cholesky(a, l, upper);
+                return Ok((CpuStorage::C64(f), fl, CpuStorage::I64(info)));
+            }
+            CpuStorage::C128(a) => {
+                let (f, fl, info) = linalg::complex::cholesky(a, l, upper);
+                return Ok((CpuStorage::C128(f), fl, CpuStorage::I64(info)));
+            }
+            _ => {}
+        }
         Ok(real!("linalg.cholesky", self, [], |a: T| {
             let (f, fl, info) = linalg::cholesky::cholesky(a, l, upper);
             (T::into_host(f), fl, CpuStorage::I64(info))
