@@ -1830,6 +1830,26 @@ COMPLEX_CASES = {
         # (a factor's diagonal is real: LAPACK's zpotri reads only its real part)
         Case("complex-upper", [F((4, 4), "upperpd")], {"upper": True}, dtypes=("c128",)),
     ],
+    "trace": [Case("complex", [F((3, 4))], dtypes=C128_C64)],
+    "diagonal": [Case("complex", [F((2, 3, 4))], {"offset": 1, "dim1": 1, "dim2": 2}, dtypes=C128_C64)],
+    "tril": [Case("complex", [F((3, 4))], {"diagonal": -1}, dtypes=C128_C64)],
+    "triu": [Case("complex", [F((2, 3, 3))], dtypes=C128_C64)],
+    "kron": [Case("complex", [F((2, 3)), F((2, 2))], dtypes=C128_C64)],
+    "linalg.matrix_power": [Case("complex", [F((3, 3))], {"n": 3}, dtypes=C128_C64)],
+    "linalg.cross": [Case("complex", [F((4, 3)), F((4, 3))], dtypes=C128_C64)],
+    "linalg.vector_norm": [
+        Case("complex-default", [F((3, 4))], dtypes=C128_C64),
+        Case("complex-ord1-dim", [F((2, 3, 4))], {"ord": 1, "dim": -1}, dtypes=C128_C64),
+        Case("complex-ord-inf", [F((5,))], {"ord": "inf"}, dtypes=("c128",)),
+        Case("complex-ord3-keepdim", [F((3, 4))], {"ord": 3, "dim": 0, "keepdim": True}, dtypes=("c128",)),
+        Case("complex-zero-entry", [F((3,), values=[0j, 1.5 + 2j, -2j])], dtypes=("c128",)),
+    ],
+    "linalg.matrix_norm": [
+        Case("complex-fro", [F((3, 4))], dtypes=C128_C64),
+        Case("complex-1", [F((2, 3, 4))], {"ord": 1}, dtypes=C128_C64),
+        Case("complex-neg-inf", [F((3, 4))], {"ord": "-inf"}, dtypes=("c128",)),
+    ],
+    "linalg.norm": [Case("complex-default", [F((3, 4))], dtypes=C128_C64)],
     "prod": [
         Case("all-tiny", [F((3,))], dtypes=C128_C64),
         Case("dim0", [F((4, 3))], {"dim": 0}, dtypes=C128_C64),

@@ -75,8 +75,11 @@
 //! on real ones; a complex output needs its cotangent given (`backward` of a complex
 //! scalar is refused, as in PyTorch). The matrix products take complex operands
 //! ([`Tensor::matmul`] and its family; [`Tensor::mH`] conjugates, [`Tensor::vdot`] and
-//! [`Tensor::vecdot`] conjugate their first argument), and so do the triangular solves
-//! and the Cholesky family (Hermitian matrices); the other factorisations do not yet.
+//! [`Tensor::vecdot`] conjugate their first argument), and so do the structural ops
+//! (`trace`, `diagonal`, `tril`/`triu`, `kron`, `cross`, `matrix_power` with `n >= 0`),
+//! the norms of the moduli (`vector_norm`; `matrix_norm` with `Fro`, `±1`, `±inf`), the
+//! triangular solves and the Cholesky family (Hermitian matrices); the other
+//! factorisations, and so the spectral norms, do not yet.
 //!
 //! ```
 //! use cotangent::{DType, Tensor};

@@ -411,3 +411,37 @@ fn triangular_solves_and_cholesky() {
         Ok(vec![cholesky_inverse(&x[0].triu(0)?, Uplo::Upper)?])
     });
 }
+
+#[test]
+fn structure_and_norms() {
+    use cotangent::linalg::{matrix_norm, vector_norm, NormOrd};
+    // ‖(3 + 4i, 0, -2i)‖₂ = √29, ‖·‖₁ = 7, ‖·‖∞ = 5
+    let v = c(&[3.0, 0.0, 0.0], &[4.0, 0.0, -2.0]);
+    assert!(
+        (vector_norm(&v, 2.0, None, false).unwrap().item::<f64>().unwrap() - 29f64.sqrt()).abs()
+            < 1e-15
+    );
+    assert_eq!(vector_norm(&v, 1.0, None, false).unwrap().item::<f64>().unwrap(), 7.0);
+    assert_eq!(vector_norm(&v, f64::INFINITY, None, false).unwrap().item::<f64>().unwrap(), 5.0);
+    let m = crandn(&[3, 3], 80);
+    assert!(matches!(
+        matrix_norm(&m, NormOrd::Nuc, [-2, -1], false),
+        Err(Error::UnsupportedDType { op: "linalg.matrix_norm", .. })
+    ));
+    let z = |s: &[usize], seed| rg(crandn(s, seed));
+    cc("trace", &[z(&[3, 4], 81)], |x| Ok(vec![x[0].trace()?]));
+    cc("tril", &[z(&[3, 4], 82)], |x| Ok(vec![x[0].tril(-1)?]));
+    cc("kron", &[z(&[2, 3], 83), z(&[2, 2], 84)], |x| Ok(vec![x[0].kron(&x[1])?]));
+    cc("cross", &[z(&[2, 3], 90), z(&[2, 3], 91)], |x| Ok(vec![x[0].cross(&x[1], -1)?]));
+    cc("matrix_power", &[z(&[3, 3], 85)], |x| Ok(vec![x[0].matrix_power(3)?]));
+    cc("vector_norm 2", &[z(&[3, 4], 86)], |x| {
+        Ok(vec![vector_norm(&x[0], 2.0, Some(&[-1]), false)?])
+    });
+    cc("vector_norm 3", &[z(&[5], 87)], |x| Ok(vec![vector_norm(&x[0], 3.0, None, false)?]));
+    cc("matrix_norm fro", &[z(&[2, 3, 3], 88)], |x| {
+        Ok(vec![matrix_norm(&x[0], NormOrd::Fro, [-2, -1], false)?])
+    });
+    cc("matrix_norm 1", &[z(&[3, 4], 89)], |x| {
+        Ok(vec![matrix_norm(&x[0], NormOrd::P(1.0), [-2, -1], false)?])
+    });
+}

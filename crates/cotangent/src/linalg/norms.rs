@@ -153,7 +153,8 @@ impl Op for VectorNorm {
 /// non-zero entries) and any other `p`, negative and fractional included.
 /// Shapes: the dims in `dim` are removed (kept with size 1 if `keepdim`); a 0-d input is a
 /// vector of one element.
-/// Dtypes: f32, f64; bf16 and f16 are computed in f32 and rounded back.
+/// Dtypes: f32, f64; bf16 and f16 are computed in f32 and rounded back; c64 and c128 give
+/// the (real) norm of the moduli `|z|`, its gradient through them (`g z/|z|`, 0 at 0).
 ///
 /// The forward is plain multiply-add accumulation, as fast on values below 1 as above;
 /// only a sum that overflows, or is so small that subnormal terms lost digits, is
@@ -166,7 +167,7 @@ impl Op for VectorNorm {
 /// `inf` (`-inf`) norm share the gradient evenly; the `0` norm has a zero gradient.
 /// Differentiable to any order away from the kinks (`x_i = 0`, ties).
 ///
-/// Errors: `UnsupportedDType` for integer, bool or complex inputs; `DimOutOfRange`, or
+/// Errors: `UnsupportedDType` for integer and bool inputs; `DimOutOfRange`, or
 /// `InvalidArgument` for a repeated dim; `InvalidArgument` for `ord = inf` or `ord < 0`
 /// on an empty input reduced whole or along an empty dim (no identity), as PyTorch.
 ///
@@ -180,6 +181,11 @@ impl Op for VectorNorm {
 /// # Ok::<(), cotangent::Error>(())
 /// ```
 pub fn vector_norm(x: &Tensor, ord: f64, dim: Option<&[isize]>, keepdim: bool) -> Result<Tensor> {
+    if x.dtype().is_complex() {
+        // the norm of the moduli: the same value, and the gradient through `abs`
+        // (`g · z/|z|`, 0 at 0), as PyTorch's
+        return vector_norm(&x.abs()?, ord, dim, keepdim);
+    }
     check_float(OP_V, x)?;
     let rank = x.rank();
     let listed = match dim {
@@ -277,7 +283,9 @@ fn spectral(
 ///
 /// Shapes: the two dims are removed (kept with size 1 if `keepdim`); other dims are a
 /// batch. Dtypes: f32, f64; bf16 and f16 are computed in f32 and rounded back (PyTorch
-/// refuses them for the spectral orders). An empty matrix has the norm 0, except for the
+/// refuses them for the spectral orders); c64 and c128 for `Fro`, `±1` and `±inf` (the
+/// norm of the moduli `|a_ij|`; the spectral orders of a complex matrix are
+/// `UnsupportedDType` until the complex SVD exists). An empty matrix has the norm 0, except for the
 /// minimum orders over no rows or columns (an error, as PyTorch).
 ///
 /// Gradient: inherited from `vector_norm`, `amax`/`amin` (tied maxima share evenly, as
@@ -310,6 +318,15 @@ pub fn matrix_norm(a: &Tensor, ord: NormOrd, dim: [isize; 2], keepdim: bool) -> 
         }
     }
     check_matrix(OP_M, a)?;
+    let entrywise = match ord {
+        NormOrd::Fro => true,
+        NormOrd::P(p) => p.abs() == 1.0 || p.is_infinite(),
+        NormOrd::Nuc => false,
+    };
+    if a.dtype().is_complex() && entrywise {
+        // the entrywise orders: the moduli's norm (the spectral ones need the complex SVD)
+        return matrix_norm(&a.abs()?, ord, dim, keepdim);
+    }
     check_float(OP_M, a)?;
     let d = resolve_dims(OP_M, &dim, a.rank())?;
     if a.dtype().is_half() {
