@@ -142,20 +142,6 @@ fn dtype(name: &str) -> Option<DType> {
     }
 }
 
-/// Standard normal entries of `dt`; complex ones as `torch.randn` draws them (real and
-/// imaginary parts each of variance 1/2).
-fn randn(shape: impl Into<cotangent::Shape>, dt: DType, gen: &mut Generator) -> Result<Tensor> {
-    let shape = shape.into();
-    if !dt.is_complex() {
-        return Tensor::randn(shape, dt, gen);
-    }
-    let part = |gen: &mut Generator| {
-        Tensor::randn(shape.clone(), dt.to_real(), gen)?.mul_scalar(std::f64::consts::FRAC_1_SQRT_2)
-    };
-    let re = part(gen)?;
-    Tensor::complex(&re, &part(gen)?)
-}
-
 /// `t.sum()`, the real part's for a complex tensor (the script's `_s`).
 fn real_sum(t: &Tensor) -> Result<Tensor> {
     t.real()?.sum()
@@ -174,31 +160,33 @@ fn inputs(
     };
     let eye = Tensor::eye(n, dt)?;
     match op {
-        "mm" | "bmm" | "matmul" => Ok(vec![randn(shape.clone(), dt, gen)?, randn(shape, dt, gen)?]),
+        "mm" | "bmm" | "matmul" => {
+            Ok(vec![Tensor::randn(shape.clone(), dt, gen)?, Tensor::randn(shape, dt, gen)?])
+        }
         "addmm" | "baddbmm" => Ok(vec![
-            randn(shape.clone(), dt, gen)?,
-            randn(shape.clone(), dt, gen)?,
-            randn(shape, dt, gen)?,
+            Tensor::randn(shape.clone(), dt, gen)?,
+            Tensor::randn(shape.clone(), dt, gen)?,
+            Tensor::randn(shape, dt, gen)?,
         ]),
         "linear" => Ok(vec![
-            randn((64, n), dt, gen)?,
-            randn((n, n), dt, gen)?.div_scalar((n as f64).sqrt())?,
-            randn(n, dt, gen)?,
+            Tensor::randn((64, n), dt, gen)?,
+            Tensor::randn((n, n), dt, gen)?.div_scalar((n as f64).sqrt())?,
+            Tensor::randn(n, dt, gen)?,
         ]),
         "cholesky" => {
             // g gᴴ / n + I
-            let g = randn(shape, dt, gen)?;
+            let g = Tensor::randn(shape, dt, gen)?;
             Ok(vec![g.matmul(&g.mH()?)?.div_scalar(n as f64)?.add(&eye)?.contiguous()?])
         }
         "eigh" | "eigvalsh" => {
             // (g + gᵀ) / √(2n): symmetric, spectrum in about [−2, 2]
-            let g = randn(shape, dt, gen)?;
+            let g = Tensor::randn(shape, dt, gen)?;
             Ok(vec![g.add(&g.mT()?)?.div_scalar((2.0 * n as f64).sqrt())?.contiguous()?])
         }
         "solve" | "inv" | "det" | "slogdet" | "qr" | "lu_factor" | "svd" | "svdvals" | "pinv"
         | "lstsq" | "matrix_norm" | "vector_norm" | "matrix_exp" => {
             // I + 0.5 N(0, 1) / √n: well conditioned
-            let a = randn(shape, dt, gen)?
+            let a = Tensor::randn(shape, dt, gen)?
                 .mul_scalar(0.5 / (n as f64).sqrt())?
                 .add(&eye)?
                 .contiguous()?;
@@ -207,7 +195,7 @@ fn inputs(
                     None => vec![n, 1],
                     Some(b) => vec![b, n, 1],
                 };
-                Ok(vec![a, randn(vshape, dt, gen)?])
+                Ok(vec![a, Tensor::randn(vshape, dt, gen)?])
             } else {
                 Ok(vec![a])
             }

@@ -445,3 +445,28 @@ fn structure_and_norms() {
         Ok(vec![matrix_norm(&x[0], NormOrd::P(1.0), [-2, -1], false)?])
     });
 }
+
+#[test]
+fn random_complex_tensors() {
+    use cotangent::Generator;
+    // torch.randn: independent parts of variance 1/2, so E|z|² = 1
+    let z = Tensor::randn(20_000, DType::C128, &mut Generator::new(3)).unwrap();
+    let (re, im) = parts(&z);
+    let var = |v: &[f64]| v.iter().map(|x| x * x).sum::<f64>() / v.len() as f64;
+    assert!(
+        (var(&re) - 0.5).abs() < 0.03 && (var(&im) - 0.5).abs() < 0.03,
+        "{} {}",
+        var(&re),
+        var(&im)
+    );
+    let corr = re.iter().zip(&im).map(|(a, b)| a * b).sum::<f64>() / re.len() as f64;
+    assert!(corr.abs() < 0.02, "{corr}");
+    assert_eq!(
+        Tensor::randn((2, 3), DType::C64, &mut Generator::new(0)).unwrap().dtype(),
+        DType::C64
+    );
+    // torch.rand: each part uniform in [0, 1)
+    let u = Tensor::rand(1000, DType::C64, &mut Generator::new(4)).unwrap();
+    let (re, im) = parts(&u);
+    assert!(re.iter().chain(&im).all(|&x| (0.0..1.0).contains(&x)));
+}

@@ -198,7 +198,8 @@ impl Tensor {
         from_f64(OP, v, Shape::from(steps), dtype)
     }
 
-    /// Uniform samples in `[0, 1)` from `gen` (floating dtypes).
+    /// Uniform samples in `[0, 1)` from `gen` (floating dtypes; for complex ones, the real
+    /// and the imaginary parts each uniform in `[0, 1)`, as `torch.rand`).
     ///
     /// ```
     /// # use cotangent::{DType, Generator, Tensor};
@@ -209,16 +210,29 @@ impl Tensor {
     /// # Ok::<(), cotangent::Error>(())
     /// ```
     pub fn rand(shape: impl Into<Shape>, dtype: DType, gen: &mut Generator) -> Result<Tensor> {
-        float_only("rand", dtype)?;
         let shape = shape.into();
+        if dtype.is_complex() {
+            let re = Tensor::rand(shape.clone(), dtype.to_real(), gen)?;
+            return Tensor::complex(&re, &Tensor::rand(shape, dtype.to_real(), gen)?);
+        }
+        float_only("rand", dtype)?;
         let n = shape.checked_numel("rand")?;
         from_f64("rand", gen.uniform_vec(n), shape, dtype)
     }
 
-    /// Standard normal samples from `gen` (floating dtypes).
+    /// Standard normal samples from `gen` (floating dtypes; for complex ones, `E|z|² = 1`
+    /// with independent parts of variance 1/2, as `torch.randn`).
     pub fn randn(shape: impl Into<Shape>, dtype: DType, gen: &mut Generator) -> Result<Tensor> {
-        float_only("randn", dtype)?;
         let shape = shape.into();
+        if dtype.is_complex() {
+            let part = |gen: &mut Generator| {
+                Tensor::randn(shape.clone(), dtype.to_real(), gen)?
+                    .mul_scalar(std::f64::consts::FRAC_1_SQRT_2)
+            };
+            let re = part(gen)?;
+            return Tensor::complex(&re, &part(gen)?);
+        }
+        float_only("randn", dtype)?;
         let n = shape.checked_numel("randn")?;
         from_f64("randn", gen.normal_vec(n), shape, dtype)
     }
