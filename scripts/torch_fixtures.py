@@ -281,6 +281,9 @@ def call_torch(op, inputs, attrs):
     if op in ("linalg.lu", "linalg.lu_factor", "linalg.lu_factor_ex") and kw.get("pivot") is False:
         return lu_without_pivoting(op, inputs, kw)
     outs = torch_fn(op)(*inputs, **kw)
+    if isinstance(outs, bool):
+        # allclose: a Python bool, compared as a 0-d bool tensor
+        outs = torch.tensor(outs)
     outs = list(outs) if isinstance(outs, (tuple, list)) else [outs]
     # int32 outputs (LAPACK's info and pivots) are compared as the library's int64
     return [o.to(torch.int64) if o.dtype == torch.int32 else o for o in outs]
@@ -1882,6 +1885,22 @@ cases("complex", [
     Case("bcast", [F((3, 1)), F((1, 4))]),
     Case("mixed-dtypes", [F((3,)), T("f32", [1.0, 2.0, 3.0], shape=(3,))], dtypes=("f64",), error="DtypeMismatch"),
 ])
+for op in ("isclose", "allclose"):
+    cases(op, [
+        Case("near", [F((3, 4)), F((3, 4))], {"rtol": 0.5, "atol": 0.1}, dtypes=F64_F32 + C128_C64, grad=False),
+        Case("defaults-equal", [F((3,), values=[1.0, float("inf"), -2.5]), F((3,), values=[1.0, float("inf"), -2.5])], dtypes=("f64",), grad=False),
+        Case("nan-inf", [F((5,), values=[1.0, float("inf"), float("nan"), 1e-9, 2.0]),
+                         F((5,), values=[1.000001, float("inf"), float("nan"), 0.0, 2.1])], dtypes=("f64",), grad=False),
+        Case("equal-nan", [F((3,), values=[float("nan"), 1.0, float("-inf")]), F((3,), values=[float("nan"), 1.0, float("inf")])],
+             {"equal_nan": True}, dtypes=("f64",), grad=False),
+        Case("bcast", [F((3, 1)), F((1, 4))], {"atol": 1.0}, dtypes=("f64",), grad=False),
+        Case("complex-nan", [F((2,), values=[complex("nan+1j"), 1 + 1j]), F((2,), values=[complex("nan+1j"), 1 + 1.000001j])],
+             {"equal_nan": True}, dtypes=("c128",), grad=False),
+        Case("integers", [T("i64", [1, 2, 3], shape=(3,)), T("i64", [1, 3, 3], shape=(3,))], dtypes=("f64",), grad=False),
+        Case("mixed-dtypes", [F((3,)), T("f32", [1.0, 2.0, 3.0], shape=(3,))], dtypes=("f64",), error="DtypeMismatch"),
+        Case("negative-rtol", [F((3,)), F((3,))], {"rtol": -1.0}, dtypes=("f64",), error="InvalidArgument"),
+        Case("mismatch", [F((3,)), F((4,))], dtypes=("f64",), error="ShapeMismatch"),
+    ])
 cases("polar", [
     Case("same", [F((3,), "positive"), F((3,), "wide")]),
     Case("bcast", [F((3, 1), "positive"), F((1, 4), "wide")]),

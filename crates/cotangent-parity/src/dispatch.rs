@@ -111,6 +111,8 @@ pub const OPS: &[OpSpec] = &[
     op("gt", &["other"], h::gt),
     op("ge", &["other"], h::ge),
     op("logical_and", &[], h::logical_and),
+    op("isclose", &["rtol", "atol", "equal_nan"], h::isclose),
+    op("allclose", &["rtol", "atol", "equal_nan"], h::allclose),
     // reductions
     op("sum", &["dim", "keepdim"], h::sum),
     op("mean", &["dim", "keepdim"], h::mean),
@@ -485,6 +487,28 @@ mod h {
         view_as_real,
         view_as_complex
     );
+
+    fn close_args(at: &Attrs<'_>) -> Res<(f64, f64, bool)> {
+        Ok((
+            at.float_or("rtol", 1e-5)?,
+            at.float_or("atol", 1e-8)?,
+            at.bool_or("equal_nan", false)?,
+        ))
+    }
+
+    pub(super) fn isclose(a: &Args<'_>, at: &Attrs<'_>) -> Res<Vec<Tensor>> {
+        a.count(2, 2)?;
+        let (rtol, atol, equal_nan) = close_args(at)?;
+        one(a.t(0)?.isclose(a.t(1)?, rtol, atol, equal_nan))
+    }
+
+    /// (PyTorch's Python bool, as a 0-d bool tensor)
+    pub(super) fn allclose(a: &Args<'_>, at: &Attrs<'_>) -> Res<Vec<Tensor>> {
+        a.count(2, 2)?;
+        let (rtol, atol, equal_nan) = close_args(at)?;
+        let all = a.t(0)?.allclose(a.t(1)?, rtol, atol, equal_nan)?;
+        Ok(vec![Tensor::scalar(all)])
+    }
 
     pub(super) fn complex(a: &Args<'_>, _: &Attrs<'_>) -> Res<Vec<Tensor>> {
         a.count(2, 2)?;

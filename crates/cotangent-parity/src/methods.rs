@@ -66,6 +66,8 @@ pub const LIBRARY_METHODS: &[(&str, Coverage)] = &[
     ("atan2", Coverage::Op("atan2")),
     ("where_cond", Coverage::Op("where")),
     ("logical_and", Coverage::Op("logical_and")),
+    ("isclose", Coverage::Op("isclose")),
+    ("allclose", Coverage::Op("allclose")),
     ("eq", Coverage::Op("eq")),
     ("eq_scalar", Coverage::Op("eq")),
     ("ne", Coverage::Op("ne")),

@@ -1703,6 +1703,58 @@ fn comparison_rows() -> Vec<OpInfo> {
         comparison_scalar("le_scalar", Tensor::le_scalar, |a, b| a <= b),
         comparison_scalar("gt_scalar", Tensor::gt_scalar, |a, b| a > b),
         comparison_scalar("ge_scalar", Tensor::ge_scalar, |a, b| a >= b),
+        OpInfo::new("isclose", |rng| {
+            PAIRS
+                .iter()
+                .map(|&(sa, sb)| {
+                    let (a, b) = (small_ints(rng, sa), small_ints(rng, sb));
+                    Sample::new(format!("{sa:?} with {sb:?}"), vec![a, b], |x| {
+                        x[0].isclose(&x[1], 0.5, 0.1, false)
+                    })
+                    .reference(|x| {
+                        Nd::broadcast(&[&x[0], &x[1]], |v| {
+                            f64::from(u8::from((v[0] - v[1]).abs() <= 0.1 + 0.5 * v[1].abs()))
+                        })
+                    })
+                })
+                .collect()
+        })
+        .grad_order(0)
+        .errors(|| {
+            vec![err("f64 with f32", "isclose", || {
+                Tensor::ones(2, DType::F64)?.isclose(
+                    &Tensor::ones(2, DType::F32)?,
+                    1e-5,
+                    1e-8,
+                    false,
+                )
+            })]
+        }),
+        OpInfo::new("allclose", |rng| {
+            PAIRS
+                .iter()
+                .map(|&(sa, sb)| {
+                    let (a, b) = (small_ints(rng, sa), small_ints(rng, sb));
+                    Sample::new(format!("{sa:?} with {sb:?}"), vec![a, b], |x| {
+                        Ok(Tensor::scalar(x[0].allclose(&x[1], 0.5, 0.1, false)?))
+                    })
+                    .reference(|x| {
+                        let c = Nd::broadcast(&[&x[0], &x[1]], |v| {
+                            f64::from(u8::from((v[0] - v[1]).abs() <= 0.1 + 0.5 * v[1].abs()))
+                        });
+                        let all = c.data.iter().all(|&v| v == 1.0);
+                        Nd { shape: vec![], data: vec![f64::from(u8::from(all))] }
+                    })
+                })
+                .collect()
+        })
+        .grad_order(0)
+        .errors(|| {
+            vec![err("negative atol", "isclose", || {
+                let a = Tensor::ones(2, DType::F64)?;
+                a.allclose(&a, 1e-5, -1.0, false).map(Tensor::scalar)
+            })]
+        }),
         OpInfo::new("logical_and", |rng| {
             PAIRS
                 .iter()

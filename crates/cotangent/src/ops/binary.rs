@@ -321,6 +321,73 @@ impl Tensor {
     }
 }
 
+impl Tensor {
+    /// Elementwise `|a - b| <= atol + rtol |b|` with broadcasting (`torch.isclose`; the
+    /// moduli for complex tensors): a `Bool` tensor, not differentiable. Equal values are
+    /// close (infinities of one sign included); NaN is close to NaN only if `equal_nan`.
+    /// PyTorch's defaults are `rtol = 1e-5`, `atol = 1e-8`.
+    ///
+    /// Errors: `DTypeMismatch` if the dtypes differ (PyTorch does not promote here);
+    /// `InvalidArgument` for a negative `rtol` or `atol`; `ShapeMismatch` if the shapes do
+    /// not broadcast.
+    ///
+    /// ```
+    /// # use cotangent::Tensor;
+    /// let a = Tensor::from_vec(vec![1.0f64, f64::INFINITY, f64::NAN, 2.0], 4)?;
+    /// let b = Tensor::from_vec(vec![1.0f64 + 1e-6, f64::INFINITY, f64::NAN, 2.1], 4)?;
+    /// assert_eq!(a.isclose(&b, 1e-5, 1e-8, false)?.to_vec::<bool>()?, vec![true, true, false, false]);
+    /// assert!(!a.allclose(&b, 1e-5, 1e-8, true)?);
+    /// # Ok::<(), cotangent::Error>(())
+    /// ```
+    pub fn isclose(&self, other: &Tensor, rtol: f64, atol: f64, equal_nan: bool) -> Result<Tensor> {
+        const OP: &str = "isclose";
+        if self.dtype() != other.dtype() {
+            return Err(Error::DTypeMismatch { op: OP, lhs: self.dtype(), rhs: other.dtype() });
+        }
+        for (arg, v) in [("rtol", rtol), ("atol", atol)] {
+            if v.is_nan() || v < 0.0 {
+                return Err(Error::InvalidArgument {
+                    op: OP,
+                    arg,
+                    reason: "must be greater than or equal to zero",
+                });
+            }
+        }
+        let shape = broadcast_shapes(OP, self.shape(), other.shape())?;
+        let (a, b) =
+            (self.detach().broadcast_to(shape.clone())?, other.detach().broadcast_to(shape)?);
+        let equal = a.compare(&b, CmpOp::Eq)?;
+        if a.dtype() == DType::Bool {
+            return Ok(equal);
+        }
+        // integers measured in f64 (PyTorch: in its default float dtype)
+        let (x, y) = if a.dtype().is_differentiable() {
+            (a, b)
+        } else {
+            (a.to_dtype(DType::F64)?, b.to_dtype(DType::F64)?)
+        };
+        let diff = x.sub(&y)?.abs()?;
+        let allowed = y.abs()?.mul_scalar(rtol)?.add_scalar(atol)?;
+        let yes = Tensor::ones((), DType::Bool)?;
+        // (a finite difference only: |-inf - inf| <= inf must not count)
+        let within =
+            diff.compare(&allowed, CmpOp::Le)?.logical_and(&diff.lt_scalar(f64::INFINITY)?)?;
+        let close = Tensor::where_cond(&equal, &yes, &within)?;
+        if !equal_nan {
+            return Ok(close);
+        }
+        let both_nan = x.compare(&x, CmpOp::Ne)?.logical_and(&y.compare(&y, CmpOp::Ne)?)?;
+        Tensor::where_cond(&both_nan, &yes, &close)
+    }
+
+    /// Whether every pair of elements [`Tensor::isclose`] (`torch.allclose`).
+    pub fn allclose(&self, other: &Tensor, rtol: f64, atol: f64, equal_nan: bool) -> Result<bool> {
+        let close = self.isclose(other, rtol, atol, equal_nan)?;
+        let none_far = close.to_dtype(DType::I64)?.sum()?.item::<i64>()? == close.numel() as i64;
+        Ok(none_far)
+    }
+}
+
 macro_rules! comparisons {
     ($($name:ident, $sname:ident, $op:ident, $doc:literal;)*) => {
         impl Tensor {
