@@ -44,22 +44,8 @@ pub(crate) fn solve_triangular<T: ComplexElem>(
     bl: &Layout,
     spec: TriSolve,
 ) -> (Vec<T>, Layout) {
-    let ba = Batch::of(al);
-    let mut bb = Batch::of(bl);
+    let (ba, bb, out_layout) = super::triangular::batches(al, bl, spec);
     let n = ba.n;
-    let (rows, cols) = (bb.m, bb.n);
-    let out_layout = if spec.left {
-        colmajor_layout(&bb.dims, rows, cols)
-    } else {
-        let mut dims = bb.dims.clone();
-        dims.extend([rows, cols]);
-        Layout::contiguous(crate::shape::Shape::new(dims))
-    };
-    if !spec.left {
-        // Bᵀ (n x rows) column-major is B row-major
-        std::mem::swap(&mut bb.m, &mut bb.n);
-        std::mem::swap(&mut bb.rs, &mut bb.cs);
-    }
     let size = bb.m * bb.n;
     let mut out = pool::filled(ba.len() * size, zero::<T>());
     let work = n * n * bb.n;
@@ -93,19 +79,22 @@ pub(crate) fn cholesky<T: ComplexElem>(
     let layout = colmajor_layout(&ba.dims, n, n);
     let info: Vec<AtomicI64> = (0..ba.len()).map(|_| AtomicI64::new(0)).collect();
     let mut out = pool::filled(ba.len() * n * n, zero::<T>());
-    for_each_matrix(&mut out, n * n, n * n * n, n >= PAR_N, |i, dst, _tmp, par| {
+    for_each_matrix(&mut out, n * n, n * n * n, n >= PAR_N, |i, dst, m, par| {
         // the triangle read, as the lower triangle of A: a_jk (j < k) of the upper one is
-        // conj(a_kj)
-        let mut m = vec![zero::<T>(); n * n];
-        ba.load(a, i, &mut m);
-        for c in 0..n {
-            for r in c..n {
-                let v = if upper { m[r * n + c].conj() } else { m[c * n + r] };
-                let v = if r == c { T::new(v.re(), <R<T> as Float>::ZERO) } else { v };
-                dst[c * n + r] = v;
+        // conj(a_kj); `m` the matrix as given, kept for the unblocked retry
+        m.resize(n * n, zero::<T>());
+        ba.load(a, i, m);
+        let lower = |dst: &mut [T]| {
+            for c in 0..n {
+                for r in c..n {
+                    let v = if upper { m[r * n + c].conj() } else { m[c * n + r] };
+                    let v = if r == c { T::new(v.re(), <R<T> as Float>::ZERO) } else { v };
+                    dst[c * n + r] = v;
+                }
             }
-        }
-        let k = factor(dst, n, par);
+        };
+        lower(dst);
+        let k = factor(dst, n, par, lower);
         info[i].store(k as i64, Ordering::Relaxed);
         for c in 0..n {
             for r in 0..c {
@@ -128,10 +117,9 @@ pub(crate) fn cholesky<T: ComplexElem>(
 }
 
 /// Factors the lower triangle of the column-major `n x n` block `l` in place (faer's
-/// blocked kernel); on failure, the unblocked loop again from the original finds LAPACK's
-/// `info` (faer reports no order). Returns `info`.
-fn factor<T: ComplexElem>(l: &mut [T], n: usize, par: Par) -> usize {
-    let orig = l.to_vec();
+/// blocked kernel); on failure, `reload` puts the matrix back and the unblocked loop finds
+/// LAPACK's `info` (faer reports no order). Returns `info`.
+fn factor<T: ComplexElem>(l: &mut [T], n: usize, par: Par, reload: impl Fn(&mut [T])) -> usize {
     let mut buf = MemBuffer::new(cholesky_in_place_scratch::<T>(n, par, Spec::default()));
     let res = cholesky_in_place(
         colmajor_mut(l, n, n),
@@ -147,7 +135,7 @@ fn factor<T: ComplexElem>(l: &mut [T], n: usize, par: Par) -> usize {
         }
         return 0;
     }
-    l.copy_from_slice(&orig);
+    reload(l);
     // the left-looking loop: column j from the columns before it
     for j in 0..n {
         let mut d = l[j * n + j].re();

@@ -33,6 +33,27 @@ fn solve_in_place<T: LinalgElem>(
     }
 }
 
+/// The batches of a triangular solve's `A` and right-hand side, and the result's layout:
+/// left, `B` as it is and the result column-major; right, `B`'s batch read as `Bᵀ`
+/// (`n x k` column-major is `B` row-major) and the result row-major (contiguous).
+pub(crate) fn batches(al: &Layout, bl: &Layout, spec: TriSolve) -> (Batch, Batch, Layout) {
+    let ba = Batch::of(al);
+    let mut bb = Batch::of(bl);
+    let (rows, cols) = (bb.m, bb.n); // of B
+    let out_layout = if spec.left {
+        colmajor_layout(&bb.dims, rows, cols)
+    } else {
+        let mut dims = bb.dims.clone();
+        dims.extend([rows, cols]);
+        Layout::contiguous(crate::shape::Shape::new(dims))
+    };
+    if !spec.left {
+        std::mem::swap(&mut bb.m, &mut bb.n);
+        std::mem::swap(&mut bb.rs, &mut bb.cs);
+    }
+    (ba, bb, out_layout)
+}
+
 /// Solves with the triangle of each `a: (*, n, n)` for each `b` (same batch dims):
 /// `left`: `b: (*, n, k)`, `A X = B`, result column-major; right: `b: (*, k, n)`,
 /// `X A = B` solved as `Aᵀ Xᵀ = Bᵀ`, result row-major (contiguous).
@@ -43,22 +64,8 @@ pub(crate) fn solve_triangular<T: LinalgElem>(
     bl: &Layout,
     spec: TriSolve,
 ) -> (Vec<T>, Layout) {
-    let ba = Batch::of(al);
-    let mut bb = Batch::of(bl);
+    let (ba, bb, out_layout) = batches(al, bl, spec);
     let n = ba.n;
-    let (rows, cols) = (bb.m, bb.n); // of B
-    let out_layout = if spec.left {
-        colmajor_layout(&bb.dims, rows, cols)
-    } else {
-        let mut dims = bb.dims.clone();
-        dims.extend([rows, cols]);
-        Layout::contiguous(crate::shape::Shape::new(dims))
-    };
-    if !spec.left {
-        // work on Bᵀ: (n x rows) column-major is B row-major
-        std::mem::swap(&mut bb.m, &mut bb.n);
-        std::mem::swap(&mut bb.rs, &mut bb.cs);
-    }
     let (xm, xn) = (bb.m, bb.n); // n x k
     let size = xm * xn;
     let mut out = crate::backend::cpu::pool::filled(ba.len() * size, T::ZERO);
