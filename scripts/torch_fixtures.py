@@ -1102,6 +1102,8 @@ CYCLE3 = [1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0, 10.0]
 SING2 = [1.0, 2.0, 2.0, 4.0]
 # float outputs PyTorch does not differentiate: they get a null cotangent
 NO_GRAD_OUTPUTS = {"linalg.lu": (0,), "lu_unpack": (0,), "linalg.slogdet": (0,), "linalg.lstsq": (3,)}
+# ... except for complex input, where these are differentiable (slogdet's phase)
+COMPLEX_GRAD_OUTPUTS = {"linalg.slogdet": (0,)}
 
 
 def piv(values, shape=None):
@@ -1770,6 +1772,10 @@ def complex_binary(scalar=None):
     return cs
 
 
+# complex singular matrices: two equal rows (an exact zero pivot); and [[0, 1], [0, 1]]
+# (times 1 + i), whose LU fails at pivot 1 while that of its transpose fails at pivot 2
+CSING2 = [1 + 1j, 2 + 2j, 1 + 1j, 2 + 2j]
+CSING_AT = [0j, 1 + 1j, 0j, 1 + 1j]
 COMPLEX_CASES = {
     "neg": complex_unary(), "exp": complex_unary(), "log": complex_unary(),
     "sqrt": complex_unary([Case("negative-real", [F((3,), values=[-4 + 0j, -1 + 0j, -2.25 + 0j])], dtypes=C128_C64)]),
@@ -1853,6 +1859,78 @@ COMPLEX_CASES = {
         Case("complex-neg-inf", [F((3, 4))], {"ord": "-inf"}, dtypes=("c128",)),
     ],
     "linalg.norm": [Case("complex-default", [F((3, 4))], dtypes=C128_C64)],
+    # the LU family: "large" orders above the unblocked kernel's 16 (faer's recursive LU);
+    # "singular-info" is singular where the LU of A and of Aᵀ fail at different pivots
+    # (PyTorch factorises A itself for complex input, Aᵀ for real)
+    "linalg.lu_factor": [
+        Case("complex-square", [W((4, 4))], dtypes=C128_C64),
+        Case("complex-tall", [W((5, 3))], dtypes=("c128",)),
+        Case("complex-wide", [W((3, 5))], dtypes=("c128",)),
+        Case("complex-batched", [W((2, 3, 3))], dtypes=C128_C64),
+        Case("complex-large", [F((20, 20))], dtypes=("c128",)),
+        Case("complex-singular", [F((2, 2), values=CSING2)], dtypes=("c128",), error="Singular"),
+        Case("complex-nopivot", [W((4, 4))], {"pivot": False}, dtypes=C128_C64),
+    ],
+    "linalg.lu_factor_ex": [
+        Case("complex-singular", [F((2, 2), values=CSING2)], dtypes=("c128",), grad=False),
+        Case("complex-zero-column", [F((2, 2), values=[0j, 1 + 1j, 0j, 1 - 2j])], dtypes=("c128",), grad=False),
+        Case("complex-large-batched", [F((2, 18, 18))], dtypes=("c128",)),
+    ],
+    "linalg.lu": [
+        Case("complex-square", [W((4, 4))], dtypes=C128_C64),
+        Case("complex-tall", [W((5, 3))], dtypes=("c128",)),
+        Case("complex-wide", [W((3, 5))], dtypes=("c128",)),
+        Case("complex-nopivot", [W((3, 3))], {"pivot": False}, dtypes=("c128",)),
+    ],
+    "lu_unpack": [Case("complex", [W((3, 3)), piv([3, 3, 3])], dtypes=C128_C64)],
+    "linalg.lu_solve": [
+        Case("complex-left", [W((3, 3)), piv([3, 3, 3]), F((3, 2))], dtypes=C128_C64),
+        Case("complex-left-adjoint", [W((3, 3)), piv([2, 3, 3]), F((3, 2))], {"adjoint": True}, dtypes=C128_C64),
+        Case("complex-right", [W((3, 3)), piv([3, 2, 3]), F((2, 3))], {"left": False}, dtypes=("c128",)),
+        Case("complex-right-adjoint", [W((3, 3)), piv([1, 3, 3]), F((2, 3))], {"left": False, "adjoint": True}, dtypes=("c128",)),
+        Case("complex-batched-bcast", [W((2, 1, 3, 3)), piv([[3, 3, 3], [2, 2, 3]], shape=(2, 1, 3)), F((3, 3, 2))], dtypes=("c128",)),
+    ],
+    "linalg.solve": [
+        Case("complex-square", [W((4, 4)), F((4, 3))], dtypes=C128_C64),
+        Case("complex-bcast", [W((2, 1, 3, 3)), F((3, 3, 2))], dtypes=("c128",)),
+        Case("complex-vector", [W((3, 3)), F((3,))], dtypes=C128_C64),
+        Case("complex-right", [W((3, 3)), F((2, 3))], {"left": False}, dtypes=C128_C64),
+        Case("complex-large", [W((24, 24)), F((24, 2))], dtypes=("c128",)),
+        Case("complex-singular", [F((2, 2), values=CSING2), F((2, 1))], dtypes=("c128",), error="Singular"),
+    ],
+    "linalg.solve_ex": [
+        Case("complex-square", [W((3, 3)), F((3, 2))], dtypes=C128_C64),
+        Case("complex-singular-info", [F((2, 2), values=CSING_AT), F((2, 1))], dtypes=("c128",), grad=False),
+    ],
+    "linalg.inv": [
+        Case("complex-square", [W((4, 4))], dtypes=C128_C64),
+        Case("complex-batched", [W((2, 3, 3))], dtypes=C128_C64),
+        Case("complex-large", [W((20, 20))], dtypes=("c128",)),
+        Case("complex-singular", [F((2, 2), values=CSING2)], dtypes=("c128",), error="Singular"),
+    ],
+    "linalg.inv_ex": [
+        Case("complex-square", [W((3, 3))], dtypes=C128_C64),
+        Case("complex-singular-info", [F((2, 2), values=CSING_AT)], dtypes=("c128",), grad=False),
+    ],
+    "linalg.det": [
+        Case("complex-square", [W((4, 4))], dtypes=C128_C64),
+        Case("complex-batched", [W((2, 3, 3))], dtypes=("c128",)),
+        Case("complex-general", [F((3, 3))], dtypes=("c128",)),
+        Case("complex-singular", [F((2, 2), values=CSING2)], dtypes=("c128",), grad=False),
+    ],
+    "linalg.slogdet": [
+        Case("complex-square", [W((4, 4))], dtypes=C128_C64),
+        Case("complex-batched", [W((2, 3, 3))], dtypes=("c128",)),
+        Case("complex-general", [F((3, 3))], dtypes=("c128",)),
+        Case("complex-singular", [F((2, 2), values=CSING2)], dtypes=("c128",), grad=False),
+    ],
+    "logdet": [
+        Case("complex-hpd", [F((3, 3), "spd")], dtypes=C128_C64),
+        Case("complex-general", [W((3, 3))], dtypes=("c128",)),
+        Case("complex-singular", [F((2, 2), values=CSING2)], dtypes=("c128",), grad=False),
+    ],
+    "linalg.tensorinv": [Case("complex-ind1", [F((6, 2, 3), "wellflat")], {"ind": 1}, dtypes=("c128",))],
+    "linalg.tensorsolve": [Case("complex-basic", [F((2, 3, 6), "wellflat"), F((2, 3))], dtypes=("c128",))],
     "prod": [
         Case("all-tiny", [F((3,))], dtypes=C128_C64),
         Case("dim0", [F((4, 3))], {"dim": 0}, dtypes=C128_C64),
@@ -1951,7 +2029,7 @@ def generate(op, case, dtype, rng):
             elif o.dtype.is_floating_point and i not in NO_GRAD_OUTPUTS.get(op, ()):
                 v = np.round(rng.standard_normal(tuple(o.shape)), 4)
                 cots.append(torch.tensor(v, dtype=o.dtype))
-            elif o.dtype.is_complex and i not in NO_GRAD_OUTPUTS.get(op, ()):
+            elif o.dtype.is_complex and (i not in NO_GRAD_OUTPUTS.get(op, ()) or i in COMPLEX_GRAD_OUTPUTS.get(op, ())):
                 v = np.round(rng.standard_normal(tuple(o.shape)) + 1j * rng.standard_normal(tuple(o.shape)), 4)
                 cots.append(torch.tensor(v, dtype=o.dtype))
             else:

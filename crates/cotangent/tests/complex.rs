@@ -9,7 +9,7 @@ mod common;
 
 use std::f64::consts::{FRAC_PI_2, FRAC_PI_4, PI};
 
-use common::{check2, randn, rg};
+use common::{check2, crandn, hpd, randn, rg};
 use cotangent::{DType, Error, Tensor};
 
 /// A complex128 tensor from its parts.
@@ -20,11 +20,6 @@ fn c(re: &[f64], im: &[f64]) -> Tensor {
         &Tensor::from_vec(im.to_vec(), n).unwrap(),
     )
     .unwrap()
-}
-
-/// Seeded complex normal entries.
-fn crandn(shape: &[usize], seed: u64) -> Tensor {
-    Tensor::complex(&randn(shape, seed), &randn(shape, seed + 1000)).unwrap()
 }
 
 /// The real and imaginary parts.
@@ -315,14 +310,6 @@ fn products() {
     cc("matmul real", &[z(&[3, 4], 49), rg(randn(&[4, 2], 50))], |x| {
         Ok(vec![x[0].matmul(&x[1].to_dtype(DType::C128)?)?])
     });
-}
-
-/// A Hermitian positive-definite complex matrix (batch): `X Xᴴ / n + I`.
-fn hpd(shape: &[usize], seed: u64) -> Tensor {
-    let n = shape[shape.len() - 1];
-    let x = crandn(shape, seed);
-    let eye = Tensor::eye(n, DType::C128).unwrap();
-    x.matmul(&x.mH().unwrap()).unwrap().div_scalar(n as f64).unwrap().add(&eye).unwrap()
 }
 
 #[test]

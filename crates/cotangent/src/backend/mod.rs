@@ -451,19 +451,20 @@ pub(crate) enum SvdGradFail {
 /// The result of [`BackendStorage::lu_det`]: the packed factors as
 /// [`BackendStorage::lu_factor`] returns them, and per matrix (contiguous, the batch's
 /// shape, in the input's dtype, computed in f64): `det A = sign(P) ∏ U_ii`, its sign
-/// (`-1`, `0`, `1`, NaN for NaN), `log |det A|` (0 unless asked for; `-inf` at a zero
-/// pivot) and `loose` (Bool): all pivots finite and the smallest at most `√ε` times the
-/// largest in absolute value (near singular). (`I` and `B`: the integer and boolean
-/// buffers' types, the storage's by default.)
+/// (`-1`, `0`, `1`, NaN for NaN; for complex input the phase `det A / |det A|`, 0 when
+/// singular), `log |det A|` (real: `f32` or `f64` for complex input; 0 unless asked for;
+/// `-inf` at a zero pivot) and `loose` (Bool): all pivots finite and the smallest at most
+/// `√ε` times the largest in absolute value (near singular). (`I`, `B` and `L`: the
+/// integer, boolean and `logabs` buffers' types, the storage's by default.)
 #[derive(Debug)]
-pub(crate) struct LuDet<S, I = S, B = S> {
+pub(crate) struct LuDet<S, I = S, B = S, L = S> {
     pub(crate) lu: S,
     pub(crate) layout: Layout,
     pub(crate) piv: I,
     pub(crate) info: I,
     pub(crate) det: S,
     pub(crate) sign: S,
-    pub(crate) logabs: S,
+    pub(crate) logabs: L,
     pub(crate) loose: B,
 }
 

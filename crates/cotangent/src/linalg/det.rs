@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use super::lu::lu_solve_raw;
 use super::solve::inv_ex;
-use super::util::{check_float, check_square, from_kernel};
+use super::util::{check_float_or_complex, check_square, from_kernel};
 use crate::autograd::node::{record, record1, Op, VjpCtx};
 use crate::backend::Storage;
 use crate::dtype::DType;
@@ -21,9 +21,10 @@ const OP_LOGDET: &str = "logdet";
 /// The result of [`slogdet`] (PyTorch's `(sign, logabsdet)`).
 #[derive(Debug, Clone)]
 pub struct Slogdet {
-    /// `(*)`: the sign of the determinant, `-1`, `0` (singular) or `1`; no gradient.
+    /// `(*)`: the sign of the determinant, `-1`, `0` (singular) or `1`, without gradient;
+    /// for complex input its phase `det A / |det A|` (0 when singular), differentiable.
     pub sign: Tensor,
-    /// `(*)`: `log |det A|`, `-inf` for a singular matrix.
+    /// `(*)`: `log |det A|`, `-inf` for a singular matrix (real for complex input).
     pub logabsdet: Tensor,
 }
 
@@ -70,9 +71,10 @@ fn parts(a: &Tensor, want_log: bool) -> Result<Parts> {
     })
 }
 
-/// `g[..., None, None] * A⁻ᵀ` from saved factors (first order only): of `A`, or of `Aᵀ`
-/// if `transposed` (then `g (Aᵀ)⁻ᵀ = g A⁻¹`, column-major, is returned transposed). The
-/// device's fused kernel where it has one, else solves with the factors.
+/// `g[..., None, None] * A⁻ᴴ` from saved factors (first order only): of `A`, or of `Aᵀ`
+/// if `transposed` (then `g (Aᵀ)⁻ᴴ = g conj(A⁻¹)`, column-major, is returned
+/// transposed). The device's fused kernel where it has one, else solves with the
+/// factors.
 fn scaled_inv_t(lu: &Tensor, pivots: &Tensor, g: &Tensor, transposed: bool) -> Result<Tensor> {
     let piv = pivots.packed()?;
     let c = g.broadcast_to(pivots.dims()[..pivots.rank() - 1].to_vec())?.packed()?;
@@ -80,7 +82,7 @@ fn scaled_inv_t(lu: &Tensor, pivots: &Tensor, g: &Tensor, transposed: bool) -> R
     let x = if let Some((s, l)) = fused {
         from_kernel(s, l)
     } else {
-        // A⁻ᵀ = (Aᵀ)⁻¹: the adjoint solve of the identity with A's factors
+        // A⁻ᴴ = (Aᴴ)⁻¹: the adjoint solve of the identity with A's factors
         let n = lu.dims()[lu.rank() - 1];
         let eye = Tensor::eye(n, lu.dtype())?.broadcast_to(lu.shape().clone())?;
         let inv_t = lu_solve_raw(lu, &piv, &eye, true)?;
@@ -93,16 +95,18 @@ fn scaled_inv_t(lu: &Tensor, pivots: &Tensor, g: &Tensor, transposed: bool) -> R
     }
 }
 
-/// `g[..., None, None] * A⁻ᵀ` in tensor ops on `a` (recorded: higher order).
+/// `g[..., None, None] * A⁻ᴴ` in tensor ops on `a` (recorded: higher order).
 fn scaled_inv_t_graph(a: &Tensor, g: &Tensor) -> Result<Tensor> {
     let inv = inv_ex(a)?.inverse;
-    g.unsqueeze(-1)?.unsqueeze(-1)?.mul(&inv.mT()?)
+    g.unsqueeze(-1)?.unsqueeze(-1)?.mul(&inv.mH()?)
 }
 
-/// The cofactor matrix of each `a: (*, n, n)` as a recorded tensor program through the
-/// SVD `A = U S Vᵀ`: `C = det(U) det(V) U diag(∏_{j≠i} s_j) Vᵀ` (the signs held
-/// constant). Differentiable where the SVD is (distinct singular values: rank `n − 1`
-/// included; at rank `n − 2` the SVD's backward refuses a basis-dependent cotangent).
+/// The cofactor matrix of each `a: (*, n, n)` (`C = det(A) A⁻ᵀ` where `A` is invertible)
+/// as a recorded tensor program through the SVD `A = U S Vh`:
+/// `C = det(U) det(Vh) conj(U) diag(∏_{j≠i} s_j) conj(Vh)` (the phases held constant;
+/// `conj` does nothing to real input). Differentiable where the SVD is (distinct
+/// singular values: rank `n − 1` included; at rank `n − 2` the SVD's backward refuses a
+/// basis-dependent cotangent).
 fn cofactor_graph(a: &Tensor) -> Result<Tensor> {
     let f = super::svd(a, false)?;
     let n = a.dims()[a.rank() - 1];
@@ -114,7 +118,11 @@ fn cofactor_graph(a: &Tensor) -> Result<Tensor> {
     let others =
         Tensor::where_cond(&on_diag, &s_rows.ones_like()?, &s_rows)?.prod_dims(&[-1], false)?;
     let sign = det(&f.u.detach())?.mul(&det(&f.vh.detach())?)?;
-    f.u.mul(&others.unsqueeze(-2)?)?.matmul(&f.vh)?.mul(&sign.unsqueeze(-1)?.unsqueeze(-1)?)
+    let others = others.to_dtype(a.dtype())?;
+    f.u.conj()?
+        .mul(&others.unsqueeze(-2)?)?
+        .matmul(&f.vh.conj()?)?
+        .mul(&sign.unsqueeze(-1)?.unsqueeze(-1)?)
 }
 
 #[derive(Debug)]
@@ -149,7 +157,8 @@ impl Op for DetOp {
         OP_DET
     }
 
-    // d det A = det A · tr(A⁻¹ dA) ⇒ gA = g det(A) A⁻ᵀ = g C, C the cofactor matrix.
+    // d det A = det A · tr(A⁻¹ dA) ⇒ gA = g det(A) A⁻ᵀ = g C, C the cofactor matrix; for
+    // complex input (holomorphic, PyTorch's convention) gA = g conj(C) = g conj(det A) A⁻ᴴ.
     // Invertible A: first order solves with the saved factors (PyTorch
     // linalg_det_backward's lu_solve path); a recorded backward uses det(A) (re-linked)
     // times inv(A)ᵀ, both differentiable. Near-singular A (a pivot below √ε max|U_ii|):
@@ -161,7 +170,7 @@ impl Op for DetOp {
         let Some(g) = &g[0] else { return Ok(vec![None]) };
         let a = cx.input(0);
         if cx.create_graph() {
-            let d = cx.output(0)?;
+            let d = cx.output(0)?.conj()?;
             if !self.any_loose()? {
                 return Ok(vec![Some(scaled_inv_t_graph(a, &g.mul(&d)?)?)]);
             }
@@ -175,11 +184,11 @@ impl Op for DetOp {
             let eye = Tensor::eye(n, a.dtype())?;
             let ramp = Tensor::arange(1.0, n as f64 + 1.0, 1.0, a.dtype())?.diag(0)?;
             let regular = scaled_inv_t_graph(&Tensor::where_cond(&mask, &eye, a)?, &g.mul(&d)?)?;
-            let cof = cofactor_graph(&Tensor::where_cond(&mask, a, &ramp)?)?;
+            let cof = cofactor_graph(&Tensor::where_cond(&mask, a, &ramp)?)?.conj()?;
             let singular = g.unsqueeze(-1)?.unsqueeze(-1)?.mul(&cof)?;
             return Ok(vec![Some(Tensor::where_cond(&mask, &singular, &regular)?)]);
         }
-        let d = cx.output(0)?;
+        let d = cx.output(0)?.conj()?;
         let mut ga = scaled_inv_t(&self.lu, &self.pivots, &g.mul(&d)?, self.transposed)?;
         if self.any_loose()? {
             let a = a.detach();
@@ -188,7 +197,7 @@ impl Op for DetOp {
                 // not recorded: a is detached
                 None => cofactor_graph(&a)?,
             };
-            let gc = g.unsqueeze(-1)?.unsqueeze(-1)?.mul(&c)?;
+            let gc = g.unsqueeze(-1)?.unsqueeze(-1)?.mul(&c.conj()?)?;
             let mask = self.loose_mask(&a)?;
             ga = Tensor::where_cond(&mask, &gc, &ga)?;
         }
@@ -201,7 +210,8 @@ impl Op for DetOp {
 ///
 /// Math: `det A = sign(P) ∏ U_ii` from `A = P L U`, for `a: (*, n, n)`; 1 for `n = 0`.
 ///
-/// Gradient: `g · C`, `C` the cofactor matrix (`det(A) A⁻ᵀ` when `A` is invertible). It is
+/// Gradient: `g · C`, `C` the cofactor matrix (`det(A) A⁻ᵀ` when `A` is invertible;
+/// `g · conj(C)` for complex input, PyTorch's convention). It is
 /// finite and correct at singular matrices (ranks `n − 1` and `n − 2` included): there `C`
 /// comes from an SVD, as PyTorch's singular branch does (PyTorch's first-order
 /// fast path instead returns 0 at an exactly singular matrix). Second order: through
@@ -210,8 +220,11 @@ impl Op for DetOp {
 /// [`svd`](super::svd), which covers rank `n − 1`; at rank `n − 2` and below (a repeated
 /// zero singular value) differentiating the gradient again fails with
 /// `NotDifferentiable` from the SVD when the result depends on the singular basis.
+/// Complex input takes the same branches; its near-singular branch needs the complex
+/// SVD, which is not there yet: such a backward fails with `UnsupportedDType` naming
+/// `linalg.svd` (never a wrong gradient).
 ///
-/// Dtypes: f32, f64 (bf16 and f16 computed in f32).
+/// Dtypes: f32, f64, c64, c128 (bf16 and f16 computed in f32).
 ///
 /// Errors: `BadShape` if `a` is not square; `UnsupportedDType`.
 ///
@@ -223,7 +236,7 @@ impl Op for DetOp {
 /// # Ok::<(), cotangent::Error>(())
 /// ```
 pub fn det(a: &Tensor) -> Result<Tensor> {
-    check_float(OP_DET, a)?;
+    check_float_or_complex(OP_DET, a)?;
     check_square(OP_DET, a)?;
     if a.dtype().is_half() {
         return det(&a.to_dtype(DType::F32)?)?.to_dtype(a.dtype());
@@ -245,11 +258,30 @@ impl Op for SlogdetOp {
         OP_SLOGDET
     }
 
-    // d log|det A| = tr(A⁻¹ dA) ⇒ gA = g A⁻ᵀ (PyTorch slogdet_backward; `sign` is not
-    // differentiable). First order: a solve with the saved factors; recorded: g inv(A)ᵀ.
-    // At a singular A the gradient diverges: it holds infinities or NaN.
+    // With t = tr(A⁻¹ dA): d log|det A| = Re t, and for complex input the phase moves,
+    // d sign = i Im(t) sign. A loss's change gl Re t + Re(conj(gs) d sign) is Re(w t) with
+    // w = gl + i Im(conj(gs) sign), so gA = conj(w) A⁻ᴴ (PyTorch slogdet_backward; real
+    // `sign` is not differentiable, and then gA = gl A⁻ᵀ). First order: a solve with the
+    // saved factors; recorded: conj(w) inv(A)ᴴ. At a singular A the gradient diverges:
+    // it holds infinities or NaN.
     fn vjp(&self, cx: &VjpCtx<'_>, g: &[Option<Tensor>]) -> Result<Vec<Option<Tensor>>> {
-        let Some(g) = &g[1] else { return Ok(vec![None]) };
+        let complex = cx.input(0).dtype().is_complex();
+        let phase = match (&g[0], complex) {
+            (Some(gs), true) => {
+                // i Im(gs conj(sign)) = conj(i Im(conj(gs) sign))
+                let sign = cx.output(0)?;
+                let im = gs.mul(&sign.conj()?)?.imag()?;
+                Some(Tensor::complex(&im.zeros_like()?, &im)?)
+            }
+            _ => None,
+        };
+        let g = match (&g[1], phase) {
+            (None, None) => return Ok(vec![None]),
+            (Some(gl), None) => gl.clone(),
+            (None, Some(p)) => p,
+            (Some(gl), Some(p)) => p.add(gl)?,
+        };
+        let g = &g;
         if cx.create_graph() {
             return Ok(vec![Some(scaled_inv_t_graph(cx.input(0), g)?)]);
         }
@@ -262,13 +294,16 @@ impl Op for SlogdetOp {
 ///
 /// Math: `det A = sign · exp(logabsdet)` for `a: (*, n, n)`, from `A = P L U`:
 /// `sign = sign(P) ∏ sign(U_ii)`, `logabsdet = Σ log |U_ii|`. A singular matrix gives
-/// `sign = 0` and `logabsdet = -inf` (not NaN); `n = 0` gives `(1, 0)`.
+/// `sign = 0` and `logabsdet = -inf` (not NaN); `n = 0` gives `(1, 0)`. For complex
+/// input `sign` is the phase `det A / |det A|` (complex) and `logabsdet` is real.
 ///
-/// Gradient: w.r.t. `a` through `logabsdet` only: `g A⁻ᵀ`. It diverges at a singular
-/// matrix, where it holds infinities or NaN (as PyTorch's does). `sign` has no gradient.
+/// Gradient: through `logabsdet`, `g A⁻ᵀ`; a real `sign` has no gradient (PyTorch's
+/// is zero). For complex input the phase is differentiable too: with cotangents `gs`
+/// (of `sign`) and `gl` (of `logabsdet`), `gA = (gl + i Im(gs conj(sign))) A⁻ᴴ`. It
+/// diverges at a singular matrix, where it holds infinities or NaN (as PyTorch's does).
 /// Any order.
 ///
-/// Dtypes: f32, f64 (bf16 and f16 computed in f32).
+/// Dtypes: f32, f64, c64, c128 (bf16 and f16 computed in f32).
 ///
 /// Errors: `BadShape` if `a` is not square; `UnsupportedDType`.
 ///
@@ -286,7 +321,7 @@ pub fn slogdet(a: &Tensor) -> Result<Slogdet> {
 }
 
 fn slogdet_named(op: &'static str, a: &Tensor) -> Result<Slogdet> {
-    check_float(op, a)?;
+    check_float_or_complex(op, a)?;
     check_square(op, a)?;
     if a.dtype().is_half() {
         let s = slogdet_named(op, &a.to_dtype(DType::F32)?)?;
@@ -300,8 +335,11 @@ fn slogdet_named(op: &'static str, a: &Tensor) -> Result<Slogdet> {
     let outs = record(node, &[a], vec![p.sign, p.logabs], true);
     let mut it = outs.into_iter();
     match (it.next(), it.next()) {
-        // sign is not differentiable (PyTorch): it leaves the graph
-        (Some(sign), Some(logabsdet)) => Ok(Slogdet { sign: sign.detach(), logabsdet }),
+        // a real sign is not differentiable (PyTorch): it leaves the graph
+        (Some(sign), Some(logabsdet)) if !a.dtype().is_complex() => {
+            Ok(Slogdet { sign: sign.detach(), logabsdet })
+        }
+        (Some(sign), Some(logabsdet)) => Ok(Slogdet { sign, logabsdet }),
         _ => Err(Error::Internal { op, reason: "slogdet outputs" }),
     }
 }
@@ -309,12 +347,16 @@ fn slogdet_named(op: &'static str, a: &Tensor) -> Result<Slogdet> {
 /// The log-determinant (`torch.logdet(A)`; an implicit composite of [`slogdet`]).
 ///
 /// Math: `log det A` for `a: (*, n, n)`: `logabsdet` where `det A > 0`, `-inf` where
-/// `det A = 0`, NaN where `det A < 0` (as PyTorch).
+/// `det A = 0`, NaN where `det A < 0` (as PyTorch). For complex input the principal
+/// logarithm `log(sign) + logabsdet`, complex; `-inf + NaN i` where `det A = 0` (as
+/// PyTorch's sum gives it).
 ///
 /// Gradient: `g A⁻ᵀ` where `det A > 0`; zero where it is negative (the NaN branch, as
-/// PyTorch's `where`); infinities or NaN at singular matrices. Any order.
+/// PyTorch's `where`); infinities or NaN at singular matrices. Complex input: `g A⁻ᴴ`
+/// (the log is holomorphic; computed through [`slogdet`]'s phase and modulus). Any
+/// order.
 ///
-/// Dtypes: f32, f64 (bf16 and f16 computed in f32).
+/// Dtypes: f32, f64, c64, c128 (bf16 and f16 computed in f32).
 ///
 /// Errors: `BadShape` if `a` is not square; `UnsupportedDType`.
 ///
@@ -327,6 +369,16 @@ fn slogdet_named(op: &'static str, a: &Tensor) -> Result<Slogdet> {
 /// ```
 pub fn logdet(a: &Tensor) -> Result<Tensor> {
     let s = slogdet_named(OP_LOGDET, a)?;
+    if a.dtype().is_complex() {
+        // log(sign) + logabsdet; where |det A| = 0 the phase is undefined: NaN, as
+        // PyTorch's sum gives it
+        let sum = s.sign.log()?.add(&s.logabsdet)?;
+        let zero = s.logabsdet.eq_scalar(f64::NEG_INFINITY)?;
+        let inf = Tensor::full((), f64::NEG_INFINITY, s.logabsdet.dtype())?;
+        let nan = Tensor::full((), f64::NAN, s.logabsdet.dtype())?;
+        let undefined = Tensor::complex(&inf, &nan)?;
+        return Tensor::where_cond(&zero, &undefined, &sum);
+    }
     let neg = s.sign.eq_scalar(-1.0)?;
     let nan = Tensor::full((), f64::NAN, s.logabsdet.dtype())?;
     Tensor::where_cond(&neg, &nan, &s.logabsdet)

@@ -223,7 +223,7 @@ fn valid(piv: &[i64], n: usize) -> bool {
 /// ```
 pub fn ldl_solve(ld: &Tensor, pivots: &Tensor, b: &Tensor, hermitian: bool) -> Result<Tensor> {
     check_matrix(OP_SOLVE, ld)?;
-    let n = super::lu::check_factored(OP_SOLVE, ld, pivots, b)?;
+    let n = super::lu::check_factored(OP_SOLVE, ld, pivots, b, false)?;
     if b.dims()[b.rank() - 2] != n {
         return Err(Error::ShapeMismatch {
             op: OP_SOLVE,

@@ -9,7 +9,8 @@
 //! `A = P L U`.
 
 use super::util::{
-    broadcast_batch, check_float, check_matrix, check_same_dtype, check_square, from_kernel,
+    broadcast_batch, check_float_or_complex, check_matrix, check_same_dtype, check_square,
+    from_kernel,
 };
 use super::{solve_triangular, Diag, Side, Uplo};
 use crate::autograd::node::{record, record1, Op, VjpCtx};
@@ -73,7 +74,7 @@ pub(crate) fn check_info(op: &'static str, info: &Tensor) -> Result<()> {
     }
 }
 
-/// The packed LU of `a` (f32 or f64, at least 2 dims) without recording, with partial
+/// The packed LU of `a` (f32, f64, c64 or c128, at least 2 dims) without recording, with partial
 /// pivoting or none: `(lu, pivots, info)`.
 pub(crate) fn factor_raw(a: &Tensor, pivot: bool) -> Result<(Tensor, Tensor, Tensor)> {
     let (s, l, p, i) = a.storage().lu_factor(a.layout(), pivot)?;
@@ -145,11 +146,13 @@ impl Op for LuFactorOp {
 
     // A = P L U with gL = tril(gLU, -1), gU = triu(gLU) (PyTorch lu_factor_ex_backward →
     // linalg_lu_backward, FunctionsManual.cpp). With k = min(m, n):
-    //   m = n:  gA = P L⁻ᵀ [tril(Lᵀ gL, -1) + triu(gU Uᵀ)] U⁻ᵀ
-    //   m < n:  U = [U1 U2]; gA = P L⁻ᵀ [tril(Lᵀ gL − gU Uᵀ, -1) U1⁻ᵀ + triu(gU1) | gU2]
-    //   m > n:  L = [L1; L2]; gA = P [L1⁻ᵀ triu(gU Uᵀ − Lᵀ gL) + tril(gL1, -1); gL2] U⁻ᵀ
+    //   m = n:  gA = P L⁻ᴴ [tril(Lᴴ gL, -1) + triu(gU Uᴴ)] U⁻ᴴ
+    //   m < n:  U = [U1 U2]; gA = P L⁻ᴴ [tril(Lᴴ gL − gU Uᴴ, -1) U1⁻ᴴ + triu(gU1) | gU2]
+    //   m > n:  L = [L1; L2]; gA = P [L1⁻ᴴ triu(gU Uᴴ − Lᴴ gL) + tril(gL1, -1); gL2] U⁻ᴴ
     // (from dA = P (dL U + L dU): Pᵀ dA U⁻¹ = L⁻¹… split into the triangles that dL and dU
-    // can fill). Tensor ops throughout, so higher orders go through this rule again.
+    // can fill; for complex input the adjoints are conjugate transposes, which for real
+    // input are transposes). Tensor ops throughout, so higher orders go through this
+    // rule again.
     fn vjp(&self, cx: &VjpCtx<'_>, g: &[Option<Tensor>]) -> Result<Vec<Option<Tensor>>> {
         let Some(g) = &g[0] else { return Ok(vec![None]) };
         let lu = cx.output(0)?;
@@ -182,8 +185,8 @@ fn lu_backward(gl: &Tensor, gu: &Tensor, l: &Tensor, u: &Tensor) -> Result<Tenso
     let r = l.rank();
     let (m, k) = (l.dims()[r - 2], l.dims()[r - 1]);
     let n = u.dims()[r - 1];
-    let lt = l.mT()?;
-    let ut = u.mT()?;
+    let lt = l.mH()?;
+    let ut = u.mH()?;
     match m.cmp(&n) {
         std::cmp::Ordering::Equal => {
             let x = lt.matmul(gl)?.tril(-1)?.add(&gu.matmul(&ut)?.triu(0)?)?;
@@ -191,7 +194,7 @@ fn lu_backward(gl: &Tensor, gu: &Tensor, l: &Tensor, u: &Tensor) -> Result<Tenso
             solve_triangular(&lt, &x, Uplo::Upper, Side::Left, Diag::Unit)
         }
         std::cmp::Ordering::Less => {
-            let u1t = u.narrow(-1, 0, k)?.mT()?;
+            let u1t = u.narrow(-1, 0, k)?.mH()?;
             let gu1 = gu.narrow(-1, 0, k)?;
             let gu2 = gu.narrow(-1, k, n - k)?;
             let x = lt.matmul(gl)?.sub(&gu.matmul(&ut)?)?.tril(-1)?;
@@ -200,7 +203,7 @@ fn lu_backward(gl: &Tensor, gu: &Tensor, l: &Tensor, u: &Tensor) -> Result<Tenso
             solve_triangular(&lt, &x, Uplo::Upper, Side::Left, Diag::Unit)
         }
         std::cmp::Ordering::Greater => {
-            let l1t = l.narrow(-2, 0, k)?.mT()?;
+            let l1t = l.narrow(-2, 0, k)?.mH()?;
             let gl1 = gl.narrow(-2, 0, k)?;
             let gl2 = gl.narrow(-2, k, m - k)?;
             let x = gu.matmul(&ut)?.sub(&lt.matmul(gl)?)?.triu(0)?;
@@ -212,7 +215,7 @@ fn lu_backward(gl: &Tensor, gu: &Tensor, l: &Tensor, u: &Tensor) -> Result<Tenso
 }
 
 fn factor_ex(op: &'static str, a: &Tensor, pivot: bool) -> Result<LuFactorEx> {
-    check_float(op, a)?;
+    check_float_or_complex(op, a)?;
     check_matrix(op, a)?;
     if a.dtype().is_half() {
         let f = factor_ex(op, &a.to_dtype(DType::F32)?, pivot)?;
@@ -234,7 +237,8 @@ fn factor_ex(op: &'static str, a: &Tensor, pivot: bool) -> Result<LuFactorEx> {
 /// (`I64`, LAPACK's: `i > 0` when `U[i-1, i-1]` is exactly zero; the factors are still
 /// completed, as LAPACK does, skipping that column).
 /// - `pivot = true`: partial pivoting; rows are chosen by largest absolute value (the
-///   first one on ties), as LAPACK's `getrf`.
+///   first one on ties), as LAPACK's `getrf` (for complex input, by the largest
+///   `|re| + |im|`, as `zgetrf`).
 /// - `pivot = false`: no interchanges, `A = L U` (Doolittle), the pivots `1, 2, ..., k`
 ///   (as PyTorch's CUDA build returns them; its CPU build refuses `pivot=False`). It
 ///   exists when the leading principal minors it divides by are nonsingular, and is
@@ -242,15 +246,15 @@ fn factor_ex(op: &'static str, a: &Tensor, pivot: bool) -> Result<LuFactorEx> {
 ///   is unbounded. After a zero pivot (`info > 0`) the factors are not an LU of `A`.
 ///
 /// Gradient (w.r.t. `a`, through `lu`): PyTorch's `linalg_lu_backward` for square, wide
-/// and tall matrices (with `P = I` without pivoting); infinite or NaN where `U` is
-/// singular (it divides by `U`'s diagonal), as PyTorch. `pivots` and `info` have no
-/// gradient. Differentiable to any order.
+/// and tall matrices (with `P = I` without pivoting; conjugate transposes for complex
+/// input); infinite or NaN where `U` is singular (it divides by `U`'s diagonal), as
+/// PyTorch. `pivots` and `info` have no gradient. Differentiable to any order.
 ///
-/// Dtypes: f32, f64 (bf16 and f16 computed in f32). Batches of size 0 and empty matrices
-/// give empty results.
+/// Dtypes: f32, f64, c64, c128 (bf16 and f16 computed in f32). Batches of size 0 and
+/// empty matrices give empty results.
 ///
-/// Errors: `BadShape` if `a` has fewer than 2 dims; `UnsupportedDType` for non-float
-/// input.
+/// Errors: `BadShape` if `a` has fewer than 2 dims; `UnsupportedDType` for integer or
+/// boolean input.
 ///
 /// ```
 /// # use cotangent::Tensor;
@@ -306,7 +310,7 @@ pub fn lu_factor(a: &Tensor, pivot: bool) -> Result<LuFactor> {
 /// Gradient: w.r.t. `lu`, by autograd through `tril`/`triu` (the strictly lower part of
 /// `L`'s cotangent and the upper part of `U`'s); `P` and `pivots` have none.
 ///
-/// Dtypes: f32, f64, bf16, f16 (`P` in `lu`'s dtype).
+/// Dtypes: f32, f64, bf16, f16, c64, c128 (`P` in `lu`'s dtype).
 ///
 /// Errors: `BadShape` if `lu` has fewer than 2 dims; `ShapeMismatch` if `pivots` is not
 /// `(*, min(m, n))` with `lu`'s batch; `UnsupportedDType` if `pivots` is not `I64` or `lu`
@@ -323,7 +327,7 @@ pub fn lu_factor(a: &Tensor, pivot: bool) -> Result<LuFactor> {
 /// # Ok::<(), cotangent::Error>(())
 /// ```
 pub fn lu_unpack(lu: &Tensor, pivots: &Tensor) -> Result<Lu> {
-    check_float(OP_UNPACK, lu)?;
+    check_float_or_complex(OP_UNPACK, lu)?;
     check_matrix(OP_UNPACK, lu)?;
     if pivots.dtype() != DType::I64 {
         return Err(Error::UnsupportedDType { op: OP_UNPACK, dtype: pivots.dtype() });
@@ -356,7 +360,7 @@ pub fn lu_unpack(lu: &Tensor, pivots: &Tensor) -> Result<Lu> {
 /// Gradient: w.r.t. `a` through `L` and `U` (PyTorch's `linalg_lu_backward`, square,
 /// wide and tall); `P` has none. Infinite or NaN where `U` is singular. Any order.
 ///
-/// Dtypes: f32, f64 (bf16 and f16 computed in f32).
+/// Dtypes: f32, f64, c64, c128 (bf16 and f16 computed in f32).
 ///
 /// Errors: `BadShape` if `a` has fewer than 2 dims; `UnsupportedDType`.
 ///
@@ -392,11 +396,11 @@ impl Op for LuSolveOp {
         OP_SOLVE
     }
 
-    // A X = B (adjoint: Aᵀ X = B) with A = P L U given by its packed factors:
-    //   gB = A⁻ᵀ G (adjoint: A⁻¹ G), a solve with the same factors;
-    //   gA = −gB Xᵀ (adjoint: −X gBᵀ);
+    // A X = B (adjoint: Aᴴ X = B) with A = P L U given by its packed factors:
+    //   gB = A⁻ᴴ G (adjoint: A⁻¹ G), a solve with the same factors;
+    //   gA = −gB Xᴴ (adjoint: −X gBᴴ);
     //   through A = P L U (dA = P (dL U + L dU)):
-    //   gLU = tril(Pᵀ gA Uᵀ, −1) + triu(Lᵀ Pᵀ gA)
+    //   gLU = tril(Pᵀ gA Uᴴ, −1) + triu(Lᴴ Pᵀ gA)
     // (the adjoint of PyTorch's linalg_lu_solve_jvp; derivatives.yaml linalg_lu_solve).
     // Tensor ops throughout (lu_solve again for gB), so any order.
     fn vjp(&self, cx: &VjpCtx<'_>, g: &[Option<Tensor>]) -> Result<Vec<Option<Tensor>>> {
@@ -406,14 +410,14 @@ impl Op for LuSolveOp {
         let glu = if cx.needs_input_grad(0) {
             let x = cx.output(0)?;
             let ga = if self.adjoint {
-                x.matmul(&gb.mT()?)?.neg()?
+                x.matmul(&gb.mH()?)?.neg()?
             } else {
-                gb.matmul(&x.mT()?)?.neg()?
+                gb.matmul(&x.mH()?)?.neg()?
             };
             let (l, u) = unpack_lu(lu)?;
             let pga = permute_rows(&ga, &self.pivots, true)?;
-            let gl = pga.matmul(&u.mT()?)?.tril(-1)?;
-            let gu = l.mT()?.matmul(&pga)?.triu(0)?;
+            let gl = pga.matmul(&u.mH()?)?.tril(-1)?;
+            let gu = l.mH()?.matmul(&pga)?.triu(0)?;
             Some(gl.add(&gu)?)
         } else {
             None
@@ -422,7 +426,8 @@ impl Op for LuSolveOp {
     }
 }
 
-/// The checks of a solve from packed factors (`lu_solve`, `ldl_solve`): float `factors`
+/// The checks of a solve from packed factors (`lu_solve`, `ldl_solve`): float (or
+/// complex, if `complex`) `factors`
 /// `(*, n, n)` and `b` of one dtype, `b` of at least 2 dims, and `I64` `pivots` of the
 /// factors' shape without its last dim. Returns `n`.
 pub(crate) fn check_factored(
@@ -430,9 +435,11 @@ pub(crate) fn check_factored(
     factors: &Tensor,
     pivots: &Tensor,
     b: &Tensor,
+    complex: bool,
 ) -> Result<usize> {
-    check_float(op, factors)?;
-    check_float(op, b)?;
+    let check = if complex { check_float_or_complex } else { super::util::check_float };
+    check(op, factors)?;
+    check(op, b)?;
     let n = check_square(op, factors)?;
     if pivots.dtype() != DType::I64 {
         return Err(Error::UnsupportedDType { op, dtype: pivots.dtype() });
@@ -460,7 +467,8 @@ pub(crate) fn check_factored(
 ///
 /// Math: with `A = P L U` given by `lu: (*, n, n)` and `pivots: (*, n)` (as returned by
 /// [`lu_factor`]), solves `A X = B` (`Side::Left`, `b: (*, n, k)`) or `X A = B`
-/// (`Side::Right`, `b: (*, k, n)`); with `adjoint`, `A` is replaced by `Aᵀ`. The batch
+/// (`Side::Right`, `b: (*, k, n)`); with `adjoint`, `A` is replaced by `Aᴴ` (its
+/// conjugate transpose; `Aᵀ` for real input). The batch
 /// dims of `lu` (with `pivots`) and `b` broadcast.
 ///
 /// Gradient: w.r.t. `b`, a solve with the adjoint system; w.r.t. `lu`, the gradient of
@@ -468,8 +476,8 @@ pub(crate) fn check_factored(
 /// `linalg_lu_solve_LU`). Differentiable to any order. A zero on `U`'s diagonal gives
 /// infinities or NaN (no check is made, as PyTorch).
 ///
-/// Dtypes: f32, f64 (bf16 and f16 computed in f32); `lu` and `b` must have one dtype;
-/// `pivots` is `I64`.
+/// Dtypes: f32, f64, c64, c128 (bf16 and f16 computed in f32); `lu` and `b` must have
+/// one dtype; `pivots` is `I64`.
 ///
 /// Errors: `BadShape` if `lu` is not square or `b` has fewer than 2 dims;
 /// `ShapeMismatch` if `pivots` is not `(*, n)` with `lu`'s batch, if `b`'s rows (columns,
@@ -494,10 +502,10 @@ pub fn lu_solve(
     side: Side,
     adjoint: bool,
 ) -> Result<Tensor> {
-    let n = check_factored(OP_SOLVE, lu, pivots, b)?;
+    let n = check_factored(OP_SOLVE, lu, pivots, b, true)?;
     if side == Side::Right {
-        // X A = B ⇔ Aᵀ Xᵀ = Bᵀ
-        return lu_solve(lu, pivots, &b.mT()?, Side::Left, !adjoint)?.mT();
+        // X A = B ⇔ Aᴴ Xᴴ = Bᴴ
+        return lu_solve(lu, pivots, &b.mH()?, Side::Left, !adjoint)?.mH();
     }
     if b.dims()[b.rank() - 2] != n {
         return Err(Error::ShapeMismatch {
@@ -528,7 +536,7 @@ pub fn lu_solve(
     Ok(record1(LuSolveOp { pivots: pivots.detach(), adjoint }, &[&lu, &b], x, true))
 }
 
-/// `A X = B` (`Aᵀ X = B` if `adjoint`) from factors of the same batch as `b: (*, n, k)`
+/// `A X = B` (`Aᴴ X = B` if `adjoint`) from factors of the same batch as `b: (*, n, k)`
 /// (f32/f64, `pivots` as returned by [`factor_raw`] or a broadcast of them), without
 /// checks or recording.
 pub(crate) fn lu_solve_raw(

@@ -3,7 +3,9 @@
 //! is a factorisation and a solve, the VJP is written by hand and reuses the factors).
 
 use super::lu::{check_info, factor_raw, lu_solve_raw};
-use super::util::{broadcast_batch, check_float, check_same_dtype, check_square, from_kernel};
+use super::util::{
+    broadcast_batch, check_float_or_complex, check_same_dtype, check_square, from_kernel,
+};
 use super::Side;
 use crate::autograd::node::{record1, Op, VjpCtx};
 use crate::dtype::DType;
@@ -23,7 +25,8 @@ pub struct SolveEx {
     /// The solution `X`, as [`solve`] returns it (infinite or NaN for a singular `A`).
     pub result: Tensor,
     /// `A`'s batch shape, `I64`: 0, or LAPACK's 1-based index of a zero pivot (of the
-    /// factorisation of `Aᵀ`, which is the one PyTorch computes for contiguous input).
+    /// factorisation of `Aᵀ` for real input, of `A` for complex input: the ones PyTorch
+    /// computes for contiguous input).
     pub info: Tensor,
 }
 
@@ -42,23 +45,26 @@ fn is_vector_rhs(a: &Tensor, b: &Tensor) -> bool {
     b.rank() == 1 || (b.rank() + 1 == a.rank() && b.dims() == &a.dims()[..a.rank() - 1])
 }
 
-/// The factors of `Aᵀ` a [`SolveOp`] saves for its backward.
+/// The factors a [`SolveOp`] saves for its backward.
 #[derive(Debug)]
 enum Factors {
-    /// Packed LU (broadcast to the solve's batch) and its pivots.
-    Packed { lu_t: Tensor, pivots: Tensor },
+    /// Packed LU (broadcast to the solve's batch) and its pivots: of `Aᵀ` if
+    /// `transposed`, else of `A`.
+    Packed { lu: Tensor, pivots: Tensor, transposed: bool },
     /// As the backend's fused factorisation and solve keeps them (1-d tensors holding
     /// its packing), of order `n`.
     Saved { factors: Tensor, perms: Tensor, n: usize },
 }
 
 impl Factors {
-    /// `X` with `A X = B` for `b: (*, n, k)` of the solve's batch (`Aᵀ X = B` if
+    /// `X` with `A X = B` for `b: (*, n, k)` of the solve's batch (`Aᴴ X = B` if
     /// `adjoint`).
     fn solve(&self, b: &Tensor, adjoint: bool) -> Result<Tensor> {
         match self {
-            // (the factors are of Aᵀ: A's solve is their adjoint one)
-            Factors::Packed { lu_t, pivots } => lu_solve_raw(lu_t, pivots, b, !adjoint),
+            // (factors of Aᵀ are real: A's solve is their adjoint one)
+            Factors::Packed { lu, pivots, transposed } => {
+                lu_solve_raw(lu, pivots, b, adjoint != *transposed)
+            }
             Factors::Saved { .. } => Ok(self.solve_saved(b, adjoint, None)?.0),
         }
     }
@@ -100,11 +106,11 @@ impl Op for SolveOp {
         OP_SOLVE
     }
 
-    // Left: A X = B ⇒ dX = A⁻¹ (dB − dA X) ⇒ gB = A⁻ᵀ G, gA = −gB Xᵀ.
-    // Right: X A = B ⇒ gB = G A⁻ᵀ, gA = −Xᵀ gB. (PyTorch linalg_solve_backward.)
-    // First order reuses the forward's factors (of Aᵀ: A⁻ᵀ G is a plain solve with them);
-    // when the backward is recorded, gB = solve(Aᵀ, G) refactorises so that it depends on
-    // A differentiably, as PyTorch does.
+    // Left: A X = B ⇒ dX = A⁻¹ (dB − dA X) ⇒ gB = A⁻ᴴ G, gA = −gB Xᴴ.
+    // Right: X A = B ⇒ gB = G A⁻ᴴ, gA = −Xᴴ gB. (PyTorch linalg_solve_backward; for real
+    // input ᴴ is ᵀ.) First order reuses the forward's factors; when the backward is
+    // recorded, gB = solve(Aᴴ, G) refactorises so that it depends on A differentiably,
+    // as PyTorch does.
     fn vjp(&self, cx: &VjpCtx<'_>, g: &[Option<Tensor>]) -> Result<Vec<Option<Tensor>>> {
         let Some(g) = &g[0] else { return Ok(vec![None, None]) };
         if let (false, Side::Left, true, Factors::Saved { .. }) =
@@ -119,18 +125,19 @@ impl Op for SolveOp {
             return Ok(vec![ga, cx.needs_input_grad(1).then_some(gb)]);
         }
         let gb = if cx.create_graph() {
-            solve(&cx.input(0).mT()?, g, self.side)?
+            solve(&cx.input(0).mH()?, g, self.side)?
         } else {
             match self.side {
                 Side::Left => self.factors.solve(g, true)?,
-                Side::Right => self.factors.solve(&g.mT()?, false)?.mT()?,
+                // G A⁻ᴴ = (A⁻¹ Gᴴ)ᴴ
+                Side::Right => self.factors.solve(&g.mH()?, false)?.mH()?,
             }
         };
         let ga = if cx.needs_input_grad(0) {
             let x = cx.output(0)?;
             Some(match self.side {
-                Side::Left => gb.neg()?.matmul(&x.mT()?)?,
-                Side::Right => x.mT()?.matmul(&gb.neg()?)?,
+                Side::Left => gb.neg()?.matmul(&x.mH()?)?,
+                Side::Right => x.mH()?.matmul(&gb.neg()?)?,
             })
         } else {
             None
@@ -139,10 +146,14 @@ impl Op for SolveOp {
     }
 }
 
-/// The LU of `aᵀ` (PyTorch factorises `Aᵀ` for contiguous `A`, and its `info` follows):
-/// `(lu, pivots, info)`.
-fn factor_t(a: &Tensor) -> Result<(Tensor, Tensor, Tensor)> {
-    factor_raw(&a.detach().mT()?, true)
+/// The LU that PyTorch's solve computes: of `aᵀ` for real `a` (PyTorch factorises `Aᵀ`
+/// for contiguous real `A`, and its `info` follows), of `a` itself for complex `a`:
+/// `(lu, pivots, info, transposed)`.
+fn factor_for_solve(a: &Tensor) -> Result<(Tensor, Tensor, Tensor, bool)> {
+    let transposed = !a.dtype().is_complex();
+    let f = if transposed { a.detach().mT()? } else { a.detach() };
+    let (lu, pivots, info) = factor_raw(&f, true)?;
+    Ok((lu, pivots, info, transposed))
 }
 
 fn solve_impl(
@@ -152,8 +163,8 @@ fn solve_impl(
     side: Side,
     check: bool,
 ) -> Result<SolveEx> {
-    check_float(op, a)?;
-    check_float(op, b)?;
+    check_float_or_complex(op, a)?;
+    check_float_or_complex(op, b)?;
     let n = check_square(op, a)?;
     check_same_dtype(op, a, b)?;
     if a.dtype().is_half() {
@@ -209,19 +220,20 @@ fn solve_impl(
             return Ok(SolveEx { result, info });
         }
     }
-    let (lu, pivots, info) = factor_t(a)?;
+    let (lu, pivots, info, transposed) = factor_for_solve(a)?;
     if check {
         check_info(op, &info)?;
     }
     let batch = &a2.dims()[..a2.rank() - 2];
-    let lu_t = lu.broadcast_to([batch, &[n, n]].concat())?;
+    let lu = lu.broadcast_to([batch, &[n, n]].concat())?;
     let pivots = pivots.broadcast_to([batch, &[n]].concat())?;
+    let factors = Factors::Packed { lu, pivots, transposed };
     let x = match side {
-        Side::Left => lu_solve_raw(&lu_t, &pivots, &b2, true)?,
-        Side::Right => lu_solve_raw(&lu_t, &pivots, &b2.mT()?, false)?.mT()?,
+        Side::Left => factors.solve(&b2, false)?,
+        // X A = B ⇔ Aᴴ Xᴴ = Bᴴ
+        Side::Right => factors.solve(&b2.mH()?, true)?.mH()?,
     };
-    let x =
-        record1(SolveOp { factors: Factors::Packed { lu_t, pivots }, side }, &[&a2, &b2], x, true);
+    let x = record1(SolveOp { factors, side }, &[&a2, &b2], x, true);
     let result = if vector { x.squeeze_dim(-1)? } else { x };
     Ok(SolveEx { result, info })
 }
@@ -235,15 +247,16 @@ fn solve_impl(
 /// `b.shape == a.shape[:-1]` (left only); the result then has `b`'s vector shape. Batch
 /// dims broadcast.
 ///
-/// Gradient: `gB = A⁻ᵀ G` (left) or `G A⁻ᵀ` (right), reusing the factors; `gA = −gB Xᵀ`
-/// (left) or `−Xᵀ gB` (right). Differentiable to any order (a recorded backward solves
-/// with `Aᵀ` again).
+/// Gradient: `gB = A⁻ᴴ G` (left) or `G A⁻ᴴ` (right), reusing the factors; `gA = −gB Xᴴ`
+/// (left) or `−Xᴴ gB` (right) (`ᴴ`, the conjugate transpose, is `ᵀ` for real input).
+/// Differentiable to any order (a recorded backward solves with `Aᴴ` again).
 ///
-/// Dtypes: f32, f64 (bf16 and f16 computed in f32); `a` and `b` must have one dtype, as
-/// PyTorch requires.
+/// Dtypes: f32, f64, c64, c128 (bf16 and f16 computed in f32); `a` and `b` must have one
+/// dtype, as PyTorch requires.
 ///
 /// Errors: `Singular { batch, index }` where PyTorch raises: a matrix of the batch (its
-/// index in `a`'s flattened batch) with an exactly zero pivot in the LU of `Aᵀ`
+/// index in `a`'s flattened batch) with an exactly zero pivot in the LU of `Aᵀ` (of `A`
+/// for complex input, as PyTorch)
 /// (`index` 1-based); `BadShape` if `a` is not square; `ShapeMismatch` if `b`'s size
 /// along the solve is not `n`, the batches do not broadcast, or a vector `b` with
 /// `Side::Right`; `DTypeMismatch`; `UnsupportedDType`.
@@ -293,7 +306,7 @@ impl Op for InvOp {
         OP_INV
     }
 
-    // X = A⁻¹ ⇒ dX = −X dA X ⇒ gA = −Xᵀ G Xᵀ (PyTorch derivatives.yaml linalg_inv_ex).
+    // X = A⁻¹ ⇒ dX = −X dA X ⇒ gA = −Xᴴ G Xᴴ (PyTorch derivatives.yaml linalg_inv_ex).
     // First order: one backend pass over each matrix where it has one (the sums of the
     // two products, in their order up to 4 x 4); recorded: tensor ops on the re-linked
     // output, so any order.
@@ -306,13 +319,13 @@ impl Op for InvOp {
                 return Ok(vec![Some(from_kernel(s, Layout::contiguous(x.shape().clone())))]);
             }
         }
-        let xt = x.mT()?;
+        let xt = x.mH()?;
         Ok(vec![Some(xt.matmul(g)?.matmul(&xt)?.neg()?)])
     }
 }
 
 fn inv_impl(op: &'static str, a: &Tensor, check: bool) -> Result<InvEx> {
-    check_float(op, a)?;
+    check_float_or_complex(op, a)?;
     check_square(op, a)?;
     if a.dtype().is_half() {
         let r = inv_impl(op, &a.to_dtype(DType::F32)?, check)?;
@@ -330,21 +343,25 @@ fn inv_impl(op: &'static str, a: &Tensor, check: bool) -> Result<InvEx> {
         let inverse = record1(InvOp, &[a], from_kernel(x, xl), true);
         return Ok(InvEx { inverse, info });
     }
-    let (lu, pivots, info) = factor_t(a)?;
+    let (lu, pivots, info, transposed) = factor_for_solve(a)?;
     if check {
         check_info(op, &info)?;
     }
-    // with Aᵀ = P L U: A⁻¹ = (Aᵀ)⁻ᵀ = P L⁻ᵀ U⁻ᵀ
+    // with Aᵀ = P L U (real): A⁻¹ = (Aᵀ)⁻ᵀ = P L⁻ᵀ U⁻ᵀ
     let ones = Tensor::ones(batch, a.dtype())?;
     let piv = pivots.packed()?;
-    let fused = lu.storage().lu_inv_t(lu.layout(), piv.storage(), ones.storage(), false)?;
+    let fused = if transposed {
+        lu.storage().lu_inv_t(lu.layout(), piv.storage(), ones.storage(), false)?
+    } else {
+        None
+    };
     let x = if let Some((s, l)) = fused {
         from_kernel(s, l)
     } else {
-        // (Aᵀ)⁻ᵀ: the adjoint solve of the identity with Aᵀ's factors
+        // A X = I with the factors (of Aᵀ, real: its adjoint solve)
         let n = a.dims()[a.rank() - 1];
         let eye = Tensor::eye(n, a.dtype())?.broadcast_to(lu.shape().clone())?;
-        lu_solve_raw(&lu, &piv, &eye, true)?
+        lu_solve_raw(&lu, &piv, &eye, transposed)?
     };
     let inverse = record1(InvOp, &[a], x, true);
     Ok(InvEx { inverse, info })
@@ -355,13 +372,14 @@ fn inv_impl(op: &'static str, a: &Tensor, check: bool) -> Result<InvEx> {
 ///
 /// Math: `A⁻¹` for `a: (*, n, n)`, batched.
 ///
-/// Gradient: `gA = −A⁻ᵀ G A⁻ᵀ` from the result: any order (a first-order backward of
+/// Gradient: `gA = −A⁻ᴴ G A⁻ᴴ` from the result: any order (a first-order backward of
 /// matrices up to 16 x 16 in one pass per matrix, a recorded one in tensor ops).
 ///
-/// Dtypes: f32, f64 (bf16 and f16 computed in f32).
+/// Dtypes: f32, f64, c64, c128 (bf16 and f16 computed in f32).
 ///
 /// Errors: `Singular { batch, index }` where PyTorch raises (an exactly zero pivot in the
-/// LU of `Aᵀ`); `BadShape` if `a` is not square; `UnsupportedDType`.
+/// LU of `Aᵀ`, of `A` for complex input); `BadShape` if `a` is not square;
+/// `UnsupportedDType`.
 ///
 /// ```
 /// # use cotangent::Tensor;

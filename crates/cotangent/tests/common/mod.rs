@@ -39,10 +39,36 @@ pub fn close(a: &[f64], b: &[f64], tol: f64) {
     }
 }
 
-/// Asserts two tensors have the same shape and close values.
+/// Asserts two tensors have the same shape and close values (complex ones part by part).
 pub fn assert_close(a: &Tensor, b: &Tensor, tol: f64) {
     assert_eq!(a.shape(), b.shape(), "shapes");
-    close(&a.to_vec_f64(), &b.to_vec_f64(), tol);
+    assert_eq!(a.dtype().is_complex(), b.dtype().is_complex(), "complex and real");
+    if a.dtype().is_complex() {
+        let parts = |t: &Tensor| t.view_as_real().unwrap().to_vec_f64();
+        close(&parts(a), &parts(b), tol);
+    } else {
+        close(&a.to_vec_f64(), &b.to_vec_f64(), tol);
+    }
+}
+
+/// Seeded complex128 entries with standard normal real and imaginary parts.
+pub fn crandn(shape: &[usize], seed: u64) -> Tensor {
+    Tensor::complex(&randn(shape, seed), &randn(shape, seed + 1000)).unwrap()
+}
+
+/// A well-conditioned complex matrix (batch): `n I + ` complex normal entries.
+pub fn cwell(shape: &[usize], seed: u64) -> Tensor {
+    let n = shape[shape.len() - 1];
+    let eye = Tensor::eye(n, DType::C128).unwrap().mul_scalar(n as f64).unwrap();
+    crandn(shape, seed).add(&eye).unwrap()
+}
+
+/// A Hermitian positive-definite complex matrix (batch): `X Xᴴ / n + I`.
+pub fn hpd(shape: &[usize], seed: u64) -> Tensor {
+    let n = shape[shape.len() - 1];
+    let x = crandn(shape, seed);
+    let eye = Tensor::eye(n, DType::C128).unwrap();
+    x.matmul(&x.mH().unwrap()).unwrap().div_scalar(n as f64).unwrap().add(&eye).unwrap()
 }
 
 /// The largest absolute entry of `t`.

@@ -35,6 +35,27 @@ macro_rules! real {
     };
 }
 
+/// For complex `$s` (`C64`, `C128`), returns `Ok($body)` from the enclosing function
+/// with `$a: &[$T]` its elements (`$T` the `num_complex` type); other dtypes fall
+/// through, to [`real!`] or an error.
+macro_rules! complex {
+    ($s:expr, |$a:ident: $T:ident| $body:expr) => {
+        match $s {
+            CpuStorage::C64(v) => {
+                type $T = Complex<f32>;
+                let $a: &[$T] = v;
+                return Ok($body);
+            }
+            CpuStorage::C128(v) => {
+                type $T = Complex<f64>;
+                let $a: &[$T] = v;
+                return Ok($body);
+            }
+            _ => {}
+        }
+    };
+}
+
 mod fast;
 
 pub(crate) mod linalg;
@@ -1073,17 +1094,10 @@ impl BackendStorage for CpuStorage {
         spec: TriSolve,
     ) -> Result<(CpuStorage, Layout)> {
         let op = ("linalg.solve_triangular", self.dtype());
-        match (self, b) {
-            (CpuStorage::C64(a), CpuStorage::C64(b)) => {
-                let (x, xl) = linalg::complex::solve_triangular(a, l, b, bl, spec);
-                return Ok((CpuStorage::C64(x), xl));
-            }
-            (CpuStorage::C128(a), CpuStorage::C128(b)) => {
-                let (x, xl) = linalg::complex::solve_triangular(a, l, b, bl, spec);
-                return Ok((CpuStorage::C128(x), xl));
-            }
-            _ => {}
-        }
+        complex!(self, |a: T| {
+            let (x, xl) = linalg::complex::solve_triangular(a, l, typed::<T>(op, b)?, bl, spec);
+            (T::into_host(x), xl)
+        });
         Ok(real!(op.0, self, [b], |a: T| {
             let b = typed::<T>(op, b)?;
             let (x, xl) = linalg::triangular::solve_triangular(a, l, b, bl, spec);
@@ -1092,17 +1106,10 @@ impl BackendStorage for CpuStorage {
     }
 
     fn cholesky(&self, l: &Layout, upper: bool) -> Result<(CpuStorage, Layout, CpuStorage)> {
-        match self {
-            CpuStorage::C64(a) => {
-                let (f, fl, info) = linalg::complex::cholesky(a, l, upper);
-                return Ok((CpuStorage::C64(f), fl, CpuStorage::I64(info)));
-            }
-            CpuStorage::C128(a) => {
-                let (f, fl, info) = linalg::complex::cholesky(a, l, upper);
-                return Ok((CpuStorage::C128(f), fl, CpuStorage::I64(info)));
-            }
-            _ => {}
-        }
+        complex!(self, |a: T| {
+            let (f, fl, info) = linalg::complex::cholesky(a, l, upper);
+            (T::into_host(f), fl, CpuStorage::I64(info))
+        });
         Ok(real!("linalg.cholesky", self, [], |a: T| {
             let (f, fl, info) = linalg::cholesky::cholesky(a, l, upper);
             (T::into_host(f), fl, CpuStorage::I64(info))
@@ -1114,6 +1121,10 @@ impl BackendStorage for CpuStorage {
         l: &Layout,
         pivot: bool,
     ) -> Result<(CpuStorage, Layout, CpuStorage, CpuStorage)> {
+        complex!(self, |a: T| {
+            let (lu, ll, p, i) = linalg::complex::lu::lu_factor(a, l, pivot);
+            (T::into_host(lu), ll, CpuStorage::I64(p), CpuStorage::I64(i))
+        });
         Ok(real!("linalg.lu_factor", self, [], |a: T| {
             let (lu, ll, p, i) = if pivot {
                 linalg::lu::lu_factor(a, l)
@@ -1147,6 +1158,19 @@ impl BackendStorage for CpuStorage {
     }
 
     fn lu_det(&self, l: &Layout, want_log: bool) -> Result<crate::backend::LuDet<CpuStorage>> {
+        complex!(self, |a: T| {
+            let d = linalg::complex::lu::lu_det(a, l, want_log);
+            crate::backend::LuDet {
+                lu: T::into_host(d.lu),
+                layout: d.layout,
+                piv: CpuStorage::I64(d.piv),
+                info: CpuStorage::I64(d.info),
+                det: T::into_host(d.det),
+                sign: T::into_host(d.sign),
+                logabs: Element::into_host(d.logabs),
+                loose: CpuStorage::Bool(d.loose),
+            }
+        });
         Ok(real!("linalg.det", self, [], |a: T| {
             linalg::lu::lu_det(a, l, want_log).map(T::into_host)
         }))
@@ -1162,6 +1186,11 @@ impl BackendStorage for CpuStorage {
     ) -> Result<(CpuStorage, Layout)> {
         let op = ("linalg.lu_solve", self.dtype());
         let CpuStorage::I64(p) = piv else { return Err(unsupported(op.0, piv.dtype())) };
+        complex!(self, |a: T| {
+            let b = typed::<T>(op, b)?;
+            let (x, xl) = linalg::complex::lu::lu_solve(a, l, p, b, bl, adjoint);
+            (T::into_host(x), xl)
+        });
         Ok(real!(op.0, self, [b], |a: T| {
             let (x, xl) = linalg::lu::lu_solve(a, l, p, typed::<T>(op, b)?, bl, adjoint);
             (T::into_host(x), xl)

@@ -1,6 +1,8 @@
 //! Dense complex linear algebra (`C64`, `C128`), batched: triangular solves and the
-//! Cholesky factorisation of Hermitian matrices, each matrix through faer's generic
-//! kernels (no small-matrix lanes for complex yet).
+//! Cholesky factorisation of Hermitian matrices here, the LU family in [`lu`]; each
+//! matrix through faer's generic kernels (no small-matrix lanes for complex yet).
+
+pub(crate) mod lu;
 
 use std::sync::atomic::{AtomicI64, Ordering};
 
