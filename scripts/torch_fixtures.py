@@ -1104,6 +1104,24 @@ SING2 = [1.0, 2.0, 2.0, 4.0]
 NO_GRAD_OUTPUTS = {"linalg.lu": (0,), "lu_unpack": (0,), "linalg.slogdet": (0,), "linalg.lstsq": (3,)}
 # ... except for complex input, where these are differentiable (slogdet's phase)
 COMPLEX_GRAD_OUTPUTS = {"linalg.slogdet": (0,)}
+# complex outputs defined up to a phase per column: their cotangents are projected so
+# that the loss does not depend on the phases (PyTorch refuses the gradient otherwise)
+PHASE_GAUGED = {"linalg.eigh": 1}
+
+
+def phase_invariant(op, outs, cots):
+    """The cotangent G of the phase-gauged output V with Im diag(Vᴴ G) removed:
+    G − V diag(i Im diag(Vᴴ G)), the loss then invariant to V → V e^{iφ} (not rounded
+    after the projection, so the invariance holds to the precision of the dtype)."""
+    k = PHASE_GAUGED[op]
+    v, g = outs[k].detach(), cots[k]
+    if g is None or not v.dtype.is_complex:
+        return cots
+    x = v.mH @ g
+    d = torch.diag_embed(1j * x.diagonal(dim1=-2, dim2=-1).imag).to(v.dtype)
+    cots = list(cots)
+    cots[k] = g - v @ d
+    return cots
 
 
 def piv(values, shape=None):
@@ -1929,6 +1947,19 @@ COMPLEX_CASES = {
         Case("complex-general", [W((3, 3))], dtypes=("c128",)),
         Case("complex-singular", [F((2, 2), values=CSING2)], dtypes=("c128",), grad=False),
     ],
+    # Hermitian eigendecomposition (only the triangle read: any complex matrix is input)
+    "linalg.eigh": [
+        Case("complex-3x3", [SY((3, 3))], dtypes=C128_C64),
+        Case("complex-upper", [SY((4, 4))], {"UPLO": "U"}, dtypes=C128_C64),
+        Case("complex-batched", [SY((2, 3, 3))], dtypes=("c128",)),
+        Case("complex-20x20", [F((20, 20), "symsep")], dtypes=("c128",)),
+        Case("complex-nan", [F((3, 3), values=[complex(v) for v in NAN_SYM])], dtypes=("c128",), error="NoConvergence"),
+    ],
+    "linalg.eigvalsh": [
+        Case("complex-3x3", [SY((3, 3))], dtypes=C128_C64),
+        Case("complex-upper", [SY((4, 4))], {"UPLO": "U"}, dtypes=("c128",)),
+        Case("complex-batched", [SY((2, 3, 5, 5))], dtypes=("c128",)),
+    ],
     "linalg.tensorinv": [Case("complex-ind1", [F((6, 2, 3), "wellflat")], {"ind": 1}, dtypes=("c128",))],
     "linalg.tensorsolve": [Case("complex-basic", [F((2, 3, 6), "wellflat"), F((2, 3))], dtypes=("c128",))],
     "prod": [
@@ -2034,6 +2065,8 @@ def generate(op, case, dtype, rng):
                 cots.append(torch.tensor(v, dtype=o.dtype))
             else:
                 cots.append(None)
+        if op in PHASE_GAUGED:
+            cots = phase_invariant(op, outs, cots)
         proto["cotangents"] = [None if c is None else tensor_json(c) for c in cots]
     main_inputs = leaves_of(built, 0)
     outs, grads = run_torch(op, main_inputs, case.attrs, cots, case.autocast)

@@ -2,7 +2,7 @@
 //! and `linalg.eigvalsh` (its eigenvalues; a compute-vectors-off variant whose gradient
 //! needs no eigenvalue gaps).
 
-use super::util::{batch_of, check_float, check_matrix, check_square, from_kernel};
+use super::util::{batch_of, check_float_or_complex, check_matrix, check_square, from_kernel};
 use super::Uplo;
 use crate::autograd::node::{record, should_record, Op, VjpCtx};
 use crate::backend::{Storage, Undefined};
@@ -46,6 +46,38 @@ fn not_differentiable() -> Error {
     }
 }
 
+/// The error of a loss that depends on the phases of complex eigenvectors.
+fn phase_dependent() -> Error {
+    Error::NotDifferentiable {
+        op: OP,
+        reason: "each eigenvector of a complex matrix is defined up to a unit phase \
+                 (v e^{iφ}), and the loss depends on that phase, so its gradient is \
+                 undefined; use a loss invariant to the phases (e.g. of |v_ij|² or of \
+                 V f(w) Vᴴ)",
+    }
+}
+
+/// `Err(NotDifferentiable)` unless the loss behind the cotangent `gV` is invariant to
+/// each eigenvector's phase, `V → V e^{iφ}`: such a change moves the loss by
+/// `Σ_j φ_j Im((VᴴgV)_jj)`, so every `Im((VᴴgV)_jj)` must vanish, to `√ε` times the
+/// largest modulus in `VᴴgV` of its matrix (a scale-aware tolerance: the rounding of a
+/// phase-invariant loss stays far below it; PyTorch uses an absolute `1e-2`). A read of
+/// `x = VᴴgV` to the host, because the answer is an error.
+fn check_phase_invariant(x: &Tensor) -> Result<()> {
+    let n = x.dims()[x.rank() - 1];
+    let eps = if x.dtype() == DType::C128 { f64::EPSILON } else { f64::from(f32::EPSILON) };
+    let x = x.detach();
+    let im = x.diagonal(0, -2, -1)?.imag()?.to_vec_f64();
+    let modulus = x.abs()?.to_vec_f64();
+    for (d, m) in im.chunks_exact(n.max(1)).zip(modulus.chunks_exact((n * n).max(1))) {
+        let scale = m.iter().fold(0.0f64, |a, &b| a.max(b));
+        if d.iter().any(|v| v.abs() > eps.sqrt() * scale) {
+            return Err(phase_dependent());
+        }
+    }
+    Ok(())
+}
+
 /// Which pairs `(i, j)` of each matrix have a (numerically) zero gap `w_j − w_i`
 /// (the diagonal included), as a `Bool` tensor `(*, n, n)`; `Err(NotDifferentiable)` if
 /// the projected cotangent `skew` is not negligible at such a pair off the diagonal.
@@ -53,7 +85,11 @@ fn degenerate_pairs(w: &Tensor, skew: &Tensor) -> Result<Tensor> {
     let n = w.dims()[w.rank() - 1];
     let eps = if w.dtype() == DType::F64 { f64::EPSILON } else { f64::from(f32::EPSILON) };
     let wv = w.detach().to_vec_f64();
-    let sv = skew.detach().to_vec_f64();
+    let sv = if skew.dtype().is_complex() {
+        skew.detach().abs()?.to_vec_f64()
+    } else {
+        skew.detach().to_vec_f64()
+    };
     let mut mask = vec![false; sv.len()];
     for (wb, (sb, mb)) in wv
         .chunks_exact(n.max(1))
@@ -77,7 +113,7 @@ fn degenerate_pairs(w: &Tensor, skew: &Tensor) -> Result<Tensor> {
     Tensor::from_vec(mask, skew.shape().clone())
 }
 
-/// The middle factor `diag(gw) + F ∘ skew(X)` of the VJP (`X = VᵀgV`), fused by the
+/// The middle factor `diag(gw) + F ∘ skew(X)` of the VJP (`X = VᴴgV`), fused by the
 /// backend, for a backward that is not recorded: the same values, and
 /// [`degenerate_pairs`]' rule for zero gaps.
 /// `None` where the device has no such kernel.
@@ -111,6 +147,9 @@ impl Op for EighOp {
     // is undefined and NotDifferentiable is returned rather than NaN (JAX's "avoiding
     // NaNs" handling of the diagonal of F, extended to degenerate pairs). Tensor ops
     // only: differentiable again (the mask is a constant).
+    // Complex (Hermitian) input: the same with ᴴ for ᵀ, skew(X) = (X − Xᴴ)/2, after the
+    // check that the loss does not depend on the eigenvectors' phases (Im diag(VᴴgV) = 0,
+    // PyTorch's check), as the gradient is otherwise undefined.
     fn vjp(&self, cx: &VjpCtx<'_>, g: &[Option<Tensor>]) -> Result<Vec<Option<Tensor>>> {
         let (gw, gv) = (g[0].as_ref(), g[1].as_ref());
         if gw.is_none() && gv.is_none() {
@@ -138,16 +177,19 @@ impl Op for EighOp {
         let inner = match gv {
             // V diag(gw) Vᵀ with the diagonal applied as a column scaling (one product)
             None => match gw {
-                Some(gw) => return Ok(vec![Some(v.mul(&gw.unsqueeze(-2)?)?.matmul(&v.mT()?)?)]),
+                Some(gw) => return Ok(vec![Some(v.mul(&gw.unsqueeze(-2)?)?.matmul(&v.mH()?)?)]),
                 None => None,
             },
             Some(gv) => {
-                let x = v.mT()?.matmul(gv)?;
+                let x = v.mH()?.matmul(gv)?;
+                if x.dtype().is_complex() {
+                    check_phase_invariant(&x)?;
+                }
                 let fused = if cx.create_graph() { None } else { inner_first_order(&w, &x, gw)? };
                 if let Some(inner) = fused {
-                    return Ok(vec![Some(v.matmul(&inner)?.matmul(&v.mT()?)?)]);
+                    return Ok(vec![Some(v.matmul(&inner)?.matmul(&v.mH()?)?)]);
                 }
-                let skew = x.sub(&x.mT()?)?.mul_scalar(0.5)?;
+                let skew = x.sub(&x.mH()?)?.mul_scalar(0.5)?;
                 // e_ij = w_j − w_i
                 let e = w.unsqueeze(-2)?.sub(&w.unsqueeze(-1)?)?;
                 let mask = degenerate_pairs(&w, &skew)?;
@@ -160,7 +202,7 @@ impl Op for EighOp {
             }
         };
         let Some(inner) = inner else { return Ok(vec![None]) };
-        Ok(vec![Some(v.matmul(&inner)?.matmul(&v.mT()?)?)])
+        Ok(vec![Some(v.matmul(&inner)?.matmul(&v.mH()?)?)])
     }
 }
 
@@ -168,7 +210,7 @@ impl Op for EighOp {
 fn check(op: &'static str, a: &Tensor) -> Result<()> {
     check_matrix(op, a)?;
     check_square(op, a)?;
-    check_float(op, a)
+    check_float_or_complex(op, a)
 }
 
 /// The kernel's eigenvalues `(*, n)` and optional eigenvectors; `NoConvergence` for the
@@ -219,8 +261,15 @@ fn kernel(a: &Tensor, uplo: Uplo, vectors: bool) -> Result<(Tensor, Option<Tenso
 /// "failed to converge" error for most sizes, but returns NaN for some (`n <= 2`, some
 /// larger `n`); here the answer does not depend on the size.
 ///
-/// Dtypes: f32, f64; bf16 and f16 are computed in f32 and rounded back (PyTorch refuses
-/// them).
+/// Complex input (c64, c128) is Hermitian: `A = V diag(w) Vᴴ` with real `w` (`f32`,
+/// `f64`) and unitary `V`; the triangle read describes the Hermitian matrix (the
+/// imaginary parts of its diagonal are not read, as LAPACK's `zheevd`). Each eigenvector
+/// is then defined up to a unit phase; here its component of largest modulus (the first
+/// on ties) is real and positive. Computed by faer's Householder reduction to a
+/// tridiagonal, its phases scaled out, and the real tridiagonal solvers above.
+///
+/// Dtypes: f32, f64, c64, c128; bf16 and f16 are computed in f32 and rounded back
+/// (PyTorch refuses them).
 ///
 /// Gradient: `gA = V (diag(gw) + F ∘ skew(VᵀgV)) Vᵀ` with `F_ij = 1/(w_j − w_i)` and
 /// `skew(X) = (X − Xᵀ)/2`: symmetric (the gradient of the symmetric matrix the triangle
@@ -231,10 +280,15 @@ fn kernel(a: &Tensor, uplo: Uplo, vectors: bool) -> Result<(Tensor, Option<Tenso
 /// eigenspace only, e.g. through `V_S V_Sᵀ`), the gradient is finite and correct; if it
 /// depends on the basis, the gradient is undefined and the backward pass fails with
 /// `NotDifferentiable` (PyTorch returns NaN or infinities). Near-repeated eigenvalues
-/// give large gradients, as they must. Differentiable to any order.
+/// give large gradients, as they must. Differentiable to any order. Complex input: the
+/// same with `ᴴ` for `ᵀ` (Hermitian); a loss must not depend on the eigenvectors'
+/// phases (`V → V e^{iφ}`), which it does exactly when some `Im((VᴴgV)_jj)` is not
+/// negligible (beyond `√ε` times the largest modulus in `VᴴgV`); the backward pass then
+/// fails with `NotDifferentiable`, as PyTorch raises. Losses of `|V_ij|²`, of projectors
+/// `V f(w) Vᴴ` or of the eigenvalues are phase-invariant.
 ///
 /// Errors: `BadShape` if `a` has fewer than 2 dims or is not square; `UnsupportedDType`
-/// for non-float input; `NoConvergence` for non-finite input (above).
+/// for integer or boolean input; `NoConvergence` for non-finite input (above).
 ///
 /// ```
 /// # use cotangent::Tensor;
@@ -275,9 +329,11 @@ pub fn eigh(a: &Tensor, uplo: Uplo) -> Result<Eigh> {
 ///
 /// Math: `w` ascending with `A = V diag(w) Vᵀ`; only the `uplo` triangle of `a` is read
 /// (PyTorch's `UPLO`, default [`Uplo::Lower`]). Shapes: `a: (*, n, n)` → `(*, n)`.
-/// Dtypes: f32, f64; bf16 and f16 are computed in f32 and rounded back.
+/// Dtypes: f32, f64, c64 and c128 (Hermitian input, real eigenvalues of the matching
+/// precision); bf16 and f16 are computed in f32 and rounded back.
 ///
-/// Gradient: `gA = V diag(gw) Vᵀ` (symmetric): no division by eigenvalue gaps, so it is
+/// Gradient: `gA = V diag(gw) Vᵀ` (symmetric; `V diag(gw) Vᴴ` for complex input): no
+/// division by eigenvalue gaps, so it is
 /// finite and correct at repeated eigenvalues too (the eigenvalues are then still
 /// directionally differentiable, and any loss symmetric in the repeated ones, such as
 /// their sum, is differentiable). When the input requires grad the eigenvectors are

@@ -1232,6 +1232,10 @@ impl BackendStorage for CpuStorage {
         upper: bool,
         vectors: bool,
     ) -> Result<(CpuStorage, Option<(CpuStorage, Layout)>, Option<usize>)> {
+        complex!(self, |a: T| {
+            let (w, v, f) = linalg::complex::eigh::eigh(a, l, upper, vectors);
+            (Element::into_host(w), v.map(|(v, vl)| (T::into_host(v), vl)), f)
+        });
         Ok(real!("linalg.eigh", self, [], |a: T| {
             let (w, v, f) = linalg::eigh::eigh(a, l, upper, vectors);
             (T::into_host(w), v.map(|(v, vl)| (T::into_host(v), vl)), f)

@@ -47,7 +47,7 @@ const MAX_SWEEPS_PER_EIGENVALUE: usize = 30;
 /// ([`tridiag_dc`]), below by the QR iteration. The two tie a little below this order on
 /// this host (one thread); above it, the tridiagonal stage by divide and conquer is well
 /// ahead of faer's (whose blocks below 128 go to its QR iteration).
-const DC_N: usize = 128;
+pub(crate) const DC_N: usize = 128;
 
 /// Scratch reused across the matrices of one task.
 #[derive(Default)]

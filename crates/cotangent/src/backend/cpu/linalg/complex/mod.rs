@@ -1,7 +1,9 @@
 //! Dense complex linear algebra (`C64`, `C128`), batched: triangular solves and the
-//! Cholesky factorisation of Hermitian matrices here, the LU family in [`lu`]; each
-//! matrix through faer's generic kernels (no small-matrix lanes for complex yet).
+//! Cholesky factorisation of Hermitian matrices here, the LU family in [`lu`], the
+//! Hermitian eigendecomposition in [`eigh`]; each matrix through faer's generic kernels
+//! (no small-matrix lanes for complex yet).
 
+pub(crate) mod eigh;
 pub(crate) mod lu;
 
 use std::sync::atomic::{AtomicI64, Ordering};
@@ -21,7 +23,10 @@ use crate::dtype::Float;
 use crate::layout::Layout;
 
 /// Complex elements faer factorises: `Complex<f32>`, `Complex<f64>`.
-pub(crate) trait ComplexElem: ComplexFloat + faer::traits::ComplexField + Pooled {}
+pub(crate) trait ComplexElem:
+    ComplexFloat<Real: super::LinalgElem> + faer::traits::ComplexField + Pooled
+{
+}
 impl ComplexElem for num_complex::Complex<f32> {}
 impl ComplexElem for num_complex::Complex<f64> {}
 
@@ -143,7 +148,7 @@ fn factor<T: ComplexElem>(l: &mut [T], n: usize, par: Par, reload: impl Fn(&mut 
         let mut d = l[j * n + j].re();
         for k in 0..j {
             let x = l[k * n + j];
-            d = d - (x.re() * x.re() + x.im() * x.im());
+            d -= x.re() * x.re() + x.im() * x.im();
         }
         if d.is_nan() || d <= <R<T> as Float>::ZERO {
             // LAPACK's potf2 leaves the failed pivot where it stood
