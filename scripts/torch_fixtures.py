@@ -1352,6 +1352,14 @@ def geqrf_of(shape, seed):
     return F(shape, values=v.numpy()), F(tuple(tau.shape), values=tau.numpy())
 
 
+def cgeqrf_of(shape, seed):
+    """(v, tau) of torch.geqrf of a seeded complex normal matrix, as fixed inputs."""
+    rng = np.random.default_rng(seed)
+    a = torch.tensor(rng.standard_normal(shape) + 1j * rng.standard_normal(shape), dtype=torch.complex128)
+    v, tau = torch.geqrf(a)
+    return F(shape, values=v.numpy()), F(tuple(tau.shape), values=tau.numpy())
+
+
 cases("linalg.householder_product", [
     Case("geqrf-tall", list(geqrf_of((5, 3), 1))),
     Case("geqrf-square", list(geqrf_of((4, 4), 2))),
@@ -1959,6 +1967,22 @@ COMPLEX_CASES = {
         Case("complex-3x3", [SY((3, 3))], dtypes=C128_C64),
         Case("complex-upper", [SY((4, 4))], {"UPLO": "U"}, dtypes=("c128",)),
         Case("complex-batched", [SY((2, 3, 5, 5))], dtypes=("c128",)),
+    ],
+    # QR: zgeqrf's reflectors, a real diagonal of R; "large" spans two panels of 32
+    "linalg.qr": [
+        Case("complex-square", [W((4, 4))], dtypes=C128_C64),
+        Case("complex-tall", [F((5, 3))], dtypes=C128_C64),
+        Case("complex-wide", [F((3, 5))], dtypes=("c128",)),
+        Case("complex-batched", [F((2, 4, 3))], dtypes=("c128",)),
+        Case("complex-large", [F((40, 36))], dtypes=("c128",)),
+        Case("complex-complete-wide", [F((3, 5))], {"mode": "complete"}, dtypes=("c128",)),
+        Case("complex-complete-tall", [F((4, 2))], {"mode": "complete"}, dtypes=("c128",), grad=False),
+        Case("complex-mode-r", [F((4, 3))], {"mode": "r"}, dtypes=("c128",), grad=False),
+    ],
+    "linalg.householder_product": [
+        Case("complex-geqrf", list(cgeqrf_of((5, 3), 4)), dtypes=("c128",)),
+        Case("complex-random", [F((5, 3)), F((2,))], dtypes=C128_C64),
+        Case("complex-random-batched", [F((2, 4, 3)), F((2, 3))], dtypes=("c128",)),
     ],
     "linalg.tensorinv": [Case("complex-ind1", [F((6, 2, 3), "wellflat")], {"ind": 1}, dtypes=("c128",))],
     "linalg.tensorsolve": [Case("complex-basic", [F((2, 3, 6), "wellflat"), F((2, 3))], dtypes=("c128",))],

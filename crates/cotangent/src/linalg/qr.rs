@@ -1,7 +1,7 @@
 //! `linalg.qr` (Householder QR, a primitive with a hand-written VJP) and
 //! `linalg.householder_product` (an implicit composite).
 
-use super::util::{batch_of, check_float, check_matrix, from_kernel};
+use super::util::{batch_of, check_float_or_complex, check_matrix, from_kernel};
 use super::{solve_triangular, Diag, Side, Uplo};
 use crate::autograd::node::{record, Op, VjpCtx};
 use crate::backend::QrSpec;
@@ -52,22 +52,29 @@ fn qr_grad_tall(
     gq: Option<&Tensor>,
     gr: Option<&Tensor>,
 ) -> Result<Tensor> {
-    // M = gR Rᵀ − Qᵀ gQ
+    // M = gR Rᴴ − Qᴴ gQ
     let m = match (gq, gr) {
-        (Some(gq), Some(gr)) => gr.matmul(&r.mT()?)?.sub(&q.mT()?.matmul(gq)?)?,
-        (Some(gq), None) => q.mT()?.matmul(gq)?.neg()?,
-        (None, Some(gr)) => gr.matmul(&r.mT()?)?,
+        (Some(gq), Some(gr)) => gr.matmul(&r.mH()?)?.sub(&q.mH()?.matmul(gq)?)?,
+        (Some(gq), None) => q.mH()?.matmul(gq)?.neg()?,
+        (None, Some(gr)) => gr.matmul(&r.mH()?)?,
         (None, None) => return Err(Error::Internal { op: OP, reason: "no cotangent" }),
     };
-    // S = Φ*(M) = triu(M) + striu(M)ᵀ: symmetric, its upper triangle is M's
-    let s = m.triu(0)?.add(&m.triu(1)?.mT()?)?;
+    // S = Φ*(M) = striu(M) + striu(M)ᴴ + Re(diag M): Hermitian, its strict upper
+    // triangle M's (for real input, triu(M) + striu(M)ᵀ)
+    let upper = m.triu(1)?;
+    let s = if m.dtype().is_complex() {
+        let d = m.diagonal(0, -2, -1)?.real()?.diag_embed(0, -2, -1)?;
+        upper.add(&upper.mH()?)?.add(&d)?
+    } else {
+        m.triu(0)?.add(&upper.mT()?)?
+    };
     let b = q.matmul(&s)?;
     let b = match gq {
         Some(gq) => b.add(gq)?,
         None => b,
     };
-    // gA = B R⁻ᵀ: a right solve with the lower triangular Rᵀ
-    solve_triangular(&r.mT()?, &b, Uplo::Lower, Side::Right, Diag::NonUnit)
+    // gA = B R⁻ᴴ: a right solve with the lower triangular Rᴴ
+    solve_triangular(&r.mH()?, &b, Uplo::Lower, Side::Right, Diag::NonUnit)
 }
 
 /// True if `g` is absent or of `t`'s dtype.
@@ -92,6 +99,10 @@ impl Op for QrOp {
     // (PyTorch linalg_qr_backward, FunctionsManual.cpp; Walter & Lehmann 2018,
     // "Algorithmic differentiation of linear algebra functions"; Roberts et al. 2020,
     // arXiv:2009.10071 for the wide case.) Tensor ops only: differentiable again.
+    // Complex input, with R's diagonal real (the gauge the kernel keeps): QᴴdQ is
+    // skew-Hermitian and dR R⁻¹ upper with a real diagonal, so Φ(C) = striu(C) +
+    // stril(C)ᴴ + Re(diag C), Φ*(M) = striu(M) + striu(M)ᴴ + Re(diag M), M = gR Rᴴ − Qᴴ gQ
+    // and gA = (gQ + Q Φ*(M)) R⁻ᴴ; the wide case with Y gR₂ᴴ.
     fn vjp(&self, cx: &VjpCtx<'_>, g: &[Option<Tensor>]) -> Result<Vec<Option<Tensor>>> {
         if self.mode == QrMode::R {
             return Err(Error::NotDifferentiable {
@@ -132,8 +143,8 @@ impl Op for QrOp {
         let gr2 = gr.map(|gr| gr.narrow(-1, m, n - m)).transpose()?;
         let y = cx.input(0).narrow(-1, m, n - m)?;
         let gq = match (gq, &gr2) {
-            (Some(gq), Some(gr2)) => Some(gq.add(&y.matmul(&gr2.mT()?)?)?),
-            (None, Some(gr2)) => Some(y.matmul(&gr2.mT()?)?),
+            (Some(gq), Some(gr2)) => Some(gq.add(&y.matmul(&gr2.mH()?)?)?),
+            (None, Some(gr2)) => Some(y.matmul(&gr2.mH()?)?),
             (gq, None) => gq.cloned(),
         };
         let gx = qr_grad_tall(&q, &r1, gq.as_ref(), gr1.as_ref())?;
@@ -178,8 +189,13 @@ impl Op for QrOp {
 /// rank-deficient matrix leaves to rounding may differ from those of the matrix alone
 /// (another valid factorisation).
 ///
-/// Dtypes: f32, f64; bf16 and f16 are computed in f32 and rounded back (PyTorch refuses
-/// them).
+/// Complex input (c64, c128): `QᴴQ = I`, with `zgeqrf`'s reflectors (`β = −sign(Re
+/// a_jj) ‖a_j‖`), so `diag(R)` is real, as LAPACK's and PyTorch's; the gauge left is the
+/// sign of each column, as for real input. Computed by own panels of reflectors and
+/// block updates by faer's products (no small-matrix lanes).
+///
+/// Dtypes: f32, f64, c64, c128; bf16 and f16 are computed in f32 and rounded back
+/// (PyTorch refuses them).
 ///
 /// Gradient: defined when the leading `k x k` block of `R` is invertible (`A`, or its
 /// first `m` columns when `m < n`, has full rank). Both outputs may be used, in any
@@ -187,7 +203,8 @@ impl Op for QrOp {
 /// not differentiable: differentiating them fails with `NotDifferentiable`, as PyTorch
 /// raises.
 ///
-/// Errors: `BadShape` if `a` has fewer than 2 dims; `UnsupportedDType` for non-float input.
+/// Errors: `BadShape` if `a` has fewer than 2 dims; `UnsupportedDType` for integer or
+/// boolean input.
 ///
 /// ```
 /// # use cotangent::Tensor;
@@ -205,7 +222,7 @@ pub fn qr(a: &Tensor, mode: QrMode) -> Result<Qr> {
         return qr(&c[0], mode);
     }
     check_matrix(OP, a)?;
-    check_float(OP, a)?;
+    check_float_or_complex(OP, a)?;
     if a.dtype().is_half() {
         let f = qr(&a.to_dtype(DType::F32)?, mode)?;
         return Ok(Qr { q: f.q.to_dtype(a.dtype())?, r: f.r.to_dtype(a.dtype())? });
@@ -229,7 +246,8 @@ pub fn qr(a: &Tensor, mode: QrMode) -> Result<Qr> {
 /// The product of Householder reflectors (`torch.linalg.householder_product`, LAPACK's
 /// `orgqr`; an implicit composite).
 ///
-/// Math: the first `n` columns of `H₁ H₂ … H_k`, where `H_i = I − τ_i v_i v_iᵀ` and `v_i`
+/// Math: the first `n` columns of `H₁ H₂ … H_k`, where `H_i = I − τ_i v_i v_iᴴ` (`ᴴ` the
+/// conjugate transpose; `ᵀ` for real input) and `v_i`
 /// is column `i` of `v` below the diagonal, with a 1 on the diagonal (the entries on and
 /// above the diagonal are not read). With `v` and `tau` from a Householder QR (LAPACK's
 /// `geqrf`), this is its `Q`.
@@ -237,13 +255,14 @@ pub fn qr(a: &Tensor, mode: QrMode) -> Result<Qr> {
 /// Shapes: `v: (*, m, n)` with `m >= n`, `tau: (*, k)` with `k <= n` and the same batch
 /// dims (no broadcasting, as PyTorch) → `(*, m, n)`.
 ///
-/// Computed in tensor ops through the compact WY form `H₁ … H_k = I − V T Vᵀ`, where `V`
-/// is the unit lower trapezoidal matrix of the `v_i` and `T = (I + diag(τ) striu(VᵀV))⁻¹
+/// Computed in tensor ops through the compact WY form `H₁ … H_k = I − V T Vᴴ`, where `V`
+/// is the unit lower trapezoidal matrix of the `v_i` and `T = (I + diag(τ) striu(VᴴV))⁻¹
 /// diag(τ)` (a unit triangular solve; Schreiber & Van Loan 1989), so its gradient comes
 /// from autograd and is differentiable to any order. The gradient of `v` is zero on and
 /// above the diagonal and in columns `k..n` (the entries not read), as PyTorch's.
 ///
-/// Dtypes: f32, f64; bf16 and f16 are computed in f32. `v` and `tau` must have one dtype.
+/// Dtypes: f32, f64, c64, c128; bf16 and f16 are computed in f32. `v` and `tau` must have
+/// one dtype.
 ///
 /// Errors: `BadShape` if `v` has fewer than 2 dims or `m < n`; `ShapeMismatch` if `tau`
 /// does not have one dim less than `v`, has other batch dims, or `k > n`;
@@ -287,8 +306,8 @@ pub fn householder_product(v: &Tensor, tau: &Tensor) -> Result<Tensor> {
     if k > n {
         return Err(mismatch());
     }
-    check_float(HP, v)?;
-    check_float(HP, tau)?;
+    check_float_or_complex(HP, v)?;
+    check_float_or_complex(HP, tau)?;
     if v.dtype() != tau.dtype() {
         return Err(Error::DTypeMismatch { op: HP, lhs: v.dtype(), rhs: tau.dtype() });
     }
@@ -302,12 +321,12 @@ pub fn householder_product(v: &Tensor, tau: &Tensor) -> Result<Tensor> {
     let vk = v.narrow(-1, 0, k)?.tril(-1)?.add(&eye_m.narrow(-1, 0, k)?)?;
     // T = (I + D S)⁻¹ D, S = striu(VᵀV), D = diag(τ): D S is strictly upper triangular, so
     // the unit-diagonal solve reads exactly I + D S
-    let s = vk.mT()?.matmul(&vk)?.triu(1)?;
+    let s = vk.mH()?.matmul(&vk)?.triu(1)?;
     let ds = tau.unsqueeze(-1)?.mul(&s)?;
     let t =
         solve_triangular(&ds, &tau.diag_embed(0, -2, -1)?, Uplo::Upper, Side::Left, Diag::Unit)?;
     // Q = (I − V T Vᵀ) E with E the first n columns of I: E − V T (V[:n])ᵀ
     let v1 = vk.narrow(-2, 0, n)?;
-    let q = eye_m.narrow(-1, 0, n)?.sub(&vk.matmul(&t.matmul(&v1.mT()?)?)?)?;
+    let q = eye_m.narrow(-1, 0, n)?.sub(&vk.matmul(&t.matmul(&v1.mH()?)?)?)?;
     Ok(q)
 }

@@ -1202,6 +1202,10 @@ impl BackendStorage for CpuStorage {
         l: &Layout,
         spec: QrSpec,
     ) -> Result<(Option<(CpuStorage, Layout)>, CpuStorage, Layout)> {
+        complex!(self, |a: T| {
+            let (q, (r, rl)) = linalg::complex::qr::qr(a, l, spec);
+            (q.map(|(q, ql)| (T::into_host(q), ql)), T::into_host(r), rl)
+        });
         Ok(real!("linalg.qr", self, [], |a: T| {
             let (q, (r, rl)) = linalg::qr::qr(a, l, spec);
             (q.map(|(q, ql)| (T::into_host(q), ql)), T::into_host(r), rl)
