@@ -1106,21 +1106,34 @@ NO_GRAD_OUTPUTS = {"linalg.lu": (0,), "lu_unpack": (0,), "linalg.slogdet": (0,),
 COMPLEX_GRAD_OUTPUTS = {"linalg.slogdet": (0,)}
 # complex outputs defined up to a phase per column: their cotangents are projected so
 # that the loss does not depend on the phases (PyTorch refuses the gradient otherwise)
-PHASE_GAUGED = {"linalg.eigh": 1}
+PHASE_GAUGED = {"linalg.eigh", "linalg.svd"}
 
 
 def phase_invariant(op, outs, cots):
-    """The cotangent G of the phase-gauged output V with Im diag(Vᴴ G) removed:
-    G − V diag(i Im diag(Vᴴ G)), the loss then invariant to V → V e^{iφ} (not rounded
-    after the projection, so the invariance holds to the precision of the dtype)."""
-    k = PHASE_GAUGED[op]
-    v, g = outs[k].detach(), cots[k]
-    if g is None or not v.dtype.is_complex:
-        return cots
-    x = v.mH @ g
-    d = torch.diag_embed(1j * x.diagonal(dim1=-2, dim2=-1).imag).to(v.dtype)
+    """The cotangents of phase-gauged outputs made invariant to the phases (not rounded
+    after the projection, so the invariance holds to the precision of the dtype). eigh:
+    G − V diag(i Im diag(Vᴴ G)), invariant to V → V e^{iφ}. svd (reduced factors): the
+    pair (u_j, v_j) → (u_j, v_j) e^{iφ} moves the loss by Im(diag(Uᴴ G_U) + diag(Vᴴ G_V))
+    (G_V = G_Vhᴴ), which G_U − U diag(i Im(...)) removes."""
     cots = list(cots)
-    cots[k] = g - v @ d
+    if op == "linalg.eigh":
+        v, g = outs[1].detach(), cots[1]
+        if g is None or not v.dtype.is_complex:
+            return cots
+        x = v.mH @ g
+        cots[1] = g - v @ torch.diag_embed(1j * x.diagonal(dim1=-2, dim2=-1).imag).to(v.dtype)
+    elif op == "linalg.svd":
+        u, vh = outs[0].detach(), outs[2].detach()
+        gu, gvh = cots[0], cots[2]
+        if gu is None or not u.dtype.is_complex:
+            return cots
+        k = min(u.shape[-2], vh.shape[-1])
+        if u.shape[-1] != k or vh.shape[-2] != k:
+            raise SystemExit("svd phase projection: reduced factors only")
+        im = (u.mH @ gu).diagonal(dim1=-2, dim2=-1).imag
+        if gvh is not None:
+            im = im + (vh @ gvh.mH).diagonal(dim1=-2, dim2=-1).imag
+        cots[0] = gu - u @ torch.diag_embed(1j * im).to(u.dtype)
     return cots
 
 
@@ -1983,6 +1996,19 @@ COMPLEX_CASES = {
         Case("complex-geqrf", list(cgeqrf_of((5, 3), 4)), dtypes=("c128",)),
         Case("complex-random", [F((5, 3)), F((2,))], dtypes=C128_C64),
         Case("complex-random-batched", [F((2, 4, 3)), F((2, 3))], dtypes=("c128",)),
+    ],
+    # the SVD (reduced factors with cotangents: full matrices only square, whose
+    # completion is empty)
+    "linalg.svd": [
+        Case("complex-tall", [F((5, 3))], {"full_matrices": False}, dtypes=C128_C64),
+        Case("complex-wide", [F((3, 5))], {"full_matrices": False}, dtypes=("c128",)),
+        Case("complex-square-full", [F((4, 4))], dtypes=("c128",)),
+        Case("complex-batched", [F((2, 4, 3))], {"full_matrices": False}, dtypes=("c128",)),
+        Case("complex-40x30", [F((40, 30))], {"full_matrices": False}, dtypes=("c128",)),
+    ],
+    "linalg.svdvals": [
+        Case("complex-tall", [F((5, 3))], dtypes=C128_C64),
+        Case("complex-wide-batched", [F((2, 3, 6))], dtypes=("c128",)),
     ],
     "linalg.tensorinv": [Case("complex-ind1", [F((6, 2, 3), "wellflat")], {"ind": 1}, dtypes=("c128",))],
     "linalg.tensorsolve": [Case("complex-basic", [F((2, 3, 6), "wellflat"), F((2, 3))], dtypes=("c128",))],

@@ -417,30 +417,27 @@ fn align_svd(case: &Value, expected: &Value, got: &mut Value) -> Option<Value> {
     }
     let k = got["outputs"][1]["shape"].as_array()?.last()?.as_u64()? as usize;
     let tol = 10.0 * eps(eu["dtype"].as_str()?)?.sqrt();
-    // signs of the pairs j < k, from U's columns
-    let mut signs = vec![1.0; b * ku];
-    for bi in 0..b {
-        for j in 0..k.min(ku) {
-            let dot: f64 =
-                (0..m).map(|i| ue[bi * m * ku + i * ku + j] * ug[bi * m * ku + i * ku + j]).sum();
-            if dot < 0.0 {
-                signs[bi * ku + j] = -1.0;
-            }
+    // phases (signs, for real factors) of the pairs j < k, from U's columns: U moves by
+    // P, Vh by P* (A = U P P* S Vh)
+    let mut phases = column_phases(eu, &got["outputs"][0])?;
+    for (x, p) in phases.iter_mut().enumerate() {
+        if x % ku.max(1) >= k {
+            *p = (1.0, 0.0);
         }
     }
     let kv = matrix_dims(ev)?.1;
-    let vsigns: Vec<f64> = (0..b * kv)
+    let vphases: Vec<(f64, f64)> = (0..b * kv)
         .map(|x| {
             let (bi, j) = (x / kv.max(1), x % kv.max(1));
             if j < k {
-                signs[bi * ku + j]
+                phases[bi * ku + j]
             } else {
-                1.0
+                (1.0, 0.0)
             }
         })
         .collect();
-    apply_signs(&mut got["outputs"][0], &signs, false);
-    apply_signs(&mut got["outputs"][2], &vsigns, true);
+    apply_phases(&mut got["outputs"][0], &phases, false, false);
+    apply_phases(&mut got["outputs"][2], &vphases, true, true);
     // the completion: U's columns k.., Vh's rows k.. (V's columns)
     if ku > k {
         let (_, _, _, ug) = matrix_of(&got["outputs"][0])?;
@@ -458,12 +455,12 @@ fn align_svd(case: &Value, expected: &Value, got: &mut Value) -> Option<Value> {
             got["outputs"][2] = transposed(&gvt)?;
         }
     }
-    if signs.iter().all(|&s| s > 0.0) || !case["cotangents"].is_array() {
+    if phases.iter().all(|&p| p == (1.0, 0.0)) || !case["cotangents"].is_array() {
         return None;
     }
     let mut moved = case.clone();
-    apply_signs(&mut moved["cotangents"][0], &signs, false);
-    apply_signs(&mut moved["cotangents"][2], &vsigns, true);
+    apply_phases(&mut moved["cotangents"][0], &phases, false, true);
+    apply_phases(&mut moved["cotangents"][2], &vphases, true, false);
     Some(moved)
 }
 

@@ -1,7 +1,7 @@
 //! `linalg.svd` (a primitive with a hand-written VJP) and `linalg.svdvals` (its singular
 //! values; the VJP `U diag(gS) Vᵀ` needs no gap).
 
-use super::util::{check_float, check_matrix, from_kernel};
+use super::util::{check_float_or_complex, check_matrix, from_kernel};
 use crate::autograd::mode::is_grad_enabled;
 use crate::autograd::node::{record, Op, VjpCtx};
 use crate::backend::SvdGradFail;
@@ -75,11 +75,15 @@ fn svd_grad_tall(
     let (mm, k) = (u.dims()[u.rank() - 2], s.dims()[s.rank() - 1]);
     let batch: Vec<usize> = s.dims()[..s.rank() - 1].to_vec();
     let nb: usize = batch.iter().product();
-    // X - Xᵀ of Uᵀ gU and Vᵀ gV (k x k)
-    let utgu = gu.map(|gu| u.mT()?.matmul(gu)).transpose()?;
-    let vtgv = gv.map(|gv| v.mT()?.matmul(gv)).transpose()?;
-    let sku = utgu.as_ref().map(|x| x.sub(&x.mT()?)).transpose()?;
-    let skv = vtgv.as_ref().map(|x| x.sub(&x.mT()?)).transpose()?;
+    // X - Xᴴ of Uᴴ gU and Vᴴ gV (k x k)
+    let utgu = gu.map(|gu| u.mH()?.matmul(gu)).transpose()?;
+    let vtgv = gv.map(|gv| v.mH()?.matmul(gv)).transpose()?;
+    let sku = utgu.as_ref().map(|x| x.sub(&x.mH()?)).transpose()?;
+    let skv = vtgv.as_ref().map(|x| x.sub(&x.mH()?)).transpose()?;
+    let complex = u.dtype().is_complex();
+    if complex {
+        check_phase_invariant(utgu.as_ref(), vtgv.as_ref())?;
+    }
     let s_row = s.unsqueeze(-2)?; // s_j along columns
     let s_col = s.unsqueeze(-1)?; // s_i along rows
                                   // N_ij = skU_ij s_j + s_i skV_ij; D = skU − skV
@@ -95,14 +99,21 @@ fn svd_grad_tall(
         (None, Some(b)) => b.neg()?,
         (None, None) => unreachable!("checked above"),
     };
-    // host-side classification of the pairs (i, j)
+    // host-side classification of the pairs (i, j), on moduli (complex input too)
     let sv = s.to_vec_f64();
     let kk = k * k;
-    let sku_v = sku.as_ref().map(Tensor::to_vec_f64);
-    let skv_v = skv.as_ref().map(Tensor::to_vec_f64);
+    let moduli = |x: &Tensor| -> Result<Vec<f64>> { Ok(x.detach().abs()?.to_vec_f64()) };
+    let sku_v = sku.as_ref().map(moduli).transpose()?;
+    let skv_v = skv.as_ref().map(moduli).transpose()?;
+    let sum_v = match (&sku, &skv) {
+        (Some(a), Some(b)) => Some(moduli(&a.add(b)?)?),
+        _ => None,
+    };
     let gs_v = gs.map(Tensor::to_vec_f64);
-    let scale_u = utgu.as_ref().map(|x| max_abs_per(&x.to_vec_f64(), kk, nb));
-    let scale_v = vtgv.as_ref().map(|x| max_abs_per(&x.to_vec_f64(), kk, nb));
+    let scale_u =
+        utgu.as_ref().map(|x| Ok::<_, Error>(max_abs_per(&moduli(x)?, kk, nb))).transpose()?;
+    let scale_v =
+        vtgv.as_ref().map(|x| Ok::<_, Error>(max_abs_per(&moduli(x)?, kk, nb))).transpose()?;
     let scale_s = gs_v.as_ref().map(|x| max_abs_per(x, k, nb));
     let mut nondeg = vec![0.0f64; nb * kk]; // off-diagonal pairs with a gap
     let mut deg = vec![0.0f64; nb * kk]; // degenerate pairs with s > 0
@@ -135,13 +146,15 @@ fn svd_grad_tall(
                 let (a, c) = (at(&sku_v, i, j), at(&skv_v, i, j));
                 if s[i] <= zero_tol && s[j] <= zero_tol {
                     // U and V rotate independently within a zero block
-                    if a.abs() > thr || c.abs() > thr {
+                    if a > thr || c > thr {
                         return Err(Error::NotDifferentiable { op: OP, reason: NOT_DIFF_GAP });
                     }
                     continue;
                 }
+                // |skU_ij + skV_ij| (one of them alone when the other has no cotangent)
+                let sum = if sum_v.is_some() { at(&sum_v, i, j) } else { a + c };
                 let dgs = gs_v.as_ref().map_or(0.0, |g| g[b * k + i] - g[b * k + j]);
-                if (a + c).abs() > thr || dgs.abs() > thr_s {
+                if sum > thr || dgs.abs() > thr_s {
                     return Err(Error::NotDifferentiable { op: OP, reason: NOT_DIFF_GAP });
                 }
                 deg[idx] = 1.0;
@@ -171,20 +184,39 @@ fn svd_grad_tall(
     if let Some(gs) = gs {
         inner = inner.add(&gs.diag_embed(0, -2, -1)?)?;
     }
+    if complex {
+        // the phases: i Im(diag(skU) − diag(skV)) / (4 s) on the diagonal (where s > 0)
+        let im = |x: &Option<Tensor>| -> Result<Option<Tensor>> {
+            x.as_ref().map(|x| x.diagonal(0, -2, -1)?.imag()).transpose()
+        };
+        let d = match (im(&sku)?, im(&skv)?) {
+            (Some(a), Some(b)) => a.sub(&b)?,
+            (Some(a), None) => a,
+            (None, Some(b)) => b.neg()?,
+            (None, None) => unreachable!("checked above"),
+        };
+        let mut zdims = batch.clone();
+        zdims.push(k);
+        let z = mask(zero_col.clone(), zdims.clone())?;
+        let nz = mask(zero_col.iter().map(|x| 1.0 - x).collect(), zdims)?;
+        let quarter = d.mul(&nz)?.div(&s.add(&z)?.mul_scalar(4.0)?)?;
+        let phase = Tensor::complex(&quarter.zeros_like()?, &quarter)?;
+        inner = inner.add(&phase.diag_embed(0, -2, -1)?)?;
+    }
     let mut ga = u.matmul(&inner)?;
     if let (Some(gu), true) = (gu, mm > k) {
-        // (I − U Uᵀ) gU S⁻¹, zero columns where s_j is 0 and the projection is negligible
-        let proj = gu.sub(&u.matmul(&u.mT()?.matmul(gu)?)?)?;
+        // (I − U Uᴴ) gU S⁻¹, zero columns where s_j is 0 and the projection is negligible
+        let proj = gu.sub(&u.matmul(&u.mH()?.matmul(gu)?)?)?;
         if zero_col.iter().any(|&x| x != 0.0) {
-            let pv = proj.to_vec_f64();
-            let gmax = max_abs_per(&gu.to_vec_f64(), mm * k, nb);
+            let pv = moduli(&proj)?;
+            let gmax = max_abs_per(&moduli(gu)?, mm * k, nb);
             for b in 0..nb {
                 let thr = eps.sqrt() * gmax[b].max(tiny);
                 for j in 0..k {
                     if zero_col[b * k + j] == 0.0 {
                         continue;
                     }
-                    let big = (0..mm).any(|r| pv[b * mm * k + r * k + j].abs() > thr);
+                    let big = (0..mm).any(|r| pv[b * mm * k + r * k + j] > thr);
                     if big {
                         return Err(Error::NotDifferentiable { op: OP, reason: NOT_DIFF_ZERO });
                     }
@@ -198,7 +230,46 @@ fn svd_grad_tall(
         let sinv = recip(&s.add(&z)?)?.mul(&nz)?;
         ga = ga.add(&proj.mul(&sinv.unsqueeze(-2)?)?)?;
     }
-    ga.matmul(&v.mT()?)
+    ga.matmul(&v.mH()?)
+}
+
+/// `Err(NotDifferentiable)` unless the loss behind the cotangents is invariant to the
+/// common phase of each singular pair, `(u_j, v_j) → (u_j, v_j) e^{iφ}`: that moves the
+/// loss by `Σ_j φ_j Im((UᴴgU)_jj + (VᴴgV)_jj)`, which must vanish to `√ε` times the
+/// largest modulus in `UᴴgU` and `VᴴgV` of its matrix (PyTorch checks the same, with an
+/// absolute tolerance). A read to the host, as the answer is an error.
+fn check_phase_invariant(utgu: Option<&Tensor>, vtgv: Option<&Tensor>) -> Result<()> {
+    let diag = |x: &Tensor| -> Result<Vec<f64>> {
+        Ok(x.detach().diagonal(0, -2, -1)?.imag()?.to_vec_f64())
+    };
+    let (du, dv) = (utgu.map(diag).transpose()?, vtgv.map(diag).transpose()?);
+    let Some(first) = utgu.or(vtgv) else { return Ok(()) };
+    let k = first.dims()[first.rank() - 1];
+    let eps = if first.dtype() == DType::C128 { f64::EPSILON } else { f64::from(f32::EPSILON) };
+    let nb = first.numel() / (k * k).max(1);
+    let scale = |x: Option<&Tensor>| -> Result<Vec<f64>> {
+        match x {
+            Some(x) => Ok(max_abs_per(&x.detach().abs()?.to_vec_f64(), k * k, nb)),
+            None => Ok(vec![0.0; nb]),
+        }
+    };
+    let (su, sv) = (scale(utgu)?, scale(vtgv)?);
+    for b in 0..nb {
+        let tol = eps.sqrt() * (su[b] + sv[b]);
+        for j in 0..k {
+            let at = |d: &Option<Vec<f64>>| d.as_ref().map_or(0.0, |d| d[b * k + j]);
+            if (at(&du) + at(&dv)).abs() > tol {
+                return Err(Error::NotDifferentiable {
+                    op: OP,
+                    reason: "each singular pair (u_j, v_j) of a complex matrix is defined up \
+                             to a common unit phase, and the loss depends on that phase, so \
+                             its gradient is undefined; use a loss invariant to the phases \
+                             (e.g. of U diag(S) Vh, of |U_ij|², or of S)",
+                });
+            }
+        }
+    }
+    Ok(())
 }
 
 /// `1 / x` for a tensor with no zero entries, as a differentiable composite.
@@ -283,11 +354,11 @@ impl Op for SvdOp {
             let gs = gs.ok_or(Error::Internal { op: OP, reason: "no cotangent" })?;
             return Ok(vec![Some(svdvals_grad(&u, gs, &vh)?)]);
         }
-        let gv = gvh.map(|g| g.mT()).transpose()?;
+        let gv = gvh.map(|g| g.mH()).transpose()?;
         let ga = if m >= n {
-            svd_grad_tall(&u, &s, &vh.mT()?, gu.as_ref(), gs, gv.as_ref())?
+            svd_grad_tall(&u, &s, &vh.mH()?, gu.as_ref(), gs, gv.as_ref())?
         } else {
-            svd_grad_tall(&vh.mT()?, &s, &u, gv.as_ref(), gs, gu.as_ref())?.mT()?
+            svd_grad_tall(&vh.mH()?, &s, &u, gv.as_ref(), gs, gu.as_ref())?.mH()?
         };
         Ok(vec![Some(ga)])
     }
@@ -343,7 +414,13 @@ fn svdvals_grad(u: &Tensor, gs: &Tensor, vh: &Tensor) -> Result<Tensor> {
 /// matching row of `Vh` is flipped with it; the completion columns of `full_matrices`
 /// follow the same rule, each on its own. PyTorch (LAPACK `gesdd`) picks other signs.
 ///
-/// Dtypes: f32, f64; bf16 and f16 are computed in f32 and rounded back.
+/// Complex input (c64, c128): `A = U diag(S) Vh` with unitary factors and real `S`
+/// (`f32`, `f64`); each pair `(u_j, v_j)` is defined up to a common unit phase, and here
+/// the entry of largest modulus of each column of `U` is real and positive. Computed by
+/// faer's bidiagonalisation, the bidiagonal's phases scaled out, and the real kernel's
+/// bidiagonal divide and conquer (no Jacobi or lane kernels for complex yet).
+///
+/// Dtypes: f32, f64, c64, c128; bf16 and f16 are computed in f32 and rounded back.
 ///
 /// Gradient: `U`, `S` and `Vh` may be used in any combination; differentiable to any
 /// order at matrices with distinct non-zero singular values. A loss through `S` only
@@ -355,10 +432,13 @@ fn svdvals_grad(u: &Tensor, gs: &Tensor, vh: &Tensor) -> Result<Tensor> {
 /// `NotDifferentiable` (PyTorch returns inf or NaN there). Likewise a tall (wide) `A`
 /// with a zero singular value and a cotangent of `U` (`V`) outside the singular vectors'
 /// span fails with `NotDifferentiable`. The completion columns of `full_matrices` get no
-/// gradient (as PyTorch).
+/// gradient (as PyTorch). Complex input: the same with `ᴴ` for `ᵀ`, plus the phases'
+/// diagonal term `i Im(diag(UᴴgU) − diag(VᴴgV)) / (2S)`; a loss that depends on the
+/// pairs' phases (some `Im((UᴴgU)_jj + (VᴴgV)_jj)` beyond `√ε` times the largest
+/// modulus in them) fails with `NotDifferentiable`, as PyTorch raises.
 ///
-/// Errors: `BadShape` if `a` has fewer than 2 dims; `UnsupportedDType` for non-float
-/// input; `NoConvergence` if a matrix has a NaN or infinite entry (PyTorch raises
+/// Errors: `BadShape` if `a` has fewer than 2 dims; `UnsupportedDType` for integer or
+/// boolean input; `NoConvergence` if a matrix has a NaN or infinite entry (PyTorch raises
 /// "the input matrix contained non-finite values" for NaN).
 ///
 /// ```
@@ -377,7 +457,7 @@ pub fn svd(a: &Tensor, full_matrices: bool) -> Result<Svd> {
         return svd(&c[0], full_matrices);
     }
     check_matrix(OP, a)?;
-    check_float(OP, a)?;
+    check_float_or_complex(OP, a)?;
     if a.dtype().is_half() {
         let f = svd(&a.to_dtype(DType::F32)?, full_matrices)?;
         let dt = a.dtype();
@@ -403,7 +483,8 @@ pub fn svd(a: &Tensor, full_matrices: bool) -> Result<Svd> {
 /// in descending order. Without gradient recording only the values are computed (no
 /// singular vectors); when `a` requires grad it is `svd(a, false).s`.
 ///
-/// Dtypes: f32, f64; bf16 and f16 are computed in f32 and rounded back.
+/// Dtypes: f32, f64, c64, c128 (real singular values); bf16 and f16 are computed in
+/// f32 and rounded back.
 ///
 /// Gradient: `gA = U diag(gS) Vh`, with no division by gaps: finite and correct at
 /// repeated singular values (a subgradient where the loss is not differentiable, such as
@@ -425,7 +506,7 @@ pub fn svdvals(a: &Tensor) -> Result<Tensor> {
         return svdvals(&c[0]);
     }
     check_matrix(OP_VALS, a)?;
-    check_float(OP_VALS, a)?;
+    check_float_or_complex(OP_VALS, a)?;
     if a.requires_grad() && is_grad_enabled() {
         return Ok(svd(a, false)?.s);
     }

@@ -1220,6 +1220,14 @@ impl BackendStorage for CpuStorage {
     ) -> Result<(Option<(CpuStorage, Layout)>, (CpuStorage, Layout), Option<(CpuStorage, Layout)>)>
     {
         let fail = |batch| Error::NoConvergence { op: "linalg.svd", batch };
+        complex!(self, |a: T| {
+            let (u, s, vh) = linalg::complex::svd::svd(a, l, want_uv, full).map_err(fail)?;
+            (
+                u.map(|(d, dl)| (T::into_host(d), dl)),
+                (Element::into_host(s.0), s.1),
+                vh.map(|(d, dl)| (T::into_host(d), dl)),
+            )
+        });
         Ok(real!("linalg.svd", self, [], |a: T| {
             let r = linalg::svd::svd(a, l, want_uv, full).map_err(fail)?;
             (

@@ -1,11 +1,13 @@
 //! Dense complex linear algebra (`C64`, `C128`), batched: triangular solves and the
 //! Cholesky factorisation of Hermitian matrices here, the LU family in [`lu`], the
-//! Hermitian eigendecomposition in [`eigh`], Householder QR in [`qr`]; each matrix
-//! through faer's generic kernels or products (no small-matrix lanes for complex yet).
+//! Hermitian eigendecomposition in [`eigh`], Householder QR in [`qr`], the SVD in
+//! [`svd`]; each matrix through faer's generic kernels or products and the real
+//! kernels' tridiagonal and bidiagonal solvers (no small-matrix lanes for complex yet).
 
 pub(crate) mod eigh;
 pub(crate) mod lu;
 pub(crate) mod qr;
+pub(crate) mod svd;
 
 use std::sync::atomic::{AtomicI64, Ordering};
 
