@@ -1896,6 +1896,9 @@ COMPLEX_CASES = {
         Case("complex-fro", [F((3, 4))], dtypes=C128_C64),
         Case("complex-1", [F((2, 3, 4))], {"ord": 1}, dtypes=C128_C64),
         Case("complex-neg-inf", [F((3, 4))], {"ord": "-inf"}, dtypes=("c128",)),
+        Case("complex-2", [F((3, 4))], {"ord": 2}, dtypes=C128_C64),
+        Case("complex-neg2-batched", [F((2, 4, 3))], {"ord": -2}, dtypes=("c128",)),
+        Case("complex-nuc", [F((4, 3))], {"ord": "nuc"}, dtypes=("c128",)),
     ],
     "linalg.norm": [Case("complex-default", [F((3, 4))], dtypes=C128_C64)],
     # the LU family: "large" orders above the unblocked kernel's 16 (faer's recursive LU);
@@ -2009,6 +2012,24 @@ COMPLEX_CASES = {
     "linalg.svdvals": [
         Case("complex-tall", [F((5, 3))], dtypes=C128_C64),
         Case("complex-wide-batched", [F((2, 3, 6))], dtypes=("c128",)),
+    ],
+    # composites of the complex SVD
+    "linalg.pinv": [
+        Case("complex-tall", [W((5, 3))], dtypes=C128_C64),
+        Case("complex-wide-batched", [W((2, 3, 4))], dtypes=("c128",)),
+        Case("complex-rank1", [F((2, 3), values=[1 + 1j, 2 - 1j, 0.5j, 2 + 2j, 4 - 2j, -1 + 1j])], dtypes=("c128",)),
+        Case("complex-hermitian", [S((3, 3))], {"hermitian": True}, dtypes=("c128",)),
+    ],
+    "linalg.matrix_rank": [
+        Case("complex-square", [F((4, 4))], dtypes=C128_C64, grad=False),
+        Case("complex-rank1", [F((2, 3), values=[1 + 1j, 2 - 1j, 0.5j, 2 + 2j, 4 - 2j, -1 + 1j])], dtypes=("c128",), grad=False),
+        Case("complex-hermitian", [SY((4, 4))], {"hermitian": True}, dtypes=("c128",), grad=False),
+    ],
+    "linalg.cond": [
+        Case("complex-default", [W((3, 3))], dtypes=C128_C64),
+        Case("complex-nuc", [W((3, 3))], {"p": "nuc"}, dtypes=("c128",)),
+        Case("complex-fro", [W((3, 3))], {"p": "fro"}, dtypes=("c128",), grad=False),
+        Case("complex-inf-batched", [W((2, 3, 3))], {"p": "inf"}, dtypes=("c128",), grad=False),
     ],
     "linalg.tensorinv": [Case("complex-ind1", [F((6, 2, 3), "wellflat")], {"ind": 1}, dtypes=("c128",))],
     "linalg.tensorsolve": [Case("complex-basic", [F((2, 3, 6), "wellflat"), F((2, 3))], dtypes=("c128",))],

@@ -12,7 +12,7 @@
 //! gap between singular values, so the spectral norms have finite gradients at repeated
 //! singular values).
 
-use super::util::{batch_of, check_float, check_matrix, check_square};
+use super::util::{batch_of, check_float, check_float_or_complex, check_matrix, check_square};
 use crate::autograd::node::{record1, Op, VjpCtx};
 use crate::dtype::DType;
 use crate::error::{Error, Result};
@@ -283,9 +283,9 @@ fn spectral(
 ///
 /// Shapes: the two dims are removed (kept with size 1 if `keepdim`); other dims are a
 /// batch. Dtypes: f32, f64; bf16 and f16 are computed in f32 and rounded back (PyTorch
-/// refuses them for the spectral orders); c64 and c128 for `Fro`, `±1` and `±inf` (the
-/// norm of the moduli `|a_ij|`; the spectral orders of a complex matrix are
-/// `UnsupportedDType` until the complex SVD exists). An empty matrix has the norm 0, except for the
+/// refuses them for the spectral orders); c64 and c128, with a real result (`Fro`, `±1`
+/// and `±inf` are the norms of the moduli `|a_ij|`, the spectral orders those of the
+/// complex SVD's singular values). An empty matrix has the norm 0, except for the
 /// minimum orders over no rows or columns (an error, as PyTorch).
 ///
 /// Gradient: inherited from `vector_norm`, `amax`/`amin` (tied maxima share evenly, as
@@ -324,10 +324,10 @@ pub fn matrix_norm(a: &Tensor, ord: NormOrd, dim: [isize; 2], keepdim: bool) -> 
         NormOrd::Nuc => false,
     };
     if a.dtype().is_complex() && entrywise {
-        // the entrywise orders: the moduli's norm (the spectral ones need the complex SVD)
+        // the entrywise orders: the moduli's norm
         return matrix_norm(&a.abs()?, ord, dim, keepdim);
     }
-    check_float(OP_M, a)?;
+    check_float_or_complex(OP_M, a)?;
     let d = resolve_dims(OP_M, &dim, a.rank())?;
     if a.dtype().is_half() {
         return matrix_norm(&a.to_dtype(DType::F32)?, ord, dim, keepdim)?.to_dtype(a.dtype());
@@ -434,8 +434,8 @@ pub fn norm(
 /// `inf` for the orders through `A⁻¹` (as PyTorch: its inverse is taken as all `inf` and
 /// `0 · inf` as `inf`), and what `σ` gives for the others (`inf`, or NaN for a zero
 /// matrix, as PyTorch). Empty matrices give 0 (NumPy's and PyTorch's convention).
-/// Shapes: `(*)`, the batch. Dtypes: f32, f64; bf16 and f16 are computed in f32 and
-/// rounded back.
+/// Shapes: `(*)`, the batch. Dtypes: f32, f64, and c64 and c128 with a real result (as
+/// PyTorch); bf16 and f16 are computed in f32 and rounded back.
 ///
 /// Gradient: inherited through `inv_ex`, [`matrix_norm`] and the singular values, for
 /// every order, to any order (PyTorch 2.15's own backward fails for `Fro`, `±1`, `±inf`
@@ -460,7 +460,7 @@ pub fn cond(a: &Tensor, p: Option<NormOrd>) -> Result<Tensor> {
         return cond(&c[0], p);
     }
     check_matrix(OP_C, a)?;
-    check_float(OP_C, a)?;
+    check_float_or_complex(OP_C, a)?;
     let ord = p.unwrap_or(NormOrd::P(2.0));
     if let NormOrd::P(x) = ord {
         let q = x.abs();
@@ -477,7 +477,7 @@ pub fn cond(a: &Tensor, p: Option<NormOrd>) -> Result<Tensor> {
         check_square(OP_C, a)?;
     }
     if a.numel() == 0 {
-        return Tensor::zeros(batch_of(a, 2), a.dtype());
+        return Tensor::zeros(batch_of(a, 2), a.dtype().to_real());
     }
     if a.dtype().is_half() {
         return cond(&a.to_dtype(DType::F32)?, p)?.to_dtype(a.dtype());
@@ -507,6 +507,7 @@ pub fn cond(a: &Tensor, p: Option<NormOrd>) -> Result<Tensor> {
                 false,
             )?)?;
             // 0 · inf = NaN is inf (PyTorch's nan_to_num)
+            let inf = Tensor::full((), f64::INFINITY, r.dtype())?;
             Tensor::where_cond(&r.ne(&r)?, &inf, &r)
         }
     }

@@ -2,7 +2,7 @@
 //! `linalg.matrix_rank` (from the singular values, not differentiable).
 
 use super::svd::{svd, svdvals};
-use super::util::{check_float, check_matrix, check_square};
+use super::util::{check_float_or_complex, check_matrix, check_square};
 use super::{qr, solve_triangular, Diag, QrMode, Side, Uplo};
 use crate::autograd::mode::no_grad;
 use crate::autograd::node::{record1, Op, VjpCtx};
@@ -13,8 +13,15 @@ use crate::tensor::Tensor;
 const OP_PINV: &str = "linalg.pinv";
 const OP_RANK: &str = "linalg.matrix_rank";
 
-/// The symmetric matrix whose lower triangle is `a`'s (what `hermitian=True` reads).
+/// The symmetric (Hermitian, for complex input: the imaginary parts of the diagonal
+/// dropped, as `eigh` reads it) matrix whose lower triangle is `a`'s (what
+/// `hermitian=True` reads).
 pub(crate) fn sym_lower(a: &Tensor) -> Result<Tensor> {
+    if a.dtype().is_complex() {
+        let strict = a.tril(-1)?;
+        let d = a.diagonal(0, -2, -1)?.real()?.to_dtype(a.dtype())?.diag_embed(0, -2, -1)?;
+        return strict.add(&strict.mH()?)?.add(&d);
+    }
     a.tril(0)?.add(&a.tril(-1)?.mT()?)
 }
 
@@ -22,7 +29,7 @@ pub(crate) fn sym_lower(a: &Tensor) -> Result<Tensor> {
 /// rule: `rtol = max(m, n) · eps` when it is not given, unless `atol > 0` is (then
 /// `rtol = 0`); a missing `atol` is 0.
 fn tolerances(m: usize, n: usize, dt: DType, atol: Option<f64>, rtol: Option<f64>) -> (f64, f64) {
-    let eps = if dt == DType::F64 { f64::EPSILON } else { f64::from(f32::EPSILON) };
+    let eps = if dt.to_real() == DType::F64 { f64::EPSILON } else { f64::from(f32::EPSILON) };
     let rtol = match (atol, rtol) {
         (_, Some(r)) => r,
         (Some(a), None) if a > 0.0 => 0.0,
@@ -64,7 +71,8 @@ impl Op for PinvOp {
         OP_PINV
     }
 
-    // P = A⁺. With the projectors A A⁺ and A⁺ A (Golub & Pereyra 1973):
+    // P = A⁺ (for complex input read ᴴ for ᵀ throughout). With the projectors A A⁺ and
+    // A⁺ A (Golub & Pereyra 1973):
     //   dP = −P dA P + P Pᵀ dAᵀ (I − A P) + (I − P A) dAᵀ Pᵀ P,
     // so gA = −Pᵀ G Pᵀ + (I − A P) Gᵀ P Pᵀ + Pᵀ P Gᵀ (I − P A), evaluated as PyTorch's
     // pinv_backward (FunctionsManual.cpp), grouping the products so that the intermediate
@@ -92,14 +100,14 @@ impl Op for PinvOp {
 /// the identity are left out.
 pub(crate) fn pinv_backward(g: &Tensor, p: &Tensor, a: &Tensor, full_rank: bool) -> Result<Tensor> {
     let (m, n) = (a.dims()[a.rank() - 2], a.dims()[a.rank() - 1]);
-    let pt = p.mT()?;
-    let gt = g.mT()?;
+    let pt = p.mH()?;
+    let gt = g.mH()?;
     if full_rank && m == n {
         return pt.matmul(g)?.matmul(&pt)?.neg();
     }
     if m <= n {
         let k = gt.matmul(p)?;
-        let lead = p.matmul(&k)?.mT()?.neg()?;
+        let lead = p.matmul(&k)?.mH()?.neg()?;
         let tail = pt.matmul(p)?.matmul(&gt.sub(&k.matmul(a)?)?)?;
         if full_rank {
             // A P = I: (I − A P) K Pᵀ = 0
@@ -110,7 +118,7 @@ pub(crate) fn pinv_backward(g: &Tensor, p: &Tensor, a: &Tensor, full_rank: bool)
     } else {
         let k = p.matmul(&gt)?;
         let lead =
-            k.matmul(p)?.mT()?.neg()?.add(&gt.sub(&a.matmul(&k)?)?.matmul(p)?.matmul(&pt)?)?;
+            k.matmul(p)?.mH()?.neg()?.add(&gt.sub(&a.matmul(&k)?)?.matmul(p)?.matmul(&pt)?)?;
         if full_rank {
             // P A = I: Pᵀ K (I − P A) = 0
             return Ok(lead);
@@ -163,7 +171,8 @@ pub(crate) fn pinv_detached(
 ) -> Result<PinvParts> {
     let (m, n, batch, nb) = dims_of(a);
     let k = m.min(n);
-    if !need_sv && k > 0 && nb > 0 {
+    // (complex input takes the SVD path: the certificate reads real values back)
+    if !need_sv && k > 0 && nb > 0 && !a.dtype().is_complex() {
         let dt = a.dtype();
         let av = a.to_vec_f64();
         let af: Vec<f64> =
@@ -225,7 +234,7 @@ fn pinv_svd(a: &Tensor, atol: Option<f64>, rtol: Option<f64>, need_sv: bool) -> 
     let mut sdims = batch;
     sdims.push(k);
     let sinv = Tensor::from_vec(sinv, sdims)?.to_dtype(a.dtype())?;
-    let p = f.vh.mT()?.mul(&sinv.unsqueeze(-2)?)?.matmul(&f.u.mT()?)?;
+    let p = f.vh.mH()?.mul(&sinv.unsqueeze(-2)?)?.matmul(&f.u.mH()?)?;
     Ok(PinvParts { p, ranks, sv: need_sv.then_some(f.s), k })
 }
 
@@ -248,7 +257,9 @@ fn pinv_svd(a: &Tensor, atol: Option<f64>, rtol: Option<f64>, need_sv: bool) -> 
 /// Shapes: `a: (*, m, n)` → `(*, n, m)`; batched; empty matrices give an empty or zero
 /// result.
 ///
-/// Dtypes: f32, f64; bf16 and f16 are computed in f32 and rounded back.
+/// Dtypes: f32, f64, c64, c128 (complex input always through the SVD, `ᴴ` for `ᵀ`;
+/// with `hermitian`, the lower triangle read as a Hermitian matrix, the imaginary parts
+/// of its diagonal dropped); bf16 and f16 are computed in f32 and rounded back.
 ///
 /// Gradient: PyTorch's `pinv_backward` (the derivative of `A⁺` for a constant rank), in
 /// tensor ops on the result: differentiable to any order. Not continuous where a
@@ -283,7 +294,7 @@ pub fn pinv(a: &Tensor, atol: Option<f64>, rtol: Option<f64>, hermitian: bool) -
         return if p.dtype() == DType::F64 { Ok(p) } else { p.to_dtype(d) };
     }
     check_matrix(OP_PINV, a)?;
-    check_float(OP_PINV, a)?;
+    check_float_or_complex(OP_PINV, a)?;
     if hermitian {
         check_square(OP_PINV, a)?;
     }
@@ -308,8 +319,8 @@ pub fn pinv(a: &Tensor, atol: Option<f64>, rtol: Option<f64>, hermitian: bool) -
 ///
 /// Shapes: `a: (*, m, n)` → `(*)`, `I64`. Empty matrices have rank 0.
 ///
-/// Dtypes: f32, f64 (the tolerance uses the dtype's epsilon); bf16 and f16 are computed
-/// in f32.
+/// Dtypes: f32, f64, c64, c128 (the tolerance uses the epsilon of the real precision);
+/// bf16 and f16 are computed in f32.
 ///
 /// Gradient: none (an integer output).
 ///
@@ -336,7 +347,7 @@ pub fn matrix_rank(
         return matrix_rank(&c[0], atol, rtol, hermitian);
     }
     check_matrix(OP_RANK, a)?;
-    check_float(OP_RANK, a)?;
+    check_float_or_complex(OP_RANK, a)?;
     if hermitian {
         check_square(OP_RANK, a)?;
     }
@@ -352,5 +363,5 @@ pub fn matrix_rank(
     let (atol, rtol) = tolerances(m, n, a.dtype(), atol, rtol);
     let s = svdvals(&a_read)?;
     let cut = s.narrow(-1, 0, 1)?.mul_scalar(rtol)?.clamp(Some(atol), None)?;
-    s.gt(&cut)?.to_dtype(a.dtype())?.sum_dims(&[-1], false)?.to_dtype(DType::I64)
+    s.gt(&cut)?.to_dtype(s.dtype())?.sum_dims(&[-1], false)?.to_dtype(DType::I64)
 }
