@@ -410,11 +410,15 @@ fn structure_and_norms() {
     );
     assert_eq!(vector_norm(&v, 1.0, None, false).unwrap().item::<f64>().unwrap(), 7.0);
     assert_eq!(vector_norm(&v, f64::INFINITY, None, false).unwrap().item::<f64>().unwrap(), 5.0);
-    let m = crandn(&[3, 3], 80);
-    assert!(matches!(
-        matrix_norm(&m, NormOrd::Nuc, [-2, -1], false),
-        Err(Error::UnsupportedDType { op: "linalg.matrix_norm", .. })
-    ));
+    // the spectral orders through the complex SVD: ‖diag(3i, -2, 1 + i)‖_* = 5 + √2
+    let m = c(
+        &[0.0, 0.0, 0.0, 0.0, -2.0, 0.0, 0.0, 0.0, 1.0],
+        &[3.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 1.0],
+    )
+    .reshape((3, 3))
+    .unwrap();
+    let nuc = matrix_norm(&m, NormOrd::Nuc, [-2, -1], false).unwrap().item::<f64>().unwrap();
+    assert!((nuc - 5.0 - 2f64.sqrt()).abs() < 1e-14, "{nuc}");
     let z = |s: &[usize], seed| rg(crandn(s, seed));
     cc("trace", &[z(&[3, 4], 81)], |x| Ok(vec![x[0].trace()?]));
     cc("tril", &[z(&[3, 4], 82)], |x| Ok(vec![x[0].tril(-1)?]));
