@@ -1106,7 +1106,7 @@ NO_GRAD_OUTPUTS = {"linalg.lu": (0,), "lu_unpack": (0,), "linalg.slogdet": (0,),
 COMPLEX_GRAD_OUTPUTS = {"linalg.slogdet": (0,)}
 # complex outputs defined up to a phase per column: their cotangents are projected so
 # that the loss does not depend on the phases (PyTorch refuses the gradient otherwise)
-PHASE_GAUGED = {"linalg.eigh", "linalg.svd"}
+PHASE_GAUGED = {"linalg.eigh", "linalg.svd", "linalg.eig"}
 
 
 def phase_invariant(op, outs, cots):
@@ -1114,9 +1114,10 @@ def phase_invariant(op, outs, cots):
     after the projection, so the invariance holds to the precision of the dtype). eigh:
     G − V diag(i Im diag(Vᴴ G)), invariant to V → V e^{iφ}. svd (reduced factors): the
     pair (u_j, v_j) → (u_j, v_j) e^{iφ} moves the loss by Im(diag(Uᴴ G_U) + diag(Vᴴ G_V))
-    (G_V = G_Vhᴴ), which G_U − U diag(i Im(...)) removes."""
+    (G_V = G_Vhᴴ), which G_U − U diag(i Im(...)) removes. eig: as eigh (its vectors have
+    unit norm and any phase)."""
     cots = list(cots)
-    if op == "linalg.eigh":
+    if op in ("linalg.eigh", "linalg.eig"):
         v, g = outs[1].detach(), cots[1]
         if g is None or not v.dtype.is_complex:
             return cots
@@ -1780,7 +1781,7 @@ AUTOCAST = {
     "cat": [ac("autocast-mixed", [[F((2, 3)), T("bf16", np.round(np.linspace(-1, 1, 3), 2), shape=(1, 3))]])],
 }
 for _op, _cs in AUTOCAST.items():
-    CASES[_op] = CASES[_op] + _cs
+    CASES[_op] = CASES.get(_op, []) + _cs
 
 
 # --------------------------------------------------------------------------------------
@@ -2031,6 +2032,25 @@ COMPLEX_CASES = {
         Case("complex-fro", [W((3, 3))], {"p": "fro"}, dtypes=("c128",), grad=False),
         Case("complex-inf-batched", [W((2, 3, 3))], {"p": "inf"}, dtypes=("c128",), grad=False),
     ],
+    # the general eigendecomposition, real and complex input (complex outputs; the
+    # harness matches the eigenvalue order and the eigenvectors' phases; the eigenvalues'
+    # delta is their conditioning bound, eig_value_bound)
+    "linalg.eig": [
+        Case("real-3x3", [F((3, 3))], dtypes=F64_F32),
+        Case("real-batched", [F((2, 4, 4))], dtypes=("f64",)),
+        Case("real-20x20", [F((20, 20))], dtypes=("f64",)),
+        Case("complex-3x3", [F((3, 3))], dtypes=C128_C64),
+        Case("complex-batched", [F((2, 3, 3))], dtypes=("c128",)),
+        Case("complex-16x16", [F((16, 16))], dtypes=("c128",)),
+        Case("nan", [F((3, 3), values=NAN33)], dtypes=("f64",), error="NoConvergence"),
+        Case("not-square", [F((2, 3))], dtypes=("f64",), error="NotSquare"),
+    ],
+    "linalg.eigvals": [
+        Case("real-4x4", [F((4, 4))], dtypes=F64_F32),
+        Case("real-batched", [F((3, 3, 3))], dtypes=("f64",)),
+        Case("complex-3x3", [F((3, 3))], dtypes=C128_C64),
+        Case("complex-batched", [F((2, 4, 4))], dtypes=("c128",)),
+    ],
     "linalg.tensorinv": [Case("complex-ind1", [F((6, 2, 3), "wellflat")], {"ind": 1}, dtypes=("c128",))],
     "linalg.tensorsolve": [Case("complex-basic", [F((2, 3, 6), "wellflat"), F((2, 3))], dtypes=("c128",))],
     "prod": [
@@ -2040,7 +2060,7 @@ COMPLEX_CASES = {
     ],
 }
 for _op, _cs in COMPLEX_CASES.items():
-    CASES[_op] = CASES[_op] + _cs
+    CASES[_op] = CASES.get(_op, []) + _cs
 
 cases("conj", complex_unary([Case("real", [F((3, 4))], dtypes=F64_F32)]))
 cases("conj_physical", complex_unary())
@@ -2161,6 +2181,18 @@ def generate(op, case, dtype, rng):
         d_grad = nested_delta(grads, alt_grads) if grads is not None else None
     except Exception:  # noqa: BLE001 - no estimate: the test uses its base tolerance
         d_out, d_grad = [None] * len(outs), None
+    if op in ("linalg.eig", "linalg.eigvals") and case.error is None:
+        values, vectors, cond_v = eig_bounds(main_inputs[0])
+        d_out[0] = max(d_out[0] or 0.0, values)
+        if op == "linalg.eig":
+            d_out[1] = max(d_out[1] or 0.0, vectors)
+        if grads is not None and grads[0] is not None:
+            # gA = V⁻ᴴ (…) Vᴴ: a relative error δ of V moves it by about cond(V) δ |gA|
+            # (the f32 run may refuse the gradient: its rounded cotangent is not phase
+            # invariant to its own precision)
+            d_grad = d_grad if d_grad is not None else [None] * len(grads)
+            g = float(grads[0].abs().max()) if grads[0].numel() else 0.0
+            d_grad[0] = max(d_grad[0] or 0.0, max(values, vectors) * cond_v * g)
     expected = {"outputs": [tensor_json(o) for o in outs]}
     if grads is not None:
         expected["grads"] = nested_json(grads)
@@ -2168,6 +2200,34 @@ def generate(op, case, dtype, rng):
     if d_grad is not None:
         expected["delta"]["grads"] = d_grad
     return {"case": proto, "expected": expected}
+
+
+def eig_bounds(a):
+    """First-order bounds on the rounding error of eig's eigenvalues and eigenvectors, in
+    the units of the precision delta (an f32 run's error): n κ_max ‖A‖₂ ε₃₂ for the
+    values, with κ_j = ‖x_j‖ ‖y_j‖ / |y_jᴴ x_j| the condition number of eigenvalue j
+    (x_j, y_j its right and left eigenvectors, Y = V⁻ᴴ), and that over the smallest gap
+    between eigenvalues for the vectors (δx_j = Σ_i y_iᴴ E x_j / ((λ_j − λ_i) y_iᴴ x_i)
+    x_i). Two backward-stable solvers (LAPACK's and another) differ by up to about these
+    in a non-normal matrix, far more than a few ulps; the f32 run alone does not always
+    show it. Also returns cond(V), for the gradient's bound."""
+    a = a.detach().to(torch.complex128)
+    n = a.shape[-1]
+    if n == 0:
+        return 0.0, 0.0, 1.0
+    w, v = torch.linalg.eig(a)
+    y = torch.linalg.inv(v).mH
+    num = torch.linalg.vector_norm(v, dim=-2) * torch.linalg.vector_norm(y, dim=-2)
+    den = (y.conj() * v).sum(-2).abs()
+    kappa = float((num / den).max())
+    norm = float(torch.linalg.matrix_norm(a, 2).max())
+    eps = float(torch.finfo(torch.float32).eps)
+    values = n * kappa * norm * eps
+    gaps = (w.unsqueeze(-1) - w.unsqueeze(-2)).abs() + torch.diag_embed(torch.full(w.shape, float("inf"), dtype=torch.float64))
+    gap = float(gaps.min()) if n > 1 else float("inf")
+    vectors = values / gap if gap > 0 else float("inf")
+    cond_v = float(torch.linalg.cond(v).max())
+    return values, (vectors if math.isfinite(vectors) else 0.0), cond_v
 
 
 def main():

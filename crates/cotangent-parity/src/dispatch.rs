@@ -215,6 +215,8 @@ pub const OPS: &[OpSpec] = &[
     op("linalg.cond", &["p"], sv::cond),
     op("linalg.eigh", &["UPLO"], sv::eigh),
     op("linalg.eigvalsh", &["UPLO"], sv::eigvalsh),
+    op("linalg.eig", &[], sv::eig),
+    op("linalg.eigvals", &[], sv::eigvals),
     op("linalg.matrix_exp", &[], sv::matrix_exp),
 ];
 

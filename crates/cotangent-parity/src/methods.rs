@@ -204,6 +204,9 @@ pub const LIBRARY_METHODS: &[(&str, Coverage)] = &[
     // src/linalg/eigh.rs
     ("eigh", Coverage::Op("linalg.eigh")),
     ("eigvalsh", Coverage::Op("linalg.eigvalsh")),
+    // src/linalg/eig.rs
+    ("eig", Coverage::Op("linalg.eig")),
+    ("eigvals", Coverage::Op("linalg.eigvals")),
     // src/linalg/matrix_fn.rs
     ("matrix_exp", Coverage::Op("linalg.matrix_exp")),
 ];

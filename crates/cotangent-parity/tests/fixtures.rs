@@ -168,6 +168,11 @@ enum Gauge {
     /// orthonormal basis of one subspace: it is checked to span PyTorch's (equal
     /// projectors) and then replaced by PyTorch's for the comparison (it gets no gradient).
     Svd,
+    /// `linalg.eig` (with `vectors`) and `linalg.eigvals`: the eigenvalues in any order
+    /// (matched to PyTorch's, nearest first) and each eigenvector's phase.
+    Eig {
+        vectors: bool,
+    },
 }
 
 /// One output under a [`Gauge::Signs`] gauge, and which of its axes carries the sign.
@@ -186,6 +191,8 @@ fn gauge_of(op: &str) -> Gauge {
         "linalg.qr" => Gauge::Signs(QR),
         "linalg.svd" => Gauge::Svd,
         "linalg.eigh" => Gauge::Signs(EIGH),
+        "linalg.eig" => Gauge::Eig { vectors: true },
+        "linalg.eigvals" => Gauge::Eig { vectors: false },
         _ => Gauge::None,
     }
 }
@@ -323,6 +330,7 @@ fn align_gauge(op: &str, case: &Value, expected: &Value, got: &mut Value) -> Opt
     match gauge_of(op) {
         Gauge::None => None,
         Gauge::Svd => align_svd(case, expected, got),
+        Gauge::Eig { vectors } => align_eig(case, expected, got, vectors),
         Gauge::Signs(parts) => {
             // our outputs move by P (columns) and P* (rows: Q_torch R_torch = Q P P* R);
             // the cotangents by the conjugates, so that PyTorch's loss is unchanged
@@ -461,6 +469,106 @@ fn align_svd(case: &Value, expected: &Value, got: &mut Value) -> Option<Value> {
     let mut moved = case.clone();
     apply_phases(&mut moved["cotangents"][0], &phases, false, true);
     apply_phases(&mut moved["cotangents"][2], &vphases, true, false);
+    Some(moved)
+}
+
+/// The complex entries of a tensor value, `(re, im)` (zero imaginary parts for a real one).
+fn complex_values(t: &Value) -> Option<Vec<(f64, f64)>> {
+    let re = values(t)?;
+    let im = imag_values(t).unwrap_or_else(|| vec![0.0; re.len()]);
+    (im.len() == re.len()).then(|| re.into_iter().zip(im).collect())
+}
+
+/// `t` with its last dim permuted per matrix (or vector) of the batch: entry `j` of the
+/// result is entry `perms[batch][j]` of `t` (`rows` entries per batch item before the
+/// last dim: 1 for vectors, `n` for `n x n` matrices).
+fn permute_last(t: &Value, perms: &[Vec<usize>], rows: usize) -> Option<Value> {
+    let data = t["data"].as_array()?.clone();
+    let imag = t.get("imag").and_then(Value::as_array).cloned();
+    let n = perms.first().map_or(0, Vec::len);
+    let per = rows * n;
+    let mut out = t.clone();
+    let (mut d2, mut i2) = (data.clone(), imag.clone());
+    for (b, perm) in perms.iter().enumerate() {
+        for r in 0..rows {
+            for (j, &src) in perm.iter().enumerate() {
+                let (to, from) = (b * per + r * n + j, b * per + r * n + src);
+                d2[to] = data.get(from)?.clone();
+                if let (Some(i2), Some(im)) = (i2.as_mut(), imag.as_ref()) {
+                    i2[to] = im.get(from)?.clone();
+                }
+            }
+        }
+    }
+    out["data"] = Value::Array(d2);
+    if let Some(i2) = i2 {
+        out["imag"] = Value::Array(i2);
+    }
+    Some(out)
+}
+
+/// The inverse of each permutation.
+fn inverses(perms: &[Vec<usize>]) -> Vec<Vec<usize>> {
+    perms
+        .iter()
+        .map(|p| {
+            let mut inv = vec![0; p.len()];
+            for (j, &o) in p.iter().enumerate() {
+                inv[o] = j;
+            }
+            inv
+        })
+        .collect()
+}
+
+/// [`Gauge::Eig`]: each of PyTorch's eigenvalues (in its order) takes the nearest of ours
+/// not yet taken; our eigenvalues and eigenvectors are put in PyTorch's order, and the
+/// eigenvectors' phases aligned as [`column_phases`] finds them. PyTorch's loss
+/// `⟨G_w, w_t⟩ + ⟨G_V, V_t⟩` with `w_t = Π w`, `V_t = V Π P` moves the cotangents to
+/// `Πᵀ G_w` and `G_V P* Πᵀ` (the permutation undone, the phases conjugated).
+fn align_eig(case: &Value, expected: &Value, got: &mut Value, vectors: bool) -> Option<Value> {
+    let (ew, gw) = (complex_values(&expected["outputs"][0])?, complex_values(&got["outputs"][0])?);
+    let shape = expected["outputs"][0]["shape"].as_array()?;
+    let n = shape.last()?.as_u64()? as usize;
+    if ew.len() != gw.len() || n == 0 {
+        return None;
+    }
+    let nb = ew.len() / n;
+    let mut perms = Vec::with_capacity(nb);
+    for b in 0..nb {
+        let mut taken = vec![false; n];
+        let mut perm = Vec::with_capacity(n);
+        for t in 0..n {
+            let (er, ei) = ew[b * n + t];
+            let best = (0..n).filter(|&o| !taken[o]).min_by(|&x, &y| {
+                let d = |o: usize| (gw[b * n + o].0 - er).hypot(gw[b * n + o].1 - ei);
+                d(x).total_cmp(&d(y))
+            })?;
+            taken[best] = true;
+            perm.push(best);
+        }
+        perms.push(perm);
+    }
+    got["outputs"][0] = permute_last(&got["outputs"][0], &perms, 1)?;
+    let mut phases = vec![(1.0, 0.0); nb * n];
+    if vectors {
+        got["outputs"][1] = permute_last(&got["outputs"][1], &perms, n)?;
+        phases = column_phases(&expected["outputs"][1], &got["outputs"][1])?;
+        apply_phases(&mut got["outputs"][1], &phases, false, false);
+    }
+    if !case["cotangents"].is_array() {
+        return None;
+    }
+    let back = inverses(&perms);
+    let mut moved = case.clone();
+    if !moved["cotangents"][0].is_null() {
+        moved["cotangents"][0] = permute_last(&case["cotangents"][0], &back, 1)?;
+    }
+    if vectors && !moved["cotangents"][1].is_null() {
+        let mut g = case["cotangents"][1].clone();
+        apply_phases(&mut g, &phases, false, true);
+        moved["cotangents"][1] = permute_last(&g, &back, n)?;
+    }
     Some(moved)
 }
 

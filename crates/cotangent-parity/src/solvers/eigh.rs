@@ -1,4 +1,5 @@
-//! `linalg.eigh`, `linalg.eigvalsh` and `linalg.matrix_exp`.
+//! `linalg.eigh`, `linalg.eigvalsh`, `linalg.eig`, `linalg.eigvals` and
+//! `linalg.matrix_exp`.
 
 use cotangent::linalg::{self, Uplo};
 use cotangent::Tensor;
@@ -29,6 +30,19 @@ pub(crate) fn eigh(a: &Args<'_>, at: &Attrs<'_>) -> Res<Vec<Tensor>> {
 pub(crate) fn eigvalsh(a: &Args<'_>, at: &Attrs<'_>) -> Res<Vec<Tensor>> {
     a.count(1, 1)?;
     one(linalg::eigvalsh(a.t(0)?, uplo("linalg.eigvalsh", at)?))
+}
+
+/// `linalg.eig(A)`: outputs `(eigenvalues, eigenvectors)`, complex.
+pub(crate) fn eig(a: &Args<'_>, _: &Attrs<'_>) -> Res<Vec<Tensor>> {
+    a.count(1, 1)?;
+    let e = linalg::eig(a.t(0)?)?;
+    Ok(vec![e.eigenvalues, e.eigenvectors])
+}
+
+/// `linalg.eigvals(A)`, complex.
+pub(crate) fn eigvals(a: &Args<'_>, _: &Attrs<'_>) -> Res<Vec<Tensor>> {
+    a.count(1, 1)?;
+    one(linalg::eigvals(a.t(0)?))
 }
 
 /// `linalg.matrix_exp(A)`.

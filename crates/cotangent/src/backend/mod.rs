@@ -232,6 +232,18 @@ pub(crate) trait BackendStorage: Sized {
         vectors: bool,
     ) -> Result<(Self, Option<(Self, Layout)>, Option<usize>)>;
 
+    /// Eigenvalues (complex, contiguous `(*, n)`, unsorted) and, if `vectors`, right
+    /// eigenvectors (complex, a column-major `(*, n, n)` buffer with its layout, each of
+    /// unit 2-norm with its largest component real and positive) of each square
+    /// `self: (*, n, n)`, real or complex; with the index of the first matrix not
+    /// decomposed (a NaN or an infinity, or no convergence), if any.
+    #[allow(clippy::type_complexity)]
+    fn eig(
+        &self,
+        l: &Layout,
+        vectors: bool,
+    ) -> Result<(Self, Option<(Self, Layout)>, Option<usize>)>;
+
     /// `exp(A)` of each square `self: (*, n, n)` (scaling and squaring with Padé
     /// approximants), column-major, with its layout.
     fn matrix_exp(&self, l: &Layout) -> Result<(Self, Layout)>;

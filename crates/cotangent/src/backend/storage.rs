@@ -401,6 +401,21 @@ impl Storage {
         }
     }
 
+    /// See [`BackendStorage::eig`].
+    #[allow(clippy::type_complexity)]
+    pub(crate) fn eig(
+        &self,
+        l: &Layout,
+        vectors: bool,
+    ) -> Result<(Storage, Option<(Storage, Layout)>, Option<usize>)> {
+        match self {
+            Storage::Cpu(a) => {
+                let (w, v, failed) = a.eig(l, vectors)?;
+                Ok((Storage::Cpu(w), v.map(on_cpu), failed))
+            }
+        }
+    }
+
     /// See [`BackendStorage::matrix_exp`].
     pub(crate) fn matrix_exp(&self, l: &Layout) -> Result<(Storage, Layout)> {
         match self {

@@ -220,9 +220,7 @@ impl Op for DetOp {
 /// [`svd`](super::svd), which covers rank `n − 1`; at rank `n − 2` and below (a repeated
 /// zero singular value) differentiating the gradient again fails with
 /// `NotDifferentiable` from the SVD when the result depends on the singular basis.
-/// Complex input takes the same branches; its near-singular branch needs the complex
-/// SVD, which is not there yet: such a backward fails with `UnsupportedDType` naming
-/// `linalg.svd` (never a wrong gradient).
+/// Complex input takes the same branches (the cofactors through the complex SVD).
 ///
 /// Dtypes: f32, f64, c64, c128 (bf16 and f16 computed in f32).
 ///

@@ -31,13 +31,17 @@
 //! | [`matrix_norm`] (`Fro`, `Nuc`, `±1`, `±2`, `±inf`), [`norm`] | implicit composites of `vector_norm`, `amax`/`amin` and the singular values | inherited (the spectral orders gap-free, through `svdvals`) |
 //! | [`cond`] (every `p`) | implicit composite: `σ_max/σ_min`, or `‖A‖ ‖A⁻¹‖` through `inv_ex` (`inf` when singular) | inherited, for every `p` |
 //! | [`eigh`] (`Uplo`), [`eigvalsh`] | primitive (Jacobi for `n <= 4`, tridiagonal QL to 16, batches 8 matrices at a time in SIMD lanes with the same bits; above, root-free tridiagonal QL for eigenvalues alone, tridiagonal QR with vectors below 128, own divide and conquer with vectors from 128); eigenvector signs: largest component positive | `gA = V (diag(gw) + F ∘ skew(VᵀgV)) Vᵀ`, `F_ij = 1/(w_j − w_i)`; eigvalsh `V diag(gw) Vᵀ` (no gaps); `NotDifferentiable` for basis-dependent losses at repeated eigenvalues |
+//! | [`eig`], [`eigvals`] | primitive (faer's complex Schur-based solver; real input as complex; complex outputs; eigenvectors of unit norm, largest component real positive) | `gA = V⁻ᴴ (diag(gw) + X / Ē) Vᴴ` (PyTorch's); `NotDifferentiable` for phase-dependent losses and basis-dependent ones at repeated eigenvalues |
 //! | [`matrix_exp`] | primitive (scaling and squaring, Padé degree 3–13 by the 1-norm) | `gA = [exp([[Aᵀ, G], [0, Aᵀ]])]₁₂` on `n x n` blocks (any order) |
 //!
 //! bf16 and f16 inputs are computed in f32 and rounded back (results and gradients in the
-//! input dtype).
+//! input dtype). Complex inputs (c64, c128) are taken by every op above except `ldl_*`,
+//! `lstsq` and `matrix_exp` (not yet), with conjugate transposes where the real formulas
+//! transpose and PyTorch's gradient convention.
 
 mod cholesky;
 mod det;
+mod eig;
 mod eigh;
 mod ldl;
 mod lstsq;
@@ -56,6 +60,7 @@ pub(crate) mod util;
 
 pub use cholesky::{cholesky, cholesky_ex, cholesky_inverse, cholesky_solve, CholeskyEx};
 pub use det::{det, logdet, slogdet, Slogdet};
+pub use eig::{eig, eigvals, Eig};
 pub use eigh::{eigh, eigvalsh, Eigh};
 pub use ldl::{ldl_factor, ldl_factor_ex, ldl_solve, LdlFactor, LdlFactorEx};
 pub use lstsq::{lstsq, Lstsq, LstsqDriver};

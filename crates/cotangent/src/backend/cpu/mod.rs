@@ -1254,6 +1254,27 @@ impl BackendStorage for CpuStorage {
         }))
     }
 
+    fn eig(
+        &self,
+        l: &Layout,
+        vectors: bool,
+    ) -> Result<(CpuStorage, Option<(CpuStorage, Layout)>, Option<usize>)> {
+        use linalg::complex::eig::{eig, EigOut};
+        let wrap = |(w, v, f): EigOut<f64>| {
+            (CpuStorage::C128(w), v.map(|(v, vl)| (CpuStorage::C128(v), vl)), f)
+        };
+        let wrap32 = |(w, v, f): EigOut<f32>| {
+            (CpuStorage::C64(w), v.map(|(v, vl)| (CpuStorage::C64(v), vl)), f)
+        };
+        Ok(match self {
+            CpuStorage::F64(a) => wrap(eig(a, l, vectors, |x: f64| Complex::new(x, 0.0))),
+            CpuStorage::C128(a) => wrap(eig(a, l, vectors, |z: Complex<f64>| z)),
+            CpuStorage::F32(a) => wrap32(eig(a, l, vectors, |x: f32| Complex::new(x, 0.0))),
+            CpuStorage::C64(a) => wrap32(eig(a, l, vectors, |z: Complex<f32>| z)),
+            other => return Err(unsupported("linalg.eig", other.dtype())),
+        })
+    }
+
     fn matrix_exp(&self, l: &Layout) -> Result<(CpuStorage, Layout)> {
         Ok(real!("linalg.matrix_exp", self, [], |a: T| {
             let (x, xl) = linalg::matrix_exp::matrix_exp(a, l);

@@ -1,0 +1,167 @@
+//! The general (non-Hermitian) eigendecomposition, `A V = V diag(w)` (LAPACK `geev`'s
+//! problem), batched, through faer's complex Schur-based solver (Hessenberg reduction,
+//! the implicit shifted QR iteration, eigenvectors from the triangular Schur form). Real
+//! input is solved as a complex matrix with zero imaginary parts.
+//!
+//! The gauge: each eigenvector has unit 2-norm (as LAPACK's) and its component of
+//! largest modulus (the first on ties) real and positive. The eigenvalues come in the
+//! order the Schur form leaves them (not sorted, as LAPACK's).
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use faer::dyn_stack::{MemBuffer, MemStack};
+use faer::linalg::evd::{evd_cplx, evd_scratch, ComputeEigenvectors};
+use faer::{ColMut, MatMut, MatRef, Par, Spec};
+use num_complex::Complex;
+
+use crate::backend::cpu::linalg::jacobi::pow2_near;
+use crate::backend::cpu::linalg::{colmajor_layout, for_each_matrix, Batch, LinalgElem};
+use crate::backend::cpu::pool;
+use crate::layout::Layout;
+
+/// [`eig`]'s result: eigenvalues, eigenvectors with their layout, the first failure.
+pub(crate) type EigOut<R> = (Vec<Complex<R>>, Option<(Vec<Complex<R>>, Layout)>, Option<usize>);
+
+/// Eigenvalues `(*, n)` and, if `vectors`, unit eigenvectors (column-major `(*, n, n)`)
+/// of each square `a: (*, n, n)` given by `at(offset)` as complex numbers; with the
+/// index of the first matrix not decomposed (a NaN or an infinity, or no convergence).
+pub(crate) fn eig<R: LinalgElem, S: Copy + Sync>(
+    a: &[S],
+    al: &Layout,
+    vectors: bool,
+    to_complex: impl Fn(S) -> Complex<R> + Sync,
+) -> EigOut<R>
+where
+    Complex<R>: super::ComplexElem,
+{
+    let ba = Batch::of(al);
+    let n = ba.n;
+    let len = ba.len();
+    let zero = Complex::new(R::ZERO, R::ZERO);
+    let size = n + if vectors { n * n } else { 0 };
+    let failed = AtomicUsize::new(usize::MAX);
+    let mut out = pool::filled(len * size, zero);
+    let big = n >= super::PAR_N;
+    for_each_matrix(&mut out, size, (n * n * n * 25).max(1), big, |i, dst, m, par| {
+        // the matrix, column-major, complex, scaled to order one by a power of two
+        let mut raw: Vec<S> = Vec::with_capacity(n * n);
+        let off = ba.offset(i);
+        for c in 0..n {
+            for r in 0..n {
+                raw.push(a[off + r * ba.rs + c * ba.cs]);
+            }
+        }
+        m.clear();
+        m.extend(raw.into_iter().map(&to_complex));
+        if m.iter().any(|z| !(z.re.is_finite() && z.im.is_finite())) {
+            failed.fetch_min(i, Ordering::Relaxed);
+            return;
+        }
+        let amax = m.iter().fold(R::ZERO, |x, z| {
+            let v = z.re.abs() + z.im.abs();
+            if v > x {
+                v
+            } else {
+                x
+            }
+        });
+        let scale = if amax == R::ZERO { R::ONE } else { pow2_near(amax) };
+        let inv = R::ONE / scale;
+        for z in m.iter_mut() {
+            *z = Complex::new(z.re * inv, z.im * inv);
+        }
+        let (w, v) = dst.split_at_mut(n);
+        if !decompose(m, n, w, vectors.then_some(v), par) {
+            failed.fetch_min(i, Ordering::Relaxed);
+            return;
+        }
+        for z in w.iter_mut() {
+            *z = Complex::new(z.re * scale, z.im * scale);
+        }
+    });
+    let f = failed.into_inner();
+    let failed = (f != usize::MAX).then_some(f);
+    let mut w = Vec::with_capacity(len * n);
+    let mut vo = vectors.then(|| pool::filled(len * n * n, zero));
+    if size > 0 {
+        for (b, blk) in out.chunks_exact(size).enumerate() {
+            w.extend_from_slice(&blk[..n]);
+            if let Some(v) = vo.as_mut() {
+                v[b * n * n..(b + 1) * n * n].copy_from_slice(&blk[n..]);
+            }
+        }
+    }
+    (w, vo.map(|v| (v, colmajor_layout(&ba.dims, n, n))), failed)
+}
+
+/// The eigendecomposition of the column-major complex `n x n` `a` (finite): eigenvalues
+/// into `w`, unit eigenvectors in the gauge above into `v` if given. False if faer's
+/// iteration did not converge.
+fn decompose<R: LinalgElem>(
+    a: &[Complex<R>],
+    n: usize,
+    w: &mut [Complex<R>],
+    v: Option<&mut [Complex<R>]>,
+    par: Par,
+) -> bool
+where
+    Complex<R>: super::ComplexElem,
+{
+    if n == 0 {
+        return true;
+    }
+    let want = if v.is_some() { ComputeEigenvectors::Yes } else { ComputeEigenvectors::No };
+    let req = evd_scratch::<Complex<R>>(n, ComputeEigenvectors::No, want, par, Spec::default());
+    let mut buf = MemBuffer::new(req);
+    let s = ColMut::from_slice_mut(w).as_diagonal_mut();
+    let am = MatRef::from_column_major_slice(a, n, n);
+    let mut v = v;
+    let u = v.as_deref_mut().map(|v| MatMut::from_column_major_slice_mut(v, n, n));
+    if evd_cplx::<R>(am, s, None, u, par, MemStack::new(&mut buf), Spec::default()).is_err() {
+        return false;
+    }
+    if let Some(v) = v {
+        for col in v.chunks_exact_mut(n) {
+            normalize(col);
+        }
+    }
+    true
+}
+
+/// Scales `col` to unit 2-norm with its component of largest modulus (the first on
+/// ties) real and positive.
+fn normalize<R: LinalgElem>(col: &mut [Complex<R>]) {
+    // the 2-norm, scaled against overflow
+    let big = col.iter().fold(R::ZERO, |m, z| {
+        let v = if z.re.abs() > z.im.abs() { z.re.abs() } else { z.im.abs() };
+        if v > m {
+            v
+        } else {
+            m
+        }
+    });
+    if big == R::ZERO {
+        return;
+    }
+    let inv = R::ONE / big;
+    let ss = col.iter().fold(R::ZERO, |s, z| {
+        let (x, y) = (z.re * inv, z.im * inv);
+        s + x * x + y * y
+    });
+    let norm = big * ss.sqrt();
+    let mut best = (0, R::ZERO);
+    for (k, z) in col.iter().enumerate() {
+        let m = (z.re * z.re + z.im * z.im).sqrt();
+        if m > best.1 {
+            best = (k, m);
+        }
+    }
+    let p = col[best.0];
+    // multiply by conj(p) / (|p| norm)
+    let d = best.1 * norm;
+    let f = Complex::new(p.re / d, -p.im / d);
+    for z in col.iter_mut() {
+        *z = Complex::new(z.re * f.re - z.im * f.im, z.re * f.im + z.im * f.re);
+    }
+    col[best.0] = Complex::new(best.1 / norm, R::ZERO);
+}

@@ -1,0 +1,174 @@
+//! The general eigendecomposition (issue 47, item 4): `eig` and `eigvals` for real and
+//! complex input: `A V = V diag(w)` to 1e-10 relative over sizes 0-64 and batches, unit
+//! eigenvectors in the phase gauge, closed forms, non-finite input; gradients of
+//! phase-invariant losses (first and second order), the refusal of a phase-dependent
+//! loss, and the repeated-eigenvalue story (eigenvalue losses finite, basis-dependent
+//! ones refused, never NaN). The PyTorch fixtures are in `cotangent-parity`.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, missing_docs)]
+
+mod common;
+
+use common::{check2, crandn, randn, rg};
+use cotangent::linalg::{eig, eigvals};
+use cotangent::{DType, Error, Tensor};
+
+/// max |A V − V diag(w)| / (‖A‖_max · n), and the unit-norm error of V's columns.
+fn residuals(a: &Tensor) -> (f64, f64) {
+    let e = eig(a).unwrap();
+    let ac = if a.dtype().is_complex() { a.clone() } else { a.to_dtype(DType::C128).unwrap() };
+    let r = ac
+        .matmul(&e.eigenvectors)
+        .unwrap()
+        .sub(&e.eigenvectors.mul(&e.eigenvalues.unsqueeze(-2).unwrap()).unwrap())
+        .unwrap();
+    let n = a.dims()[a.rank() - 1].max(1) as f64;
+    let amax = common::max_abs(&ac.abs().unwrap()).max(f64::MIN_POSITIVE);
+    let res = common::max_abs(&r.abs().unwrap()) / (amax * n);
+    let norms = e.eigenvectors.abs().unwrap().square().unwrap().sum_dims(&[-2], false).unwrap();
+    let unit = norms.to_vec_f64().iter().fold(0.0f64, |m, x| m.max((x - 1.0).abs()));
+    (res, unit)
+}
+
+#[test]
+fn eigenpairs_over_sizes_real_and_complex() {
+    for (batch, n) in [
+        (vec![], 0),
+        (vec![], 1),
+        (vec![], 2),
+        (vec![3], 4),
+        (vec![2], 10),
+        (vec![], 33),
+        (vec![], 64),
+    ] {
+        let mut dims = batch.clone();
+        dims.extend([n, n]);
+        for a in [randn(&dims, 3 + n as u64), crandn(&dims, 5 + n as u64)] {
+            let (res, unit) = residuals(&a);
+            assert!(res < 1e-10 && unit < 1e-12, "{n} {:?}: {res} {unit}", a.dtype());
+            let e = eig(&a).unwrap();
+            assert_eq!(e.eigenvalues.dtype(), DType::C128);
+            // eigvals: the same values
+            common::assert_close(&eigvals(&a).unwrap(), &e.eigenvalues, 1e-12);
+            // the gauge: the largest component of each eigenvector real and positive
+            let (vr, vi) = (
+                e.eigenvectors.real().unwrap().to_vec_f64(),
+                e.eigenvectors.imag().unwrap().to_vec_f64(),
+            );
+            let count: usize = batch.iter().product();
+            for bi in 0..count {
+                for j in 0..n {
+                    let at = |k: usize| bi * n * n + k * n + j;
+                    let m = |k: usize| vr[at(k)].hypot(vi[at(k)]);
+                    let k = (0..n).fold(0, |b, k| if m(k) > m(b) { k } else { b });
+                    assert!(vr[at(k)] > 0.0 && vi[at(k)] == 0.0);
+                }
+            }
+        }
+    }
+    // real input: eigenvalues in conjugate pairs (their sum of imaginary parts is zero)
+    let w = eigvals(&randn(&[7, 7], 9)).unwrap();
+    let im: f64 = w.imag().unwrap().to_vec_f64().iter().sum();
+    assert!(im.abs() < 1e-12);
+    // c64 input gives c64 outputs
+    let a32 = crandn(&[5, 5], 10).to_dtype(DType::C64).unwrap();
+    assert_eq!(eig(&a32).unwrap().eigenvalues.dtype(), DType::C64);
+    assert_eq!(
+        eigvals(&randn(&[3, 3], 11).to_dtype(DType::F32).unwrap()).unwrap().dtype(),
+        DType::C64
+    );
+}
+
+#[test]
+fn closed_forms_and_errors() {
+    // triangular: the diagonal
+    let t =
+        Tensor::from_vec(vec![1.0f64, 5.0, -2.0, 0.0, 3.0, 7.0, 0.0, 0.0, -4.0], (3, 3)).unwrap();
+    let mut w = eigvals(&t).unwrap().real().unwrap().to_vec::<f64>().unwrap();
+    w.sort_by(f64::total_cmp);
+    assert_eq!(w, vec![-4.0, 1.0, 3.0]);
+    // scaled near overflow and underflow: the same relative accuracy
+    for s in [1e-300, 1e300] {
+        let a = crandn(&[6, 6], 12).mul_scalar(s).unwrap();
+        let (res, _) = residuals(&a);
+        assert!(res < 1e-10, "{s}: {res}");
+    }
+    let nan = Tensor::full((2, 3, 3), f64::NAN, DType::F64).unwrap();
+    let good = randn(&[2, 3, 3], 13);
+    let mask = Tensor::from_vec(vec![false, true], (2, 1, 1)).unwrap();
+    let a = Tensor::where_cond(&mask, &nan, &good).unwrap();
+    assert!(matches!(eig(&a), Err(Error::NoConvergence { op: "linalg.eig", batch: 1 })));
+    assert!(matches!(eigvals(&a), Err(Error::NoConvergence { op: "linalg.eigvals", batch: 1 })));
+    assert!(matches!(eig(&randn(&[2, 3], 14)), Err(Error::BadShape { op: "linalg.eig", .. })));
+    let ints = Tensor::zeros((2, 2), DType::I64).unwrap();
+    assert!(matches!(eig(&ints), Err(Error::UnsupportedDType { op: "linalg.eig", .. })));
+}
+
+#[test]
+fn gradients_of_phase_invariant_losses() {
+    check2("eigvals real", &[rg(randn(&[2, 4, 4], 21))], |x| Ok(vec![eigvals(&x[0])?]));
+    check2("eigvals complex", &[rg(crandn(&[3, 3], 22))], |x| Ok(vec![eigvals(&x[0])?]));
+    check2("eig |V|^2 complex", &[rg(crandn(&[3, 3], 23))], |x| {
+        let e = eig(&x[0])?;
+        Ok(vec![e.eigenvalues, e.eigenvectors.abs()?.square()?])
+    });
+    check2("eig |V|^2 real", &[rg(randn(&[4, 4], 24))], |x| {
+        let e = eig(&x[0])?;
+        Ok(vec![e.eigenvectors.abs()?.square()?])
+    });
+    // V diag(w²) V⁻¹ = A²: phase-invariant
+    check2("eig V f(w) V^-1", &[rg(crandn(&[3, 3], 25))], |x| {
+        let e = eig(&x[0])?;
+        let v = &e.eigenvectors;
+        let f = e.eigenvalues.square()?;
+        Ok(vec![v.mul(&f.unsqueeze(-2)?)?.matmul(&cotangent::linalg::inv(v)?)?])
+    });
+}
+
+#[test]
+fn phase_and_basis_dependent_losses_are_refused() {
+    let x = rg(crandn(&[3, 3], 31));
+    let l = eig(&x).unwrap().eigenvectors.sum().unwrap().real().unwrap();
+    match l.backward() {
+        Err(Error::NotDifferentiable { op, reason }) => {
+            assert_eq!(op, "linalg.eig");
+            assert!(reason.contains("phase"), "{reason}");
+        }
+        other => panic!("expected NotDifferentiable, got {other:?}"),
+    }
+    // a repeated eigenvalue: diag(1, 1, 2) plus a strictly upper part (not defective: the
+    // (0, 1) entry is zero)
+    let a =
+        Tensor::from_vec(vec![1.0f64, 0.0, 0.5, 0.0, 1.0, -0.25, 0.0, 0.0, 2.0], (3, 3)).unwrap();
+    let a = rg(a);
+    // eigenvalues only: finite (the sum of the eigenvalues is the trace: gradient I)
+    let g = eigvals(&a).unwrap().real().unwrap().sum().unwrap().backward().unwrap();
+    let ga = g.get(&a).unwrap().to_vec::<f64>().unwrap();
+    let eye = [1.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 1.0];
+    assert!(ga.iter().zip(eye).all(|(x, y)| (x - y).abs() < 1e-12), "{ga:?}");
+    // through the eigenvectors, depending on the basis of the repeated eigenspace: Q
+    // diag(1, 1, 2) Qᵀ with a random orthogonal Q (at an axis-aligned basis a loss of
+    // |V|² can be stationary under rotations, so that matrix would not tell)
+    let q =
+        cotangent::linalg::qr(&randn(&[3, 3], 32), cotangent::linalg::QrMode::Reduced).unwrap().q;
+    let d = Tensor::from_vec(vec![1.0f64, 1.0, 2.0], 3).unwrap();
+    let b =
+        rg(q.mul(&d.unsqueeze(-2).unwrap()).unwrap().matmul(&q.mT().unwrap()).unwrap().detach());
+    let c = Tensor::from_vec(vec![1.0f64, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0, 9.0], (3, 3)).unwrap();
+    let l = eig(&b)
+        .unwrap()
+        .eigenvectors
+        .abs()
+        .unwrap()
+        .square()
+        .unwrap()
+        .mul(&c)
+        .unwrap()
+        .sum()
+        .unwrap();
+    match l.backward() {
+        Err(Error::NotDifferentiable { op: "linalg.eig", reason }) => {
+            assert!(reason.contains("repeated"), "{reason}");
+        }
+        other => panic!("expected NotDifferentiable, got {other:?}"),
+    }
+}
