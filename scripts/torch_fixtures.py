@@ -2051,6 +2051,11 @@ COMPLEX_CASES = {
         Case("complex-3x3", [F((3, 3))], dtypes=C128_C64),
         Case("complex-batched", [F((2, 4, 4))], dtypes=("c128",)),
     ],
+    "linalg.matrix_exp": [
+        Case("complex-3x3", [F((3, 3))], dtypes=C128_C64),
+        Case("complex-batched", [F((2, 4, 4))], dtypes=("c128",)),
+        Case("complex-squarings", [F((4, 4), "wide")], dtypes=("c128",)),
+    ],
     "linalg.tensorinv": [Case("complex-ind1", [F((6, 2, 3), "wellflat")], {"ind": 1}, dtypes=("c128",))],
     "linalg.tensorsolve": [Case("complex-basic", [F((2, 3, 6), "wellflat"), F((2, 3))], dtypes=("c128",))],
     "prod": [

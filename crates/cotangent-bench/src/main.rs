@@ -42,6 +42,7 @@ const OPS: &[&str] = &[
     "vector_norm",
     "eigh",
     "eigvalsh",
+    "eig",
     "matrix_exp",
     "addmm",
     "baddbmm",
@@ -147,6 +148,15 @@ fn real_sum(t: &Tensor) -> Result<Tensor> {
     t.real()?.sum()
 }
 
+/// `x²` entrywise, `|x|²` for a complex tensor (the script's `_sq`: phase-invariant).
+fn sq(t: &Tensor) -> Result<Tensor> {
+    if t.dtype().is_complex() {
+        t.abs()?.square()
+    } else {
+        t.square()
+    }
+}
+
 fn inputs(
     op: &str,
     batch: Option<usize>,
@@ -179,12 +189,12 @@ fn inputs(
             Ok(vec![g.matmul(&g.mH()?)?.div_scalar(n as f64)?.add(&eye)?.contiguous()?])
         }
         "eigh" | "eigvalsh" => {
-            // (g + gᵀ) / √(2n): symmetric, spectrum in about [−2, 2]
+            // (g + gᴴ) / √(2n): symmetric, spectrum in about [−2, 2]
             let g = Tensor::randn(shape, dt, gen)?;
-            Ok(vec![g.add(&g.mT()?)?.div_scalar((2.0 * n as f64).sqrt())?.contiguous()?])
+            Ok(vec![g.add(&g.mH()?)?.div_scalar((2.0 * n as f64).sqrt())?.contiguous()?])
         }
         "solve" | "inv" | "det" | "slogdet" | "qr" | "lu_factor" | "svd" | "svdvals" | "pinv"
-        | "lstsq" | "matrix_norm" | "vector_norm" | "matrix_exp" => {
+        | "lstsq" | "matrix_norm" | "vector_norm" | "matrix_exp" | "eig" => {
             // I + 0.5 N(0, 1) / √n: well conditioned
             let a = Tensor::randn(shape, dt, gen)?
                 .mul_scalar(0.5 / (n as f64).sqrt())?
@@ -241,6 +251,10 @@ fn forward(op: &str, xs: &[Tensor]) -> Result<Vec<Tensor>> {
             vec![r.eigenvalues, r.eigenvectors]
         }
         "eigvalsh" => vec![linalg::eigvalsh(&xs[0], Uplo::Lower)?],
+        "eig" => {
+            let r = linalg::eig(&xs[0])?;
+            vec![r.eigenvalues, r.eigenvectors]
+        }
         // not in torch_linalg.py: compare with matrix_exp(I + 0.5 N(0, 1) / √n).sum()
         "matrix_exp" => vec![linalg::matrix_exp(&xs[0])?],
         "addmm" => vec![xs[0].addmm(&xs[1], &xs[2], 1.0, 1.0)?],
@@ -259,11 +273,13 @@ fn forward(op: &str, xs: &[Tensor]) -> Result<Vec<Tensor>> {
 fn loss(op: &str, ys: &[Tensor]) -> Result<Tensor> {
     match op {
         "slogdet" => ys[1].sum(),
-        "qr" => ys[0].square()?.sum()?.add(&ys[1].square()?.sum()?),
-        // S.sum() + U.square().sum() + Vh.square().sum()
-        "svd" => ys[1].sum()?.add(&ys[0].square()?.sum()?)?.add(&ys[2].square()?.sum()?),
-        // w.sum() + V.square().sum() (sign-invariant)
-        "eigh" => ys[0].sum()?.add(&ys[1].square()?.sum()?),
+        "qr" => sq(&ys[0])?.sum()?.add(&sq(&ys[1])?.sum()?),
+        // S.sum() + U.square().sum() + Vh.square().sum() (|.|² for complex factors)
+        "svd" => ys[1].sum()?.add(&sq(&ys[0])?.sum()?)?.add(&sq(&ys[2])?.sum()?),
+        // w.sum() + V.square().sum() (sign- and phase-invariant)
+        "eigh" => ys[0].sum()?.add(&sq(&ys[1])?.sum()?),
+        // w.real.sum() + |V|².sum() (phase-invariant)
+        "eig" => real_sum(&ys[0])?.add(&sq(&ys[1])?.sum()?),
         _ => real_sum(&ys[0]),
     }
 }

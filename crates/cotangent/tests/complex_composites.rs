@@ -102,3 +102,45 @@ fn det_gradient_at_a_singular_matrix_is_the_cofactor_matrix() {
     assert_close(ga, gb.get(&b).unwrap(), 1e-5);
     assert!(common::max_abs(&ga.abs().unwrap()) > 1e-3);
 }
+
+#[test]
+fn matrix_exponential() {
+    use cotangent::linalg::matrix_exp;
+    // a diagonal: the scalar exponentials; exp(A) exp(−A) = I for a larger, scaled matrix
+    let d = crandn(&[4], 51);
+    let e = matrix_exp(&d.diag_embed(0, -2, -1).unwrap()).unwrap();
+    assert_close(&e, &d.exp().unwrap().diag_embed(0, -2, -1).unwrap(), 1e-14);
+    for scale in [0.01, 1.0] {
+        let a = crandn(&[2, 6, 6], 52).mul_scalar(scale / 6.0).unwrap();
+        let p = matrix_exp(&a).unwrap().matmul(&matrix_exp(&a.neg().unwrap()).unwrap()).unwrap();
+        let eye = Tensor::eye(6, DType::C128).unwrap().broadcast_to((2, 6, 6)).unwrap();
+        assert_close(&p, &eye, 1e-12);
+    }
+    // a norm that needs squarings: against V diag(e^w) V⁻¹, relative to ‖exp(A)‖
+    let a = crandn(&[6, 6], 54).mul_scalar(5.0).unwrap();
+    let e = cotangent::linalg::eig(&a).unwrap();
+    let v = &e.eigenvectors;
+    let want = v
+        .mul(&e.eigenvalues.exp().unwrap().unsqueeze(-2).unwrap())
+        .unwrap()
+        .matmul(&cotangent::linalg::inv(v).unwrap())
+        .unwrap();
+    let got = matrix_exp(&a).unwrap();
+    let big = common::max_abs(&want.abs().unwrap());
+    let err = common::max_abs(&got.sub(&want).unwrap().abs().unwrap());
+    assert!(err < 1e-10 * big, "{err} vs {big}");
+    // exp(i θ σ_x) = cos θ I + i sin θ σ_x
+    let t = 0.7f64;
+    let sx = Tensor::complex(
+        &Tensor::zeros((2, 2), DType::F64).unwrap(),
+        &Tensor::from_vec(vec![0.0, t, t, 0.0], (2, 2)).unwrap(),
+    )
+    .unwrap();
+    let want = Tensor::complex(
+        &Tensor::from_vec(vec![t.cos(), 0.0, 0.0, t.cos()], (2, 2)).unwrap(),
+        &Tensor::from_vec(vec![0.0, t.sin(), t.sin(), 0.0], (2, 2)).unwrap(),
+    )
+    .unwrap();
+    assert_close(&matrix_exp(&sx).unwrap(), &want, 1e-15);
+    check2("matrix_exp", &[rg(crandn(&[2, 3, 3], 53))], |x| Ok(vec![matrix_exp(&x[0])?]));
+}

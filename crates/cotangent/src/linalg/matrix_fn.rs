@@ -1,7 +1,7 @@
 //! Matrix functions: `linalg.matrix_exp` (a primitive whose VJP is the op itself applied
 //! to a block matrix).
 
-use super::util::{check_float, check_matrix, check_square, from_kernel};
+use super::util::{check_float_or_complex, check_matrix, check_square, from_kernel};
 use crate::autograd::node::{record1, Op, VjpCtx};
 use crate::dtype::DType;
 use crate::error::Result;
@@ -21,8 +21,9 @@ impl Op for MatrixExp {
     //   L(A, E) = ∫₀¹ e^{sA} E e^{(1−s)A} ds = [exp([[A, E], [0, A]])]₁₂
     // (Mathias 1996, "A chain rule for matrix functions and applications", SIAM J. Matrix
     // Anal. Appl. 17(3); Higham 2008, "Functions of Matrices", Theorem 3.6). Its adjoint
-    // for the trace inner product is L(Aᵀ, ·), so
-    //   gA = L(Aᵀ, G) = [exp([[Aᵀ, G], [0, Aᵀ]])]₁₂
+    // for the trace inner product is L(Aᵀ, ·) (L(Aᴴ, ·) for complex A and the real inner
+    // product Re tr(Gᴴ E)), so
+    //   gA = L(Aᴴ, G) = [exp([[Aᴴ, G], [0, Aᴴ]])]₁₂
     // (PyTorch's differential_analytic_matrix_function in FunctionsManual.cpp, which
     // exponentiates the 2n x 2n block matrix). Here the kernel uses the block structure
     // (three n x n products per product of the block matrix) and the linearity in G (no
@@ -30,7 +31,7 @@ impl Op for MatrixExp {
     // goes through this rule.
     fn vjp(&self, cx: &VjpCtx<'_>, g: &[Option<Tensor>]) -> Result<Vec<Option<Tensor>>> {
         let Some(g) = &g[0] else { return Ok(vec![None]) };
-        Ok(vec![Some(exp_frechet(&cx.input(0).mT()?, g)?)])
+        Ok(vec![Some(exp_frechet(&cx.input(0).mH()?, g)?)])
     }
 }
 
@@ -80,7 +81,7 @@ impl Op for ExpFrechet {
 
     // L(X, E) = [exp(M)]₁₂ with M = [[X, E], [0, X]], so with H the cotangent of L placed
     // in the top-right block of a 2n x 2n zero matrix (Ĥ), the cotangent of M is
-    // gM = L(Mᵀ, Ĥ) (the exponential's VJP, again this op), and gX = gM₁₁ + gM₂₂,
+    // gM = L(Mᴴ, Ĥ) (the exponential's VJP, again this op), and gX = gM₁₁ + gM₂₂,
     // gE = gM₁₂.
     fn vjp(&self, cx: &VjpCtx<'_>, g: &[Option<Tensor>]) -> Result<Vec<Option<Tensor>>> {
         let Some(h) = &g[0] else { return Ok(vec![None, None]) };
@@ -89,7 +90,7 @@ impl Op for ExpFrechet {
         let z = x.zeros_like()?;
         let m = blocks(x, e, &z, x)?;
         let hz = h.zeros_like()?;
-        let gm = exp_frechet(&m.mT()?, &blocks(&hz, h, &hz, &hz)?)?;
+        let gm = exp_frechet(&m.mH()?, &blocks(&hz, h, &hz, &hz)?)?;
         let gx = if cx.needs_input_grad(0) {
             let top = gm.narrow(-2, 0, n)?.narrow(-1, 0, n)?;
             Some(top.add(&gm.narrow(-2, n, n)?.narrow(-1, n, n)?)?)
@@ -112,10 +113,11 @@ impl Op for ExpFrechet {
 /// with a NaN or an infinity gives NaN everywhere, and a `1 x 1` matrix is the scalar
 /// exponential (`exp(inf) = inf`), as PyTorch.
 ///
-/// Shapes: `a: (*, n, n)` → `(*, n, n)`. Dtypes: f32, f64; bf16 and f16 are computed in
-/// f32 and rounded back.
+/// Shapes: `a: (*, n, n)` → `(*, n, n)`. Dtypes: f32, f64, c64, c128 (complex input by
+/// the same rule, its products and quotient through faer's generic kernels); bf16 and
+/// f16 are computed in f32 and rounded back.
 ///
-/// Gradient: `gA = [exp([[Aᵀ, G], [0, Aᵀ]])]₁₂` (the top-right `n x n` block of the
+/// Gradient: `gA = [exp([[Aᵀ, G], [0, Aᵀ]])]₁₂` (`Aᴴ` for complex input; the top-right `n x n` block of the
 /// exponential of a `2n x 2n` block matrix: the adjoint of the Fréchet derivative), as
 /// PyTorch. It is computed on `n x n` blocks (each product of the block matrix is three
 /// `n x n` products) with `G` first scaled by a power of two to about `A`'s 1-norm (the
@@ -124,7 +126,7 @@ impl Op for ExpFrechet {
 /// order (the derivative of that block is again such a block, of order `2n`).
 ///
 /// Errors: `BadShape` if `a` has fewer than 2 dims or is not square; `UnsupportedDType`
-/// for non-float input.
+/// for integer or boolean input.
 ///
 /// ```
 /// # use cotangent::Tensor;
@@ -140,7 +142,7 @@ impl Op for ExpFrechet {
 pub fn matrix_exp(a: &Tensor) -> Result<Tensor> {
     check_matrix(OP, a)?;
     check_square(OP, a)?;
-    check_float(OP, a)?;
+    check_float_or_complex(OP, a)?;
     if a.dtype().is_half() {
         return matrix_exp(&a.to_dtype(DType::F32)?)?.to_dtype(a.dtype());
     }

@@ -1276,6 +1276,10 @@ impl BackendStorage for CpuStorage {
     }
 
     fn matrix_exp(&self, l: &Layout) -> Result<(CpuStorage, Layout)> {
+        complex!(self, |a: T| {
+            let (x, xl) = linalg::complex::expm::matrix_exp(a, l);
+            (T::into_host(x), xl)
+        });
         Ok(real!("linalg.matrix_exp", self, [], |a: T| {
             let (x, xl) = linalg::matrix_exp::matrix_exp(a, l);
             (T::into_host(x), xl)

@@ -54,7 +54,7 @@ const THETA_F32: [(usize, f64); 3] =
     [(3, 4.258_730_016_922_831e-1), (5, 1.880_152_677_804_762e0), (7, 3.925_724_783_138_660e0)];
 
 /// Padé coefficients `b_0..b_m`.
-fn coefficients(m: usize) -> &'static [f64] {
+pub(super) fn coefficients(m: usize) -> &'static [f64] {
     match m {
         3 => &[120.0, 60.0, 12.0, 1.0],
         5 => &[30240.0, 15120.0, 3360.0, 420.0, 30.0, 1.0],
@@ -385,7 +385,7 @@ fn solve<T: LinalgElem + LaneBits, const N: usize, const K: usize>(
 }
 
 /// The Padé degree and the number of squarings for a (block) matrix of 1-norm `norm`.
-fn degree<T: LinalgElem>(norm: f64) -> (usize, i32) {
+pub(super) fn degree<T: LinalgElem>(norm: f64) -> (usize, i32) {
     let thetas: &[(usize, f64)] = if T::EPSILON.to_f64() > 1e-10 { &THETA_F32 } else { &THETA_F64 };
     for &(deg, th) in thetas {
         if norm <= th {
