@@ -50,19 +50,7 @@ fn eigenpairs_over_sizes_real_and_complex() {
             // eigvals: the same values
             common::assert_close(&eigvals(&a).unwrap(), &e.eigenvalues, 1e-12);
             // the gauge: the largest component of each eigenvector real and positive
-            let (vr, vi) = (
-                e.eigenvectors.real().unwrap().to_vec_f64(),
-                e.eigenvectors.imag().unwrap().to_vec_f64(),
-            );
-            let count: usize = batch.iter().product();
-            for bi in 0..count {
-                for j in 0..n {
-                    let at = |k: usize| bi * n * n + k * n + j;
-                    let m = |k: usize| vr[at(k)].hypot(vi[at(k)]);
-                    let k = (0..n).fold(0, |b, k| if m(k) > m(b) { k } else { b });
-                    assert!(vr[at(k)] > 0.0 && vi[at(k)] == 0.0);
-                }
-            }
+            common::assert_phase_gauge(&e.eigenvectors, n);
         }
     }
     // real input: eigenvalues in conjugate pairs (their sum of imaginary parts is zero)

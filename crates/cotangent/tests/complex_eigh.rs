@@ -44,17 +44,7 @@ fn decomposition_invariants() {
         }
         assert_close(&eigvalsh(&a, Uplo::Lower).unwrap(), &e.eigenvalues, 1e-12);
         // the gauge: each column's component of largest modulus is real and positive
-        let vr = v.real().unwrap().to_vec_f64();
-        let vi = v.imag().unwrap().to_vec_f64();
-        let count: usize = batch.iter().product();
-        for bi in 0..count {
-            for j in 0..n {
-                let at = |k: usize| bi * n * n + k * n + j;
-                let m = |k: usize| vr[at(k)].hypot(vi[at(k)]);
-                let k = (0..n).fold(0, |b, k| if m(k) > m(b) { k } else { b });
-                assert!(vr[at(k)] > 0.0 && vi[at(k)] == 0.0, "column {j}");
-            }
-        }
+        common::assert_phase_gauge(v, n);
     }
     // closed form: [[2, i], [-i, 2]] has eigenvalues 1 and 3
     let re = Tensor::from_vec(vec![2.0, 0.0, 0.0, 2.0], (2, 2)).unwrap();

@@ -40,16 +40,7 @@ fn check_factors(a: &Tensor, full: bool, tol: f64) {
     }
     assert_close(&svdvals(a).unwrap(), &f.s, 1e-12);
     // the gauge: each column of U has its largest component real and positive
-    let (ur, ui) = (f.u.real().unwrap().to_vec_f64(), f.u.imag().unwrap().to_vec_f64());
-    let count: usize = batch.iter().product();
-    for bi in 0..count {
-        for j in 0..k {
-            let at = |x: usize| bi * m * ku + x * ku + j;
-            let md = |x: usize| ur[at(x)].hypot(ui[at(x)]);
-            let big = (0..m).fold(0, |b, x| if md(x) > md(b) { x } else { b });
-            assert!(ur[at(big)] > 0.0 && ui[at(big)] == 0.0);
-        }
-    }
+    common::assert_phase_gauge(&f.u, k);
 }
 
 #[test]

@@ -63,6 +63,24 @@ pub fn cwell(shape: &[usize], seed: u64) -> Tensor {
     crandn(shape, seed).add(&eye).unwrap()
 }
 
+/// Asserts the phase gauge of complex factors: in each matrix of `v` (`(*, m, c)`), each
+/// of the first `k` columns has its entry of largest modulus (the first on ties) real and
+/// positive.
+pub fn assert_phase_gauge(v: &Tensor, k: usize) {
+    let r = v.rank();
+    let (m, c) = (v.dims()[r - 2], v.dims()[r - 1]);
+    let (vr, vi) = (v.real().unwrap().to_vec_f64(), v.imag().unwrap().to_vec_f64());
+    let count = vr.len() / (m * c).max(1);
+    for b in 0..count {
+        for j in 0..k {
+            let at = |x: usize| b * m * c + x * c + j;
+            let md = |x: usize| vr[at(x)].hypot(vi[at(x)]);
+            let big = (0..m).fold(0, |best, x| if md(x) > md(best) { x } else { best });
+            assert!(vr[at(big)] > 0.0 && vi[at(big)] == 0.0, "matrix {b}, column {j}");
+        }
+    }
+}
+
 /// A Hermitian positive-definite complex matrix (batch): `X Xᴴ / n + I`.
 pub fn hpd(shape: &[usize], seed: u64) -> Tensor {
     let n = shape[shape.len() - 1];
