@@ -2056,6 +2056,13 @@ COMPLEX_CASES = {
         Case("complex-batched", [F((2, 4, 4))], dtypes=("c128",)),
         Case("complex-squarings", [F((4, 4), "wide")], dtypes=("c128",)),
     ],
+    "linalg.lstsq": [
+        Case("complex-tall", [W((5, 3)), F((5, 2))], dtypes=C128_C64),
+        Case("complex-tall-gels", [W((5, 3)), F((5, 2))], {"driver": "gels"}, dtypes=("c128",)),
+        Case("complex-tall-gelsd", [W((5, 3)), F((5, 2))], {"driver": "gelsd"}, dtypes=("c128",)),
+        Case("complex-wide-gels", [W((3, 5)), F((3, 2))], {"driver": "gels"}, dtypes=("c128",)),
+        Case("complex-batched-gelss", [W((2, 4, 3)), F((2, 4, 1))], {"driver": "gelss"}, dtypes=("c128",)),
+    ],
     "linalg.tensorinv": [Case("complex-ind1", [F((6, 2, 3), "wellflat")], {"ind": 1}, dtypes=("c128",))],
     "linalg.tensorsolve": [Case("complex-basic", [F((2, 3, 6), "wellflat"), F((2, 3))], dtypes=("c128",))],
     "prod": [

@@ -144,3 +144,35 @@ fn matrix_exponential() {
     assert_close(&matrix_exp(&sx).unwrap(), &want, 1e-15);
     check2("matrix_exp", &[rg(crandn(&[2, 3, 3], 53))], |x| Ok(vec![matrix_exp(&x[0])?]));
 }
+
+#[test]
+fn least_squares() {
+    use cotangent::linalg::{lstsq, LstsqDriver};
+    // tall: the normal equations Aᴴ (A X − B) = 0, the residuals Σ |r|², real
+    let a = crandn(&[2, 6, 3], 61);
+    let b = crandn(&[2, 6, 2], 62);
+    for driver in [LstsqDriver::Gels, LstsqDriver::Gelsy, LstsqDriver::Gelsd, LstsqDriver::Gelss] {
+        let r = lstsq(&a, &b, None, Some(driver)).unwrap();
+        let res = a.matmul(&r.solution).unwrap().sub(&b).unwrap();
+        let normal = a.mH().unwrap().matmul(&res).unwrap();
+        assert!(common::max_abs(&normal.abs().unwrap()) < 1e-12, "{driver:?}");
+        if driver != LstsqDriver::Gelsy {
+            assert_eq!(r.residuals.dtype(), DType::F64);
+            let want = res.abs().unwrap().square().unwrap().sum_dims(&[-2], false).unwrap();
+            assert_close(&r.residuals, &want, 1e-12);
+        }
+    }
+    // wide: the least-norm solution A⁺ B
+    let w = crandn(&[3, 5], 63);
+    let bw = crandn(&[3, 2], 64);
+    let x = lstsq(&w, &bw, None, Some(LstsqDriver::Gels)).unwrap().solution;
+    assert_close(&x, &pinv(&w, None, None, false).unwrap().matmul(&bw).unwrap(), 1e-12);
+    let z = |shape: &[usize], seed| rg(crandn(shape, seed));
+    check2("lstsq gelsd", &[z(&[5, 3], 65), z(&[5, 2], 66)], |x| {
+        let r = lstsq(&x[0], &x[1], None, Some(LstsqDriver::Gelsd))?;
+        Ok(vec![r.solution, r.residuals])
+    });
+    check2("lstsq gels wide", &[z(&[3, 4], 67), z(&[3], 68)], |x| {
+        Ok(vec![lstsq(&x[0], &x[1], None, Some(LstsqDriver::Gels))?.solution])
+    });
+}

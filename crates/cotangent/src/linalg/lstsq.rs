@@ -2,7 +2,7 @@
 //! solution's VJP is PyTorch's, through the pseudo-inverse).
 
 use super::pinv::{pinv, pinv_backward, pinv_detached};
-use super::util::{broadcast_batch, check_float, check_same_dtype};
+use super::util::{broadcast_batch, check_float_or_complex, check_same_dtype};
 use super::{qr, solve_triangular, Diag, QrMode, Side, Uplo};
 use crate::autograd::mode::no_grad;
 use crate::autograd::node::{record1, Op, VjpCtx};
@@ -74,11 +74,11 @@ impl Op for LstsqOp {
             _ => (pinv(a, None, None, false)?, false),
         };
         let ga = if cx.needs_input_grad(0) {
-            Some(pinv_backward(&g.matmul(&b.mT()?)?, &p, a, full_rank)?)
+            Some(pinv_backward(&g.matmul(&b.mH()?)?, &p, a, full_rank)?)
         } else {
             None
         };
-        let gb = if cx.needs_input_grad(1) { Some(p.mT()?.matmul(g)?) } else { None };
+        let gb = if cx.needs_input_grad(1) { Some(p.mH()?.matmul(g)?) } else { None };
         Ok(vec![ga, gb])
     }
 }
@@ -93,7 +93,8 @@ impl Op for ResidualsOp {
         OP
     }
 
-    // ρ = Σ_rows (A X − B)² with X = A⁺B. With R = A X − B, dρ_j = 2 r_jᵀ (dA x_j + A dx_j
+    // ρ = Σ_rows (A X − B)² (Σ |·|² for complex input, with ᴴ for ᵀ below) with X = A⁺B.
+    // With R = A X − B, dρ_j = 2 r_jᵀ (dA x_j + A dx_j
     // − db_j), and A dx_j drops out: r_jᵀ A = 0 at the least-squares solution (the normal
     // equations), for every full-rank (A, B). So
     //   gA = 2 R diag(g) Xᵀ,  gB = −2 R diag(g),  gX = 0 (exactly, not dropped).
@@ -103,7 +104,7 @@ impl Op for ResidualsOp {
         let Some(g) = &g[0] else { return Ok(vec![None, None, None]) };
         let (a, b, x) = (cx.input(0), cx.input(1), cx.input(2));
         let rg = a.matmul(x)?.sub(b)?.mul(&g.unsqueeze(-2)?)?.mul_scalar(2.0)?;
-        let ga = cx.needs_input_grad(0).then(|| rg.matmul(&x.mT()?)).transpose()?;
+        let ga = cx.needs_input_grad(0).then(|| rg.matmul(&x.mH()?)).transpose()?;
         let gb = cx.needs_input_grad(1).then(|| rg.neg()).transpose()?;
         Ok(vec![ga, gb, None])
     }
@@ -154,8 +155,9 @@ fn zero_for_zero_a(a: &Tensor, x: &Tensor) -> Result<Tensor> {
 /// `rank`, `singular_values` as [`Lstsq`] describes, per driver (empty when not
 /// computed). Empty matrices: zero solutions, rank 0.
 ///
-/// Dtypes: f32, f64 (one for both); bf16 and f16 are computed in f32 and rounded back
-/// (PyTorch refuses them).
+/// Dtypes: f32, f64, c64, c128 (one for both; complex input with `ᴴ` for `ᵀ`, real
+/// `residuals` `Σ |r|²` and real singular values, as PyTorch); bf16 and f16 are computed
+/// in f32 and rounded back (PyTorch refuses them).
 ///
 /// Gradient: of `solution` and `residuals`, to any order, as PyTorch. The solution's is
 /// PyTorch's: that of `pinv(A) B` with pinv's default tolerance, for every driver. The
@@ -215,8 +217,8 @@ pub fn lstsq(
     if bm.dims()[bm.rank() - 2] != m {
         return Err(mismatch());
     }
-    check_float(OP, a)?;
-    check_float(OP, b)?;
+    check_float_or_complex(OP, a)?;
+    check_float_or_complex(OP, b)?;
     check_same_dtype(OP, a, b)?;
     let dt = a.dtype();
     if dt.is_half() {
@@ -231,18 +233,19 @@ pub fn lstsq(
     let driver = driver.unwrap_or(LstsqDriver::Gelsy);
     let (ab, bb) = broadcast_batch(OP, a, 2, &bm, 2)?;
     let k = m.min(n);
-    let eps = if dt == DType::F64 { f64::EPSILON } else { f64::from(f32::EPSILON) };
+    let eps = if dt.to_real() == DType::F64 { f64::EPSILON } else { f64::from(f32::EPSILON) };
     let (x, rank, sv, full_rank, p_fwd) = {
         let _guard = no_grad();
         let (ad, bd) = (ab.detach(), bb.detach());
         if driver == LstsqDriver::Gels {
             let x = if m >= n {
                 let f = qr(&ad, QrMode::Reduced)?;
-                let y = f.q.mT()?.matmul(&bd)?;
+                let y = f.q.mH()?.matmul(&bd)?;
                 solve_triangular(&f.r, &y, Uplo::Upper, Side::Left, Diag::NonUnit)?
             } else {
-                let f = qr(&ad.mT()?, QrMode::Reduced)?;
-                let y = solve_triangular(&f.r.mT()?, &bd, Uplo::Lower, Side::Left, Diag::NonUnit)?;
+                // A = Rᴴ Qᴴ (the LQ of A from the QR of Aᴴ): X = Q R⁻ᴴ B, of least norm
+                let f = qr(&ad.mH()?, QrMode::Reduced)?;
+                let y = solve_triangular(&f.r.mH()?, &bd, Uplo::Lower, Side::Left, Diag::NonUnit)?;
                 f.q.matmul(&y)?
             };
             (zero_for_zero_a(&ad, &x)?, None, None, true, None)
@@ -271,11 +274,13 @@ pub fn lstsq(
         let rho = {
             let _guard = no_grad();
             let r = ab.detach().matmul(&solution.detach())?.sub(&bb.detach())?;
-            r.mul(&r)?.sum_dims(&[-2], false)?
+            // |r|², real for complex input (as PyTorch)
+            let r2 = if r.dtype().is_complex() { r.abs()?.square()? } else { r.mul(&r)? };
+            r2.sum_dims(&[-2], false)?
         };
         record1(ResidualsOp, &[&ab, &bb, &solution], rho, false)
     } else {
-        empty(dt)?
+        empty(dt.to_real())?
     };
     let solution = if vector { solution.squeeze_dim(-1)? } else { solution };
     let rank = match (driver, rank) {
@@ -284,7 +289,7 @@ pub fn lstsq(
     };
     let singular_values = match (driver, sv) {
         (LstsqDriver::Gelsd | LstsqDriver::Gelss, Some(s)) => s,
-        _ => empty(dt)?,
+        _ => empty(dt.to_real())?,
     };
     Ok(Lstsq { solution, residuals, rank, singular_values })
 }

@@ -35,8 +35,8 @@
 //! | [`matrix_exp`] | primitive (scaling and squaring, Padé degree 3–13 by the 1-norm) | `gA = [exp([[Aᵀ, G], [0, Aᵀ]])]₁₂` on `n x n` blocks (any order) |
 //!
 //! bf16 and f16 inputs are computed in f32 and rounded back (results and gradients in the
-//! input dtype). Complex inputs (c64, c128) are taken by every op above except `ldl_*` and
-//! `lstsq` (not yet), with conjugate transposes where the real formulas
+//! input dtype). Complex inputs (c64, c128) are taken by every op above except `ldl_*` (not
+//! yet), with conjugate transposes where the real formulas
 //! transpose and PyTorch's gradient convention.
 
 mod cholesky;
