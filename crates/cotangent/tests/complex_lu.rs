@@ -8,7 +8,7 @@
 
 mod common;
 
-use common::{assert_close, check2, crandn, cwell, rg};
+use common::{assert_close, ceye, check2, crandn, cwell, rg};
 use cotangent::linalg::{
     det, inv, inv_ex, lu, lu_factor, lu_factor_ex, lu_solve, lu_unpack, slogdet, solve, solve_ex,
     Side,
@@ -19,12 +19,6 @@ use cotangent::{DType, Error, Tensor};
 fn cm(re: &[f64], im: &[f64], m: usize, n: usize) -> Tensor {
     let t = |v: &[f64]| Tensor::from_vec(v.to_vec(), (m, n)).unwrap();
     Tensor::complex(&t(re), &t(im)).unwrap()
-}
-
-fn eye(n: usize, batch: &[usize]) -> Tensor {
-    let mut dims = batch.to_vec();
-    dims.extend([n, n]);
-    Tensor::eye(n, DType::C128).unwrap().broadcast_to(dims).unwrap()
 }
 
 #[test]
@@ -139,14 +133,14 @@ fn solves_and_inverses() {
         let n = a.dims()[a.rank() - 1];
         let batch = a.dims()[..a.rank() - 2].to_vec();
         let x = inv(&a).unwrap();
-        assert_close(&a.matmul(&x).unwrap(), &eye(n, &batch), 1e-12);
-        assert_close(&x.matmul(&a).unwrap(), &eye(n, &batch), 1e-12);
+        assert_close(&a.matmul(&x).unwrap(), &ceye(n, &batch), 1e-12);
+        assert_close(&x.matmul(&a).unwrap(), &ceye(n, &batch), 1e-12);
     }
     // c64 as well
     let a32 = a.to_dtype(DType::C64).unwrap();
     let x = inv(&a32).unwrap();
     assert_eq!(x.dtype(), DType::C64);
-    let err = a32.matmul(&x).unwrap().sub(&eye(5, &[2]).to_dtype(DType::C64).unwrap()).unwrap();
+    let err = a32.matmul(&x).unwrap().sub(&ceye(5, &[2]).to_dtype(DType::C64).unwrap()).unwrap();
     assert!(common::max_abs(&err.abs().unwrap()) < 1e-5);
 }
 

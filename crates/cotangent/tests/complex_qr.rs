@@ -7,15 +7,9 @@
 
 mod common;
 
-use common::{assert_close, check2, crandn, rg};
+use common::{assert_close, ceye, check2, crandn, rg};
 use cotangent::linalg::{householder_product, qr, QrMode};
 use cotangent::{DType, Tensor};
-
-fn eye(n: usize, batch: &[usize]) -> Tensor {
-    let mut dims = batch.to_vec();
-    dims.extend([n, n]);
-    Tensor::eye(n, DType::C128).unwrap().broadcast_to(dims).unwrap()
-}
 
 #[test]
 fn factors_reconstruct_with_a_real_diagonal() {
@@ -37,14 +31,14 @@ fn factors_reconstruct_with_a_real_diagonal() {
         let f = qr(&a, QrMode::Reduced).unwrap();
         assert_eq!(f.q.dims()[f.q.rank() - 1], k);
         assert_close(&f.q.matmul(&f.r).unwrap(), &a, 1e-12);
-        assert_close(&f.q.mH().unwrap().matmul(&f.q).unwrap(), &eye(k, &batch), 1e-13);
+        assert_close(&f.q.mH().unwrap().matmul(&f.q).unwrap(), &ceye(k, &batch), 1e-13);
         assert_close(&f.r, &f.r.triu(0).unwrap(), 0.0);
         let d = f.r.diagonal(0, -2, -1).unwrap();
         assert!(d.imag().unwrap().to_vec_f64().iter().all(|&x| x == 0.0), "{m}x{n}");
         // complete: a square unitary Q, R with zero rows below k
         let c = qr(&a, QrMode::Complete).unwrap();
         assert_close(&c.q.matmul(&c.r).unwrap(), &a, 1e-12);
-        assert_close(&c.q.mH().unwrap().matmul(&c.q).unwrap(), &eye(m, &batch), 1e-13);
+        assert_close(&c.q.mH().unwrap().matmul(&c.q).unwrap(), &ceye(m, &batch), 1e-13);
         // mode R: the same R
         assert_close(&qr(&a, QrMode::R).unwrap().r, &f.r, 0.0);
     }
@@ -58,7 +52,7 @@ fn factors_reconstruct_with_a_real_diagonal() {
     // columns near underflow: zlarfg's rescaling keeps β and the reflectors accurate
     let tiny = crandn(&[5, 4], 10).mul_scalar(1e-300).unwrap();
     let f = qr(&tiny, QrMode::Reduced).unwrap();
-    assert_close(&f.q.mH().unwrap().matmul(&f.q).unwrap(), &eye(4, &[]), 1e-13);
+    assert_close(&f.q.mH().unwrap().matmul(&f.q).unwrap(), &ceye(4, &[]), 1e-13);
     let back = f.q.matmul(&f.r).unwrap().mul_scalar(1e300).unwrap();
     assert_close(&back, &tiny.mul_scalar(1e300).unwrap(), 1e-12);
     // c64

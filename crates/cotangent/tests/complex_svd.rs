@@ -7,15 +7,9 @@
 
 mod common;
 
-use common::{assert_close, check2, crandn, rg};
+use common::{assert_close, ceye, check2, crandn, rg};
 use cotangent::linalg::{svd, svdvals};
 use cotangent::{DType, Error, Tensor};
-
-fn eye(n: usize, batch: &[usize]) -> Tensor {
-    let mut dims = batch.to_vec();
-    dims.extend([n, n]);
-    Tensor::eye(n, DType::C128).unwrap().broadcast_to(dims).unwrap()
-}
 
 /// Checks the factors of `a` (f64 tolerances relative to `scale`).
 fn check_factors(a: &Tensor, full: bool, tol: f64) {
@@ -33,8 +27,8 @@ fn check_factors(a: &Tensor, full: bool, tol: f64) {
     let vk = f.vh.narrow(-2, 0, k).unwrap();
     let back = uk.mul(&s.unsqueeze(-2).unwrap()).unwrap().matmul(&vk).unwrap();
     assert_close(&back, a, tol);
-    assert_close(&f.u.mH().unwrap().matmul(&f.u).unwrap(), &eye(ku, &batch), 1e-13);
-    assert_close(&f.vh.matmul(&f.vh.mH().unwrap()).unwrap(), &eye(kv, &batch), 1e-13);
+    assert_close(&f.u.mH().unwrap().matmul(&f.u).unwrap(), &ceye(ku, &batch), 1e-13);
+    assert_close(&f.vh.matmul(&f.vh.mH().unwrap()).unwrap(), &ceye(kv, &batch), 1e-13);
     for b in f.s.to_vec_f64().chunks(k.max(1)) {
         assert!(b.windows(2).all(|p| p[0] >= p[1]) && b.iter().all(|&x| x >= 0.0), "{b:?}");
     }

@@ -1,13 +1,11 @@
 //! `linalg.eig` (the general eigendecomposition, a primitive with a hand-written VJP)
 //! and `linalg.eigvals` (its eigenvalues), for real and complex input, complex outputs.
 
-use super::util::{batch_of, check_float_or_complex, check_matrix, check_square, from_kernel};
+use super::util::{check_float_or_complex, check_matrix, check_square, eigen_outputs};
 use super::{solve, Side};
 use crate::autograd::node::{record, should_record, Op, VjpCtx};
-use crate::backend::Storage;
 use crate::dtype::DType;
 use crate::error::{Error, Result};
-use crate::layout::Layout;
 use crate::tensor::Tensor;
 
 const OP: &str = "linalg.eig";
@@ -157,14 +155,7 @@ fn check(op: &'static str, a: &Tensor) -> Result<()> {
 /// The kernel's eigenvalues `(*, n)` and optional eigenvectors; `NoConvergence` for the
 /// first matrix not decomposed.
 fn kernel(op: &'static str, a: &Tensor, vectors: bool) -> Result<(Tensor, Option<Tensor>)> {
-    let (ws, v, failed) = a.storage().eig(a.layout(), vectors)?;
-    if let Some(batch) = failed {
-        return Err(Error::NoConvergence { op, batch });
-    }
-    let mut dims = batch_of(a, 2).dims().to_vec();
-    dims.push(a.dims()[a.rank() - 1]);
-    let w = from_kernel(ws, Layout::contiguous(dims.into()));
-    Ok((w, v.map(|(s, l): (Storage, Layout)| from_kernel(s, l))))
+    eigen_outputs(op, a, a.storage().eig(a.layout(), vectors)?)
 }
 
 /// The eigendecomposition of square matrices (`torch.linalg.eig`; a primitive).

@@ -2,13 +2,12 @@
 //! and `linalg.eigvalsh` (its eigenvalues; a compute-vectors-off variant whose gradient
 //! needs no eigenvalue gaps).
 
-use super::util::{batch_of, check_float_or_complex, check_matrix, check_square, from_kernel};
+use super::util::{check_float_or_complex, check_matrix, check_square, eigen_outputs, from_kernel};
 use super::Uplo;
 use crate::autograd::node::{record, should_record, Op, VjpCtx};
-use crate::backend::{Storage, Undefined};
+use crate::backend::Undefined;
 use crate::dtype::DType;
 use crate::error::{Error, Result};
-use crate::layout::Layout;
 use crate::tensor::Tensor;
 
 const OP: &str = "linalg.eigh";
@@ -216,14 +215,7 @@ fn check(op: &'static str, a: &Tensor) -> Result<()> {
 /// The kernel's eigenvalues `(*, n)` and optional eigenvectors; `NoConvergence` for the
 /// first matrix with a NaN or an infinity in the triangle read.
 fn kernel(a: &Tensor, uplo: Uplo, vectors: bool) -> Result<(Tensor, Option<Tensor>)> {
-    let (ws, v, failed) = a.storage().eigh(a.layout(), uplo == Uplo::Upper, vectors)?;
-    if let Some(batch) = failed {
-        return Err(Error::NoConvergence { op: OP, batch });
-    }
-    let mut dims = batch_of(a, 2).dims().to_vec();
-    dims.push(a.dims()[a.rank() - 1]);
-    let w = from_kernel(ws, Layout::contiguous(dims.into()));
-    Ok((w, v.map(|(s, l): (Storage, Layout)| from_kernel(s, l))))
+    eigen_outputs(OP, a, a.storage().eigh(a.layout(), uplo == Uplo::Upper, vectors)?)
 }
 
 /// The eigendecomposition of symmetric matrices (`torch.linalg.eigh`; a primitive).

@@ -51,6 +51,24 @@ pub(crate) fn check_square(op: &'static str, t: &Tensor) -> Result<usize> {
     Ok(t.dims()[r - 1])
 }
 
+/// The outputs of an eigen kernel for square `a: (*, n, n)`: the eigenvalues as a
+/// contiguous `(*, n)` tensor and the optional eigenvectors with their layout;
+/// `NoConvergence` (named `op`) for the first matrix the kernel failed on.
+#[allow(clippy::type_complexity)]
+pub(crate) fn eigen_outputs(
+    op: &'static str,
+    a: &Tensor,
+    (ws, v, failed): (Storage, Option<(Storage, Layout)>, Option<usize>),
+) -> Result<(Tensor, Option<Tensor>)> {
+    if let Some(batch) = failed {
+        return Err(Error::NoConvergence { op, batch });
+    }
+    let mut dims = batch_of(a, 2).dims().to_vec();
+    dims.push(a.dims()[a.rank() - 1]);
+    let w = from_kernel(ws, Layout::contiguous(dims.into()));
+    Ok((w, v.map(|(s, l)| from_kernel(s, l))))
+}
+
 /// `BadShape` unless `t` has at least 2 dims.
 pub(crate) fn check_matrix(op: &'static str, t: &Tensor) -> Result<()> {
     if t.rank() < 2 {

@@ -63,6 +63,13 @@ pub fn cwell(shape: &[usize], seed: u64) -> Tensor {
     crandn(shape, seed).add(&eye).unwrap()
 }
 
+/// The complex128 identity of order `n`, broadcast to `batch + [n, n]`.
+pub fn ceye(n: usize, batch: &[usize]) -> Tensor {
+    let mut dims = batch.to_vec();
+    dims.extend([n, n]);
+    Tensor::eye(n, DType::C128).unwrap().broadcast_to(dims).unwrap()
+}
+
 /// Asserts the phase gauge of complex factors: in each matrix of `v` (`(*, m, c)`), each
 /// of the first `k` columns has its entry of largest modulus (the first on ties) real and
 /// positive.

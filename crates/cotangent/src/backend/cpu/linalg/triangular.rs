@@ -18,7 +18,9 @@ const SPLIT_WORK: usize = 128 * 128 * 128;
 /// Fewest right-hand sides per thread of a split solve.
 const SPLIT_COLS: usize = 32;
 
-fn solve_in_place<T: LinalgElem>(
+/// Solves with the `upper` (else lower) triangle of `a` in place of `x` (unit diagonal
+/// if `unit`), real or complex.
+pub(crate) fn solve_in_place<T: faer::traits::ComplexField>(
     a: MatRef<'_, T>,
     x: MatMut<'_, T>,
     upper: bool,

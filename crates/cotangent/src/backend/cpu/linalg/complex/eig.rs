@@ -44,15 +44,13 @@ where
     let big = n >= super::PAR_N;
     for_each_matrix(&mut out, size, (n * n * n * 25).max(1), big, |i, dst, m, par| {
         // the matrix, column-major, complex, scaled to order one by a power of two
-        let mut raw: Vec<S> = Vec::with_capacity(n * n);
         let off = ba.offset(i);
+        m.clear();
         for c in 0..n {
             for r in 0..n {
-                raw.push(a[off + r * ba.rs + c * ba.cs]);
+                m.push(to_complex(a[off + r * ba.rs + c * ba.cs]));
             }
         }
-        m.clear();
-        m.extend(raw.into_iter().map(&to_complex));
         if m.iter().any(|z| !(z.re.is_finite() && z.im.is_finite())) {
             failed.fetch_min(i, Ordering::Relaxed);
             return;

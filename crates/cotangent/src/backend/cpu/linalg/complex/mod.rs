@@ -18,7 +18,6 @@ use faer::dyn_stack::{MemBuffer, MemStack};
 use faer::linalg::cholesky::llt::factor::{
     cholesky_in_place, cholesky_in_place_scratch, LltRegularization,
 };
-use faer::linalg::triangular_solve as ts;
 use faer::{Par, Spec};
 
 use super::{colmajor_layout, colmajor_mut, for_each_matrix, Batch};
@@ -66,13 +65,7 @@ pub(crate) fn solve_triangular<T: ComplexElem>(
         bb.load(b, i, dst);
         let am = ba.mat(a, i, tmp);
         let (am, upper) = if spec.left { (am, spec.upper) } else { (am.transpose(), !spec.upper) };
-        let x = colmajor_mut(dst, bb.m, bb.n);
-        match (upper, spec.unit) {
-            (false, false) => ts::solve_lower_triangular_in_place(am, x, par),
-            (false, true) => ts::solve_unit_lower_triangular_in_place(am, x, par),
-            (true, false) => ts::solve_upper_triangular_in_place(am, x, par),
-            (true, true) => ts::solve_unit_upper_triangular_in_place(am, x, par),
-        }
+        super::triangular::solve_in_place(am, colmajor_mut(dst, bb.m, bb.n), upper, spec.unit, par);
     });
     (out, out_layout)
 }

@@ -239,8 +239,7 @@ fn geqrf<T: ComplexElem>(a: &mut [T], m: usize, n: usize, tau: &mut [T], par: Pa
             // the rest of the panel
             let cols = j0 + jb - j - 1;
             if cols > 0 {
-                let vj: Vec<T> = col.to_vec();
-                apply_left_adjoint(&vj, tj, &mut rest[j..], m - j, cols, m);
+                apply_left_adjoint(&head[j..], tj, &mut rest[j..], m - j, cols, m);
             }
         }
         let cols = n - (j0 + jb);
