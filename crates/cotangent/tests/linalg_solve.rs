@@ -160,6 +160,31 @@ fn singular_determinant_gradients_are_the_cofactors() {
     let w = well_conditioned(&[3, 3], 5);
     let want = inv(&w).unwrap().mT().unwrap().mul(&det(&w).unwrap()).unwrap();
     assert_close(&gb.select(0, 1).unwrap(), &want, 1e-12);
+    // a batch that is not one run of memory (its batch dims permuted), each matrix
+    // transposed, the singular matrices at the odd places of `mats`: each matrix's
+    // gradient is its own cofactor matrix
+    let sing = t(&a3, &[3, 3]).mT().unwrap().contiguous().unwrap();
+    let reg = well_conditioned(&[3, 3], 9);
+    let mats = [&reg, &sing, &w, &sing, &reg, &sing];
+    let base = Tensor::stack(&mats, 0).unwrap().reshape(vec![3, 2, 3, 3]).unwrap();
+    let x = rg(base.permute(&[1, 0, 3, 2]).unwrap());
+    let g = det(&x).unwrap().sum().unwrap().backward().unwrap();
+    let gx = g.get(&x).unwrap();
+    for i in 0..2 {
+        for j in 0..3 {
+            let m = mats[j * 2 + i].mT().unwrap();
+            let want = if (j * 2 + i) % 2 == 1 {
+                t(&cof, &[3, 3])
+            } else {
+                inv(&m).unwrap().mT().unwrap().mul(&det(&m).unwrap()).unwrap()
+            };
+            assert_close(
+                &gx.select(0, i as isize).unwrap().select(0, j as isize).unwrap(),
+                &want,
+                1e-11,
+            );
+        }
+    }
     // second order at rank n-1, through the cofactors written with the differentiable
     // SVD. The Hessian of det is known exactly (the cofactor matrix is a polynomial in
     // A): its product with a direction V is the derivative of each 2x2 minor along V.

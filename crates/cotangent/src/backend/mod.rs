@@ -364,9 +364,12 @@ pub(crate) trait FastPaths: BackendStorage {
         Ok(None)
     }
 
-    /// The cofactor matrix of each square `self: (*, n, n)` (the gradient of `det`), by an
-    /// SVD, exact at singular matrices; row-major.
-    fn cofactor(&self, _l: &Layout) -> Result<Option<Self>> {
+    /// The cofactor matrix of each square `self: (*, n, n)` flagged in `only` (Bool,
+    /// contiguous, the batch's shape), zeros for the others (the gradient of `det` at
+    /// near-singular matrices), by an SVD, exact at singular matrices; row-major.
+    /// [`Flagged::NoneFlagged`] when no matrix is flagged: the device reads its own
+    /// flags, so the op never reads them back.
+    fn cofactor(&self, _l: &Layout, _only: &Self) -> Result<Option<Flagged<Self>>> {
         Ok(None)
     }
 
@@ -444,6 +447,15 @@ pub(crate) trait FastPaths: BackendStorage {
 pub(crate) fn fast_paths() -> bool {
     static ON: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
     *ON.get_or_init(|| std::env::var("COTANGENT_FAST_PATHS").map_or(true, |v| v.trim() != "0"))
+}
+
+/// What a kernel that works on the flagged matrices of a batch only returns.
+#[derive(Debug)]
+pub(crate) enum Flagged<S> {
+    /// No matrix was flagged: nothing was computed.
+    NoneFlagged,
+    /// The result, zeros for the matrices that were not flagged.
+    Computed(S),
 }
 
 /// A fused backward's answer that the gradient is undefined at this point (the op's

@@ -10,8 +10,8 @@
 
 use super::cpu::CpuStorage;
 use super::{
-    fast_paths, BackendStorage, BinaryKernel, CmpOp, ComplexPart, FastPaths, LuDet, LuSolved,
-    QrSpec, ReduceOp, SavedSolve, SvdGradFail, TriSolve, UnaryKernel, Undefined,
+    fast_paths, BackendStorage, BinaryKernel, CmpOp, ComplexPart, FastPaths, Flagged, LuDet,
+    LuSolved, QrSpec, ReduceOp, SavedSolve, SvdGradFail, TriSolve, UnaryKernel, Undefined,
 };
 use crate::device::Device;
 use crate::dtype::DType;
@@ -100,6 +100,16 @@ impl Storage {
     pub(crate) fn to_host_f64(&self, l: &Layout) -> Result<Vec<f64>> {
         match self {
             Storage::Cpu(s) => s.to_host_f64(l),
+        }
+    }
+
+    /// Whether reading this storage back to the host costs no transfer (the CPU device
+    /// keeps its tensors in host memory): an op may then choose its work from the data
+    /// (as `pinv`'s QR certificate does), where on another device it takes a composition
+    /// that reads nothing back.
+    pub(crate) fn cheap_reads(&self) -> bool {
+        match self {
+            Storage::Cpu(_) => true,
         }
     }
 
@@ -560,12 +570,15 @@ impl Storage {
     }
 
     /// See [`FastPaths::cofactor`].
-    pub(crate) fn cofactor(&self, l: &Layout) -> Result<Option<Storage>> {
+    pub(crate) fn cofactor(&self, l: &Layout, only: &Storage) -> Result<Option<Flagged<Storage>>> {
         if !fast_paths() || self.dtype().is_complex() {
             return Ok(None);
         }
         match self {
-            Storage::Cpu(s) => Ok(s.cofactor(l)?.map(Storage::Cpu)),
+            Storage::Cpu(s) => Ok(s.cofactor(l, cpu(only))?.map(|c| match c {
+                Flagged::NoneFlagged => Flagged::NoneFlagged,
+                Flagged::Computed(c) => Flagged::Computed(Storage::Cpu(c)),
+            })),
         }
     }
 

@@ -7,7 +7,7 @@ use super::lu::lu_solve_raw;
 use super::solve::inv_ex;
 use super::util::{check_float_or_complex, check_square, from_kernel};
 use crate::autograd::node::{record, record1, Op, VjpCtx};
-use crate::backend::Storage;
+use crate::backend::{Flagged, Storage};
 use crate::dtype::DType;
 use crate::error::{Error, Result};
 use crate::layout::Layout;
@@ -144,8 +144,10 @@ impl DetOp {
     }
 
     /// Whether some matrix is near singular: read back, because it decides whether the
-    /// backward runs an SVD at all (many times the cost of the solve with the factors),
-    /// and a data-dependent choice of work is a host decision.
+    /// backward runs an SVD at all (many times the cost of the solve with the factors).
+    /// Only a recorded backward, or a device without the cofactor kernel, reads it:
+    /// PyTorch's recorded det backward synchronises at the same point (its
+    /// `masked_fmap` selects the singular matrices by a data-dependent index).
     fn any_loose(&self) -> Result<bool> {
         let all = Layout::contiguous(Shape::of(&[self.loose.len()][..]));
         Ok(self.loose.first_nonzero(&all)?.is_some())
@@ -189,19 +191,21 @@ impl Op for DetOp {
             return Ok(vec![Some(Tensor::where_cond(&mask, &singular, &regular)?)]);
         }
         let d = cx.output(0)?.conj()?;
-        let mut ga = scaled_inv_t(&self.lu, &self.pivots, &g.mul(&d)?, self.transposed)?;
-        if self.any_loose()? {
-            let a = a.detach();
-            let c = match a.storage().cofactor(a.layout())? {
-                Some(c) => from_kernel(c, Layout::contiguous(a.shape().clone())),
-                // not recorded: a is detached
-                None => cofactor_graph(&a)?,
-            };
-            let gc = g.unsqueeze(-1)?.unsqueeze(-1)?.mul(&c.conj()?)?;
-            let mask = self.loose_mask(&a)?;
-            ga = Tensor::where_cond(&mask, &gc, &ga)?;
-        }
-        Ok(vec![Some(ga)])
+        let ga = scaled_inv_t(&self.lu, &self.pivots, &g.mul(&d)?, self.transposed)?;
+        let a = a.detach();
+        // the device's kernel reads the flags where they lie and answers `NoneFlagged`
+        // when no matrix is flagged; without it the flags are read back (as PyTorch's
+        // masked_fmap does) and the cofactors come from the SVD in tensor ops
+        let c = match a.storage().cofactor(a.layout(), &self.loose)? {
+            Some(Flagged::NoneFlagged) => return Ok(vec![Some(ga)]),
+            Some(Flagged::Computed(c)) => from_kernel(c, Layout::contiguous(a.shape().clone())),
+            None if !self.any_loose()? => return Ok(vec![Some(ga)]),
+            // not recorded: a is detached
+            None => cofactor_graph(&a)?,
+        };
+        let gc = g.unsqueeze(-1)?.unsqueeze(-1)?.mul(&c.conj()?)?;
+        let mask = self.loose_mask(&a)?;
+        Ok(vec![Some(Tensor::where_cond(&mask, &gc, &ga)?)])
     }
 }
 

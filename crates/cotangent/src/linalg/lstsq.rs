@@ -258,15 +258,16 @@ pub fn lstsq(
             };
             let need_sv = matches!(driver, LstsqDriver::Gelsd | LstsqDriver::Gelss);
             let parts = pinv_detached(&a.detach(), None, Some(rc), need_sv)?;
-            let ranks = parts.ranks;
+            // read back: whether the residuals exist depends on the ranks (a data-dependent
+            // output shape, where PyTorch's lstsq synchronises too)
+            let ranks = parts.ranks.to_vec::<i64>()?;
             let full_rank = ranks.iter().all(|&r| r == n as i64);
-            let batch = a.dims()[..a.rank() - 2].to_vec();
             let p = parts.p;
             let (pb, bd) = broadcast_batch(OP, &p, 2, &bd, 2)?;
             let x = pb.matmul(&bd)?;
             // pinv's default cutoff is max(m, n) eps σ_max, strict: the default rcond's
             let p_fwd = rcond.is_none().then(|| (pb, ranks.iter().all(|&r| r == k as i64)));
-            (x, Some(Tensor::from_vec(ranks, batch)?), parts.sv, full_rank, p_fwd)
+            (x, Some(parts.ranks), parts.sv, full_rank, p_fwd)
         }
     };
     let solution = record1(LstsqOp { pinv: p_fwd }, &[&ab, &bb], x, false);

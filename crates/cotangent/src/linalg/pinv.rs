@@ -140,8 +140,11 @@ fn dims_of(a: &Tensor) -> (usize, usize, Vec<usize>, usize) {
 pub(crate) struct PinvParts {
     /// `A⁺`, `(*, n, m)`.
     pub(crate) p: Tensor,
-    /// Per matrix, the number of singular values above the cutoff.
-    pub(crate) ranks: Vec<i64>,
+    /// Per matrix, the number of singular values above the cutoff: `(*)`, `I64`.
+    pub(crate) ranks: Tensor,
+    /// Whether every matrix is known to have full rank `min(m, n)` without reading
+    /// `ranks` back (the QR path certified them all); `false` says nothing.
+    pub(crate) certified: bool,
     /// The singular values `(*, k)`, when asked for (the SVD of the whole batch).
     pub(crate) sv: Option<Tensor>,
     /// `min(m, n)`.
@@ -155,14 +158,19 @@ const QR_MARGIN: f64 = 16.0;
 /// `A⁺` of a detached `a` (call under `no_grad`) for the cutoffs of [`pinv`], with the
 /// rank of each matrix; `need_sv` asks for the singular values too.
 ///
-/// A matrix of full rank has `A⁺ = R⁻¹ Qᵀ` from `A = Q R` (`m ≥ n`; for `m < n`,
-/// `A⁺ = Q R⁻ᵀ` from `Aᵀ = Q R`), a few times cheaper than the SVD. The rank is
-/// certified, not guessed: with `P` that QR-based inverse, `σ_min ≥ 1/‖A⁺‖₂ ≥ 1/‖P‖_F`
-/// and `σ_max ≤ ‖A‖_F`, so `1/‖P‖_F > 16 · max(atol, rtol ‖A‖_F)` puts every singular
-/// value above the cutoff `max(atol, rtol σ_max)` with room for rounding. Matrices
-/// that are not certified (nearly rank-deficient ones, `cond(A)` within a factor
-/// `16 · min(m, n)` of `1/rtol`) take the SVD path; so does the whole batch when one
-/// matrix is not finite (its error is the SVD's) or the singular values are asked for.
+/// The SVD path (PyTorch's algorithm) is written in tensor ops and reads nothing back.
+/// Where reading the data costs no transfer ([`Storage::cheap_reads`], the CPU with its
+/// optional paths on), a matrix of full rank instead has `A⁺ = R⁻¹ Qᵀ` from `A = Q R`
+/// (`m ≥ n`; for `m < n`, `A⁺ = Q R⁻ᵀ` from `Aᵀ = Q R`), a few times cheaper than the
+/// SVD. The rank is certified, not guessed: with `P` that QR-based inverse,
+/// `σ_min ≥ 1/‖A⁺‖₂ ≥ 1/‖P‖_F` and `σ_max ≤ ‖A‖_F`, so
+/// `1/‖P‖_F > 16 · max(atol, rtol ‖A‖_F)` puts every singular value above the cutoff
+/// `max(atol, rtol σ_max)` with room for rounding. Matrices that are not certified
+/// (nearly rank-deficient ones, `cond(A)` within a factor `16 · min(m, n)` of `1/rtol`)
+/// take the SVD path; so does the whole batch when one matrix is not finite (its error
+/// is the SVD's) or the singular values are asked for.
+///
+/// [`Storage::cheap_reads`]: crate::backend::Storage::cheap_reads
 pub(crate) fn pinv_detached(
     a: &Tensor,
     atol: Option<f64>,
@@ -172,7 +180,8 @@ pub(crate) fn pinv_detached(
     let (m, n, batch, nb) = dims_of(a);
     let k = m.min(n);
     // (complex input takes the SVD path: the certificate reads real values back)
-    if !need_sv && k > 0 && nb > 0 && !a.dtype().is_complex() {
+    let qr_path = a.storage().cheap_reads() && !a.dtype().is_complex();
+    if !need_sv && k > 0 && nb > 0 && qr_path {
         let dt = a.dtype();
         let av = a.to_vec_f64();
         let af: Vec<f64> =
@@ -190,8 +199,9 @@ pub(crate) fn pinv_detached(
                 .zip(&bound)
                 .map(|(&pf, &cut)| pf.is_finite() && pf > 0.0 && 1.0 / pf.sqrt() > QR_MARGIN * cut)
                 .collect();
+            let full = || Tensor::full(batch.clone(), k as f64, DType::I64);
             if ok.iter().all(|&o| o) {
-                return Ok(PinvParts { p, ranks: vec![k as i64; nb], sv: None, k });
+                return Ok(PinvParts { p, ranks: full()?, certified: true, sv: None, k });
             }
             // the matrices left take the SVD path, as one smaller batch
             let bad: Vec<usize> = (0..nb).filter(|&b| !ok[b]).collect();
@@ -203,39 +213,43 @@ pub(crate) fn pinv_detached(
             let fixed = pinv_svd(&sub, atol, rtol, false)?;
             let (mut pv, fv) = (p.to_vec_f64(), fixed.p.to_vec_f64());
             let mut ranks = vec![k as i64; nb];
-            for (j, &b) in bad.iter().enumerate() {
+            for (j, (&b, r)) in bad.iter().zip(fixed.ranks.to_vec::<i64>()?).enumerate() {
                 pv[b * m * n..(b + 1) * m * n].copy_from_slice(&fv[j * m * n..(j + 1) * m * n]);
-                ranks[b] = fixed.ranks[j];
+                ranks[b] = r;
             }
-            let mut pdims = batch;
+            let mut pdims = batch.clone();
             pdims.extend([n, m]);
             let p = Tensor::from_vec(pv, pdims)?.to_dtype(dt)?;
-            return Ok(PinvParts { p, ranks, sv: None, k });
+            let ranks = Tensor::from_vec(ranks, batch)?;
+            return Ok(PinvParts { p, ranks, certified: false, sv: None, k });
         }
     }
     pinv_svd(a, atol, rtol, need_sv)
 }
 
-/// [`pinv_detached`] by the SVD of every matrix.
+/// [`pinv_detached`] by the SVD of every matrix, in tensor ops (nothing read back):
+/// `A⁺ = V diag(σ_i > cut ? 1/σ_i : 0) Uᴴ` and the count of `σ_i > cut`.
 fn pinv_svd(a: &Tensor, atol: Option<f64>, rtol: Option<f64>, need_sv: bool) -> Result<PinvParts> {
-    let (m, n, batch, nb) = dims_of(a);
+    let (m, n, batch, _) = dims_of(a);
     let k = m.min(n);
     let f = svd(a, false)?;
-    let sv = f.s.to_vec_f64();
-    let cut = cutoffs(&sv, k, nb, m, n, a.dtype(), atol, rtol);
-    let ranks = (0..nb)
-        .map(|b| sv[b * k..(b + 1) * k].iter().filter(|&&x| x > cut[b]).count() as i64)
-        .collect();
-    let sinv: Vec<f64> = sv
-        .iter()
-        .enumerate()
-        .map(|(i, &x)| if x > cut[i / k.max(1)] { 1.0 / x } else { 0.0 })
-        .collect();
-    let mut sdims = batch;
-    sdims.push(k);
-    let sinv = Tensor::from_vec(sinv, sdims)?.to_dtype(a.dtype())?;
-    let p = f.vh.mH()?.mul(&sinv.unsqueeze(-2)?)?.matmul(&f.u.mH()?)?;
-    Ok(PinvParts { p, ranks, sv: need_sv.then_some(f.s), k })
+    let (atol, rtol) = tolerances(m, n, a.dtype(), atol, rtol);
+    let ranks = if k == 0 {
+        Tensor::zeros(batch.clone(), DType::I64)?
+    } else {
+        let cut = f.s.narrow(-1, 0, 1)?.mul_scalar(rtol)?.clamp(Some(atol), None)?;
+        let kept = f.s.gt(&cut)?;
+        let sinv = Tensor::where_cond(&kept, &f.s.reciprocal()?, &f.s.zeros_like()?)?;
+        let sinv = sinv.to_dtype(a.dtype())?;
+        let p = f.vh.mH()?.mul(&sinv.unsqueeze(-2)?)?.matmul(&f.u.mH()?)?;
+        let ranks = kept.to_dtype(f.s.dtype())?.sum_dims(&[-1], false)?.to_dtype(DType::I64)?;
+        return Ok(PinvParts { p, ranks, certified: false, sv: need_sv.then_some(f.s), k });
+    };
+    // an empty matrix: A⁺ is the empty or zero (n, m) matrix
+    let mut pdims = batch;
+    pdims.extend([n, m]);
+    let p = Tensor::zeros(pdims, a.dtype())?;
+    Ok(PinvParts { p, ranks, certified: false, sv: need_sv.then_some(f.s), k })
 }
 
 /// The Moore–Penrose pseudo-inverse (`torch.linalg.pinv`; an explicit composite).
@@ -304,9 +318,10 @@ pub fn pinv(a: &Tensor, atol: Option<f64>, rtol: Option<f64>, hermitian: bool) -
     let (p, full_rank) = {
         let _guard = no_grad();
         let a_read = if hermitian { sym_lower(a)? } else { a.detach() };
+        // (the full-rank shortcut of the backward only where the QR path certified it:
+        // reading the ranks back would be a round trip PyTorch's pinv does not make)
         let parts = pinv_detached(&a_read, atol, rtol, false)?;
-        let k = parts.k;
-        (parts.p, k > 0 && parts.ranks.iter().all(|&r| r == k as i64))
+        (parts.p, parts.k > 0 && parts.certified)
     };
     Ok(record1(PinvOp { hermitian, full_rank }, &[a], p, true))
 }

@@ -84,7 +84,9 @@ impl Op for Reduce {
 
 /// `Π_{j≠i} x_j` over the reduced dims, for every element `i`: `y / x` when no element
 /// is zero, else the product with `x_i` replaced by 1 (O(n²) in the reduced size, and
-/// differentiable again, like every branch here).
+/// differentiable again, like every branch here). Whether an element is zero is read
+/// back to choose the branch, where PyTorch's `prod_backward` synchronises too (its
+/// `(input == 0).nonzero()`).
 fn prod_others(x: &Tensor, dims: &[usize], y_keep: &Tensor) -> Result<Tensor> {
     let has_zero =
         if x.dtype().is_complex() { x.abs()? } else { x.clone() }.to_vec_f64().contains(&0.0);

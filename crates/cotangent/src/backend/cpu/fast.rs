@@ -3,7 +3,7 @@
 //! through the `real!` macro of the CPU backend.
 
 use super::{in_place, linalg, matmul, norm, pool, typed, typed_opt, CpuStorage};
-use crate::backend::{FastPaths, LuSolved, SavedSolve, SvdGradFail, Undefined};
+use crate::backend::{FastPaths, Flagged, LuSolved, SavedSolve, SvdGradFail, Undefined};
 use crate::dtype::{DType, Element};
 use crate::error::{Error, Result};
 use crate::layout::Layout;
@@ -128,12 +128,19 @@ impl FastPaths for CpuStorage {
         })))
     }
 
-    fn cofactor(&self, l: &Layout) -> Result<Option<CpuStorage>> {
+    fn cofactor(&self, l: &Layout, only: &CpuStorage) -> Result<Option<Flagged<CpuStorage>>> {
         const OP: &str = "linalg.det";
         let fail = |batch| Error::NoConvergence { op: OP, batch };
-        Ok(Some(real!(OP, self, [], |a: T| {
-            T::into_host(linalg::lu::cofactor(a, l).map_err(fail)?)
-        })))
+        let CpuStorage::Bool(only) = only else {
+            return Err(Error::UnsupportedDType { op: OP, dtype: only.dtype() });
+        };
+        let c = real!(OP, self, [], |a: T| {
+            match linalg::lu::cofactor_flagged(a, l, only).map_err(fail)? {
+                Some(c) => Flagged::Computed(T::into_host(c)),
+                None => Flagged::NoneFlagged,
+            }
+        });
+        Ok(Some(c))
     }
 
     fn qr_backward(

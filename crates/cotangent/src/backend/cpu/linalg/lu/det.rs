@@ -9,6 +9,7 @@ use faer::MatRef;
 use super::super::{Batch, LinalgElem};
 use super::factor::{lu_factor_impl, lu_unblocked};
 use crate::layout::Layout;
+use crate::shape::Shape;
 
 /// What [`lu_det`] computes besides the factors.
 #[derive(Debug, Clone, Copy)]
@@ -256,6 +257,39 @@ pub(crate) fn cofactor<T: super::super::svd::JacobiElem>(
         }
     }
     Ok(out)
+}
+
+/// [`cofactor`] of the matrices of `a: (*, n, n)` flagged in `only` (one flag per matrix,
+/// in row-major order of the batch dims), zeros for the others; `Ok(None)` when none is
+/// flagged, so that a batch of regular matrices costs a scan of its flags only.
+/// Row-major result. `Err(batch index)` if an SVD does not converge.
+pub(crate) fn cofactor_flagged<T: super::super::svd::JacobiElem>(
+    a: &[T],
+    al: &Layout,
+    only: &[bool],
+) -> Result<Option<Vec<T>>, usize> {
+    let picked: Vec<usize> = (0..only.len()).filter(|&b| only[b]).collect();
+    if picked.is_empty() {
+        return Ok(None);
+    }
+    let ba = Batch::of(al);
+    let n = ba.n;
+    let size = n * n;
+    // the flagged matrices, row-major, one after another
+    let mut sub = Vec::with_capacity(picked.len() * size);
+    for &b in &picked {
+        let o = ba.offset(b);
+        for r in 0..n {
+            sub.extend((0..n).map(|c| a[o + r * ba.rs + c * ba.cs]));
+        }
+    }
+    let sub_l = Layout::contiguous(Shape::of(&[picked.len(), n, n][..]));
+    let c = cofactor(&sub, &sub_l).map_err(|j| picked[j])?;
+    let mut out = vec![T::ZERO; ba.len() * size];
+    for (j, &b) in picked.iter().enumerate() {
+        out[b * size..(b + 1) * size].copy_from_slice(&c[j * size..(j + 1) * size]);
+    }
+    Ok(Some(out))
 }
 
 /// The sign (±1) of the determinant of an orthogonal matrix, from its LU.

@@ -38,7 +38,7 @@ mod tests;
 mod wide;
 
 pub(crate) use backward::lu_factor_backward;
-pub(crate) use det::{cofactor, lu_det};
+pub(crate) use det::{cofactor_flagged, lu_det};
 use det::{DetOut, DetSpec};
 pub(crate) use factor::lu_factor;
 pub(crate) use fused::{lu_factor_solve, lu_solve_saved};
