@@ -1816,7 +1816,45 @@ def complex_binary(scalar=None):
 # (times 1 + i), whose LU fails at pivot 1 while that of its transpose fails at pivot 2
 CSING2 = [1 + 1j, 2 + 2j, 1 + 1j, 2 + 2j]
 CSING_AT = [0j, 1 + 1j, 0j, 1 + 1j]
+# complex Bunch–Kaufman inputs: an indefinite complex symmetric matrix with a zero
+# diagonal entry (2 x 2 pivots and interchanges), and a matrix whose largest subdiagonal
+# entry of column 0 differs by |re| + |im| (izamax's choice) and by modulus
+CINDEF4 = [v + 1j * w for v, w in zip(INDEF4, [0.0, 0.5, -1.0, 0.3, 0.5, 2.0, 0.0, 0.7, -1.0, 0.0, 0.4, -0.6, 0.3, 0.7, -0.6, 0.0])]
+CABS1_3 = [0.1, 3 + 3j, 5, 3 + 3j, 1, 0, 5, 0, 1]
+
+
+def cldl_of(values, n, hermitian):
+    """LD and pivots of a fixed complex matrix, computed here by PyTorch: inputs of the
+    complex ldl_solve cases."""
+    a = torch.tensor(np.asarray(values, dtype=np.complex128).reshape(n, n))
+    ld, piv = torch.linalg.ldl_factor(a, hermitian=hermitian)
+    return ld.reshape(-1).tolist(), piv.tolist()
+
+
+CLD4, CPIV4 = cldl_of(CINDEF4, 4, False)
+HLD4, HPIV4 = cldl_of(CINDEF4, 4, True)
 COMPLEX_CASES = {
+    "linalg.ldl_factor": [
+        Case("complex-sym", [SYM((5, 5))], dtypes=C128_C64, grad=False),
+        Case("complex-hermitian", [SYM((5, 5))], {"hermitian": True}, dtypes=C128_C64, grad=False),
+        Case("complex-indefinite", [F((4, 4), values=CINDEF4)], dtypes=("c128",), grad=False),
+        Case("complex-indefinite-hermitian", [F((4, 4), values=CINDEF4)], {"hermitian": True}, dtypes=("c128",), grad=False),
+        Case("complex-cabs1", [F((3, 3), values=CABS1_3)], dtypes=("c128",), grad=False),
+        Case("complex-cabs1-hermitian", [F((3, 3), values=CABS1_3)], {"hermitian": True}, dtypes=("c128",), grad=False),
+        Case("complex-batched", [SYM((2, 3, 4, 4))], {"hermitian": True}, dtypes=("c128",), grad=False),
+        Case("complex-large", [SYM((12, 12))], dtypes=("c128",), grad=False),
+        Case("complex-large-hermitian", [SYM((12, 12))], {"hermitian": True}, dtypes=("c128",), grad=False),
+    ],
+    "linalg.ldl_factor_ex": [
+        Case("complex-zero", [F((2, 2), values=[0j, 0j, 0j, 0j])], dtypes=C128_C64, grad=False),
+        Case("complex-zero-hermitian", [F((2, 2), values=[0j, 0j, 0j, 0j])], {"hermitian": True}, dtypes=C128_C64, grad=False),
+        Case("complex-batched", [SYM((3, 4, 4))], dtypes=("c128",), grad=False),
+    ],
+    "linalg.ldl_solve": [
+        Case("complex-sym", [F((4, 4), values=CLD4, requires_grad=False), T("i32", CPIV4), F((4, 3), requires_grad=False)], dtypes=C128_C64, grad=False),
+        Case("complex-hermitian", [F((4, 4), values=HLD4, requires_grad=False), T("i32", HPIV4), F((4, 3), requires_grad=False)], {"hermitian": True}, dtypes=C128_C64, grad=False),
+        Case("complex-broadcast-b", [F((4, 4), values=HLD4, requires_grad=False), T("i32", HPIV4), F((2, 4, 1), requires_grad=False)], {"hermitian": True}, dtypes=("c128",), grad=False),
+    ],
     "neg": complex_unary(), "exp": complex_unary(), "log": complex_unary(),
     "sqrt": complex_unary([Case("negative-real", [F((3,), values=[-4 + 0j, -1 + 0j, -2.25 + 0j])], dtypes=C128_C64)]),
     "rsqrt": complex_unary(), "square": complex_unary(), "reciprocal": complex_unary(),

@@ -177,15 +177,22 @@ pub(crate) trait BackendStorage: Sized {
     fn lu_factor(&self, l: &Layout, pivot: bool) -> Result<(Self, Layout, Self, Self)>;
 
     /// The Bunch–Kaufman factorisation `A = P L D Lᵀ Pᵀ` of the lower triangle of square
-    /// `self: (*, n, n)` (LAPACK `sytrf`, lower): the compact factors (column-major, with
-    /// their layout), the 1-based pivots `(*, n)` and `info` `(*)`, both `I64` and
-    /// contiguous.
-    fn ldl_factor(&self, l: &Layout) -> Result<(Self, Layout, Self, Self)>;
+    /// `self: (*, n, n)` (LAPACK `sytrf`, lower; `A = P L D Lᴴ Pᵀ`, `hetrf`, for complex
+    /// input when `hermitian`): the compact factors (column-major, with their layout),
+    /// the 1-based pivots `(*, n)` and `info` `(*)`, both `I64` and contiguous.
+    fn ldl_factor(&self, l: &Layout, hermitian: bool) -> Result<(Self, Layout, Self, Self)>;
 
     /// Solves `A X = B` with `A` given by [`BackendStorage::ldl_factor`]'s compact factors
-    /// `self: (*, n, n)` and contiguous `I64` pivots `piv` (`(*, n)`, valid);
-    /// `b: (*, n, k)` has the same batch dims. Column-major result.
-    fn ldl_solve(&self, l: &Layout, piv: &Self, b: &Self, bl: &Layout) -> Result<(Self, Layout)>;
+    /// `self: (*, n, n)` (of the same `hermitian`) and contiguous `I64` pivots `piv`
+    /// (`(*, n)`, valid); `b: (*, n, k)` has the same batch dims. Column-major result.
+    fn ldl_solve(
+        &self,
+        l: &Layout,
+        piv: &Self,
+        b: &Self,
+        bl: &Layout,
+        hermitian: bool,
+    ) -> Result<(Self, Layout)>;
 
     /// [`BackendStorage::lu_factor`] of square `self: (*, n, n)` with each matrix's
     /// determinant read off its factors in the same pass (see [`LuDet`]).

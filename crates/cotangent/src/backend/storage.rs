@@ -321,10 +321,14 @@ impl Storage {
     }
 
     /// See [`BackendStorage::ldl_factor`].
-    pub(crate) fn ldl_factor(&self, l: &Layout) -> Result<(Storage, Layout, Storage, Storage)> {
+    pub(crate) fn ldl_factor(
+        &self,
+        l: &Layout,
+        hermitian: bool,
+    ) -> Result<(Storage, Layout, Storage, Storage)> {
         match self {
             Storage::Cpu(s) => {
-                let (f, fl, p, i) = s.ldl_factor(l)?;
+                let (f, fl, p, i) = s.ldl_factor(l, hermitian)?;
                 Ok((Storage::Cpu(f), fl, Storage::Cpu(p), Storage::Cpu(i)))
             }
         }
@@ -337,9 +341,10 @@ impl Storage {
         piv: &Storage,
         b: &Storage,
         bl: &Layout,
+        hermitian: bool,
     ) -> Result<(Storage, Layout)> {
         match self {
-            Storage::Cpu(s) => s.ldl_solve(l, cpu(piv), cpu(b), bl).map(on_cpu),
+            Storage::Cpu(s) => s.ldl_solve(l, cpu(piv), cpu(b), bl, hermitian).map(on_cpu),
         }
     }
 

@@ -1,8 +1,11 @@
 //! The symmetric indefinite factorisation `A = P L D Lᵀ Pᵀ` (`linalg.ldl_factor`,
-//! `linalg.ldl_factor_ex`) and its solver (`linalg.ldl_solve`), in LAPACK's compact
-//! format (`sytrf`/`sytrs` with the lower triangle), as PyTorch returns it.
+//! `linalg.ldl_factor_ex`; `A = P L D Lᴴ Pᵀ` for a complex Hermitian `A`) and its solver
+//! (`linalg.ldl_solve`), in LAPACK's compact format (`sytrf`/`sytrs`, `hetrf`/`hetrs`
+//! with the lower triangle), as PyTorch returns it.
 
-use super::util::{broadcast_batch, check_float, check_matrix, check_square, from_kernel};
+use super::util::{
+    broadcast_batch, check_float_or_complex, check_matrix, check_square, from_kernel,
+};
 use crate::autograd::node::{record, record1, Op, VjpCtx};
 use crate::dtype::DType;
 use crate::error::{Error, Result};
@@ -66,14 +69,17 @@ impl Op for LdlFactorOp {
 /// is read: `L` unit lower triangular, `D` block diagonal with 1 x 1 and 2 x 2 blocks, `P`
 /// a permutation, chosen by Bunch and Kaufman's partial pivoting (LAPACK's `sytrf` with
 /// `uplo = 'L'`, whose choices it makes, so that its pivots are PyTorch's). Stable for any
-/// symmetric matrix, definite or not. `hermitian` is PyTorch's flag, the same for real
-/// input.
+/// symmetric matrix, definite or not. For complex input, `hermitian = false` factors a
+/// complex *symmetric* `A = Aᵀ` (no conjugate, `zsytrf`) and `hermitian = true` a
+/// Hermitian `A = P L D Lᴴ Pᵀ` (`zhetrf`: `D`'s diagonal real, the imaginary parts of
+/// `A`'s diagonal not read), pivoting by `|re| + |im|` as LAPACK does; for real input
+/// the two are one factorisation.
 ///
 /// Shapes: `ld: (*, n, n)`, `pivots: (*, n)` (`I64`), `info: (*)` (`I64`); see
 /// [`LdlFactor`] and [`LdlFactorEx`] for the compact format.
 ///
-/// Dtypes: f32, f64; bf16 and f16 are computed in f32 and rounded back (PyTorch refuses
-/// them).
+/// Dtypes: f32, f64, c64, c128; bf16 and f16 are computed in f32 and rounded back
+/// (PyTorch refuses them).
 ///
 /// Gradient: none: a backward through `ld` is `NotDifferentiable`, as PyTorch's.
 ///
@@ -92,20 +98,19 @@ impl Op for LdlFactorOp {
 /// # Ok::<(), cotangent::Error>(())
 /// ```
 pub fn ldl_factor_ex(a: &Tensor, hermitian: bool) -> Result<LdlFactorEx> {
-    // (symmetric and Hermitian are one factorisation for real input)
-    let _ = hermitian;
-    factor_ex(OP_FACTOR_EX, a)
+    factor_ex(OP_FACTOR_EX, a, hermitian)
 }
 
-fn factor_ex(op: &'static str, a: &Tensor) -> Result<LdlFactorEx> {
-    check_float(op, a)?;
+fn factor_ex(op: &'static str, a: &Tensor, hermitian: bool) -> Result<LdlFactorEx> {
+    check_float_or_complex(op, a)?;
     check_matrix(op, a)?;
     check_square(op, a)?;
     if a.dtype().is_half() {
-        let f = factor_ex(op, &a.to_dtype(DType::F32)?)?;
+        let f = factor_ex(op, &a.to_dtype(DType::F32)?, hermitian)?;
         return Ok(LdlFactorEx { ld: f.ld.to_dtype(a.dtype())?, ..f });
     }
-    let (s, l, p, i) = a.storage().ldl_factor(a.layout())?;
+    // (symmetric and Hermitian are one factorisation for real input)
+    let (s, l, p, i) = a.storage().ldl_factor(a.layout(), hermitian)?;
     let r = a.rank();
     let batch = Shape::new(a.dims()[..r - 2].to_vec());
     let pivots = from_kernel(p, Layout::contiguous(Shape::new(a.dims()[..r - 1].to_vec())));
@@ -135,11 +140,20 @@ fn factor_ex(op: &'static str, a: &Tensor) -> Result<LdlFactorEx> {
 /// let b = Tensor::from_vec(vec![5.0f64, -2.0], (2, 1))?;
 /// let x = ldl_solve(&f.ld, &f.pivots, &b, false)?.to_vec::<f64>()?;
 /// assert!((x[0] - 1.0).abs() < 1e-14 && (x[1] - 1.0).abs() < 1e-14);
+///
+/// // a complex Hermitian indefinite matrix [[1, 2 − i], [2 + i, −1]]
+/// let re = Tensor::from_vec(vec![1.0f64, 2.0, 2.0, -1.0], (2, 2))?;
+/// let im = Tensor::from_vec(vec![0.0f64, -1.0, 1.0, 0.0], (2, 2))?;
+/// let h = Tensor::complex(&re, &im)?;
+/// let f = ldl_factor(&h, true)?;
+/// let b = Tensor::complex(&Tensor::ones((2, 1), cotangent::DType::F64)?, &Tensor::zeros((2, 1), cotangent::DType::F64)?)?;
+/// let x = ldl_solve(&f.ld, &f.pivots, &b, true)?;
+/// let r = h.matmul(&x)?.sub(&b)?.abs()?.amax(&[], false)?.to_vec::<f64>()?;
+/// assert!(r[0] < 1e-14);
 /// # Ok::<(), cotangent::Error>(())
 /// ```
 pub fn ldl_factor(a: &Tensor, hermitian: bool) -> Result<LdlFactor> {
-    let _ = hermitian;
-    let f = factor_ex(OP_FACTOR, a)?;
+    let f = factor_ex(OP_FACTOR, a, hermitian)?;
     super::lu::check_info(OP_FACTOR, &f.info)?;
     Ok(LdlFactor { ld: f.ld, pivots: f.pivots })
 }
@@ -155,8 +169,11 @@ impl Op for LdlSolveOp {
         OP_SOLVE
     }
 
-    // X = A⁻¹ B with A symmetric: gB = A⁻ᵀ G = A⁻¹ G, a solve with the same factors (so
-    // any order w.r.t. B). The compact factors have no derivative (see LdlFactorOp).
+    // X = A⁻¹ B: gB = A⁻ᴴ G (PyTorch's convention for complex input). A real symmetric
+    // or complex Hermitian A has Aᴴ = A, so gB = A⁻¹ G, a solve with the same factors; a
+    // complex symmetric one has Aᴴ = conj(A), so gB = conj(A⁻¹ conj(G)). Both are solves
+    // with the same factors, so any order w.r.t. B. The compact factors have no
+    // derivative (see LdlFactorOp).
     fn vjp(&self, cx: &VjpCtx<'_>, g: &[Option<Tensor>]) -> Result<Vec<Option<Tensor>>> {
         let Some(g) = &g[0] else { return Ok(vec![None, None]) };
         if cx.needs_input_grad(0) {
@@ -166,7 +183,12 @@ impl Op for LdlSolveOp {
                          defined): differentiate linalg.solve instead",
             });
         }
-        let gb = ldl_solve(cx.input(0), &self.pivots, g, self.hermitian)?;
+        let ld = cx.input(0);
+        let gb = if ld.dtype().is_complex() && !self.hermitian {
+            ldl_solve(ld, &self.pivots, &g.conj()?, false)?.conj()?
+        } else {
+            ldl_solve(ld, &self.pivots, g, self.hermitian)?
+        };
         Ok(vec![None, Some(gb)])
     }
 }
@@ -194,15 +216,18 @@ fn valid(piv: &[i64], n: usize) -> bool {
 /// (`torch.linalg.ldl_solve(LD, pivots, B, hermitian=False)`; a primitive).
 ///
 /// Math: with `A = P L D Lᵀ Pᵀ` given by `ld: (*, n, n)` and `pivots: (*, n)` (as
-/// [`ldl_factor`] returns them), `X = A⁻¹ B` for `b: (*, n, k)` (LAPACK's `sytrs`). The
+/// [`ldl_factor`] returns them, with the same `hermitian`), `X = A⁻¹ B` for
+/// `b: (*, n, k)` (LAPACK's `sytrs`, or `hetrs` for complex `hermitian` factors). The
 /// batch dims of `ld` (with `pivots`) and `b` broadcast. A singular `D` gives infinities
 /// or NaN, without error, as PyTorch.
 ///
-/// Dtypes: f32, f64 (bf16 and f16 computed in f32); `ld` and `b` of one dtype; `pivots`
-/// `I64`.
+/// Dtypes: f32, f64, c64, c128 (bf16 and f16 computed in f32); `ld` and `b` of one
+/// dtype; `pivots` `I64`.
 ///
-/// Gradient: w.r.t. `b`, `A⁻¹ G` (a solve with the same factors), to any order; w.r.t.
-/// `ld`, none: `NotDifferentiable` (PyTorch defines neither).
+/// Gradient: w.r.t. `b`, `A⁻ᴴ G` (PyTorch's convention for complex input: `A⁻¹ G` for
+/// a real symmetric or Hermitian `A`, `conj(A⁻¹ conj(G))` for a complex symmetric one;
+/// a solve with the same factors either way), to any order; w.r.t. `ld`, none:
+/// `NotDifferentiable` (PyTorch defines neither).
 ///
 /// Errors: `BadShape` if `ld` is not square or `b` has fewer than 2 dims;
 /// `ShapeMismatch` if `pivots` is not `ld`'s shape without its last dim, if `b` has not
@@ -223,7 +248,7 @@ fn valid(piv: &[i64], n: usize) -> bool {
 /// ```
 pub fn ldl_solve(ld: &Tensor, pivots: &Tensor, b: &Tensor, hermitian: bool) -> Result<Tensor> {
     check_matrix(OP_SOLVE, ld)?;
-    let n = super::lu::check_factored(OP_SOLVE, ld, pivots, b, false)?;
+    let n = super::lu::check_factored(OP_SOLVE, ld, pivots, b, true)?;
     if b.dims()[b.rank() - 2] != n {
         return Err(Error::ShapeMismatch {
             op: OP_SOLVE,
@@ -248,7 +273,13 @@ pub fn ldl_solve(ld: &Tensor, pivots: &Tensor, b: &Tensor, hermitian: bool) -> R
         });
     }
     let piv = pivots.packed()?;
-    let (s, l) = ldb.storage().ldl_solve(ldb.layout(), piv.storage(), bb.storage(), bb.layout())?;
+    let (s, l) = ldb.storage().ldl_solve(
+        ldb.layout(),
+        piv.storage(),
+        bb.storage(),
+        bb.layout(),
+        hermitian,
+    )?;
     let op = LdlSolveOp { pivots: pivots.clone(), hermitian };
     Ok(record1(op, &[&ldb, &bb], from_kernel(s, l), false))
 }

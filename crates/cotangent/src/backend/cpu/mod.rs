@@ -1135,7 +1135,16 @@ impl BackendStorage for CpuStorage {
         }))
     }
 
-    fn ldl_factor(&self, l: &Layout) -> Result<(CpuStorage, Layout, CpuStorage, CpuStorage)> {
+    fn ldl_factor(
+        &self,
+        l: &Layout,
+        hermitian: bool,
+    ) -> Result<(CpuStorage, Layout, CpuStorage, CpuStorage)> {
+        complex!(self, |a: T| {
+            let (f, fl, p, i) = linalg::complex::ldl::ldl_factor(a, l, hermitian);
+            (T::into_host(f), fl, CpuStorage::I64(p), CpuStorage::I64(i))
+        });
+        // (symmetric and Hermitian are one factorisation for real input)
         Ok(real!("linalg.ldl_factor", self, [], |a: T| {
             let (f, fl, p, i) = linalg::ldl::ldl_factor(a, l);
             (T::into_host(f), fl, CpuStorage::I64(p), CpuStorage::I64(i))
@@ -1148,9 +1157,15 @@ impl BackendStorage for CpuStorage {
         piv: &CpuStorage,
         b: &CpuStorage,
         bl: &Layout,
+        hermitian: bool,
     ) -> Result<(CpuStorage, Layout)> {
         let op = ("linalg.ldl_solve", self.dtype());
         let CpuStorage::I64(p) = piv else { return Err(unsupported(op.0, piv.dtype())) };
+        complex!(self, |f: T| {
+            let b = typed::<T>(op, b)?;
+            let (x, xl) = linalg::complex::ldl::ldl_solve(f, l, p, b, bl, hermitian);
+            (T::into_host(x), xl)
+        });
         Ok(real!(op.0, self, [b], |f: T| {
             let (x, xl) = linalg::ldl::ldl_solve(f, l, p, typed::<T>(op, b)?, bl);
             (T::into_host(x), xl)

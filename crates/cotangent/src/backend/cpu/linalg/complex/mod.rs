@@ -1,13 +1,15 @@
 //! Dense complex linear algebra (`C64`, `C128`), batched: triangular solves and the
 //! Cholesky factorisation of Hermitian matrices here, the LU family in [`lu`], the
 //! Hermitian eigendecomposition in [`eigh`], the general one (of real input too) in
-//! [`eig`], the matrix exponential in [`expm`], Householder QR in [`qr`], the SVD in
+//! [`eig`], the matrix exponential in [`expm`], the symmetric and Hermitian indefinite
+//! factorisations in [`ldl`], Householder QR in [`qr`], the SVD in
 //! [`svd`]; each matrix through faer's generic kernels or products and the real
 //! kernels' tridiagonal and bidiagonal solvers (no small-matrix lanes for complex yet).
 
 pub(crate) mod eig;
 pub(crate) mod eigh;
 pub(crate) mod expm;
+pub(crate) mod ldl;
 pub(crate) mod lu;
 pub(crate) mod qr;
 pub(crate) mod svd;
