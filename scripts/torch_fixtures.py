@@ -1834,6 +1834,11 @@ def cldl_of(values, n, hermitian):
 CLD4, CPIV4 = cldl_of(CINDEF4, 4, False)
 HLD4, HPIV4 = cldl_of(CINDEF4, 4, True)
 COMPLEX_CASES = {
+    # complex to real keeps the real part (PyTorch warns) and differentiates: g + 0i
+    "to": [
+        Case("complex-to-f64", [F((3, 2))], {"dtype": "f64"}, dtypes=C128_C64),
+        Case("complex-to-f32", [F((4,))], {"dtype": "f32"}, dtypes=("c128",)),
+    ],
     "linalg.ldl_factor": [
         Case("complex-sym", [SYM((5, 5))], dtypes=C128_C64, grad=False),
         Case("complex-hermitian", [SYM((5, 5))], {"hermitian": True}, dtypes=C128_C64, grad=False),

@@ -267,7 +267,22 @@ fn errors_name_the_op() {
         Tensor::complex(&x, &x.to_dtype(DType::F32).unwrap()),
         Err(Error::DTypeMismatch { op: "complex", .. })
     ));
-    assert!(matches!(rg(z).to_dtype(DType::F64), Err(Error::NotDifferentiable { op: "to", .. })));
+}
+
+#[test]
+fn complex_to_real_casts_keep_the_real_part_and_differentiate() {
+    // PyTorch 2.15: z.to(float64) warns and keeps the real part; (y * [2, 5]).sum()
+    // gives z.grad = [2+0j, 5+0j] (and the same through a cast to float32)
+    let z = rg(c(&[1.0, 3.0], &[2.0, -1.0]));
+    let y = z.to_dtype(DType::F64).unwrap();
+    assert_eq!(y.to_vec::<f64>().unwrap(), vec![1.0, 3.0]);
+    let w = Tensor::from_vec(vec![2.0f64, 5.0], 2).unwrap();
+    let g = y.mul(&w).unwrap().sum().unwrap().backward().unwrap();
+    assert_c(g.get(&z).unwrap(), &[2.0, 5.0], &[0.0, 0.0]);
+    let y32 = z.to_dtype(DType::F32).unwrap();
+    assert_eq!(y32.dtype(), DType::F32);
+    let g = y32.sum().unwrap().backward().unwrap();
+    assert_c(g.get(&z).unwrap(), &[1.0, 1.0], &[0.0, 0.0]);
 }
 
 #[test]

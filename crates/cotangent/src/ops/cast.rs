@@ -2,7 +2,7 @@
 
 use crate::autograd::node::{record1, Op, VjpCtx};
 use crate::dtype::DType;
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::tensor::Tensor;
 
 #[derive(Debug)]
@@ -24,9 +24,11 @@ impl Op for Cast {
 
 impl Tensor {
     /// Converts to `dtype` (`torch.Tensor.to(dtype)`): differentiable between floating
-    /// dtypes (the gradient is cast back); a cast to an integer or bool dtype has no
-    /// gradient. Float to integer truncates toward zero; float to bool is `x != 0`;
-    /// complex to real keeps the real part.
+    /// and complex dtypes (the gradient is cast back); a cast to an integer or bool dtype
+    /// has no gradient. Float to integer truncates toward zero; float to bool is `x != 0`;
+    /// complex to real keeps the real part (PyTorch warns that the imaginary part is
+    /// discarded; here it is documented only), and its gradient is `g + 0i`, as
+    /// PyTorch's (the cast is [`Tensor::real`] followed by a real cast).
     ///
     /// ```
     /// # use cotangent::{DType, Tensor};
@@ -38,11 +40,8 @@ impl Tensor {
         if dtype == self.dtype() {
             return Ok(self.clone());
         }
-        if self.dtype().is_complex() && dtype.is_floating_point() && self.requires_grad() {
-            return Err(Error::NotDifferentiable {
-                op: "to",
-                reason: "complex to real casts discard the imaginary part",
-            });
+        if self.dtype().is_complex() && dtype.is_floating_point() {
+            return self.real()?.to_dtype(dtype);
         }
         let s = self.storage().cast(self.layout(), dtype)?;
         let out = Tensor::from_storage(s, self.shape().clone());
