@@ -401,21 +401,8 @@ pub(crate) fn matmul<T: GemmElem>(a: &[T], al: &Layout, b: &[T], bl: &Layout) ->
     if out.is_empty() {
         return out;
     }
-    let (ars, acs) = (al.strides()[r - 2], al.strides()[r - 1]);
-    let (brs, bcs) = (bl.strides()[r - 2], bl.strides()[r - 1]);
-    // batch offsets: arithmetic when the batch dims collapse to one stride per operand
-    // (the usual case), else listed once
-    let offsets = BatchOffsets::new(
-        batch_dims,
-        &al.strides()[..r - 2],
-        &bl.strides()[..r - 2],
-        al.offset(),
-        bl.offset(),
-    );
-    let mats = |i: usize| {
-        let (oa, ob) = offsets.get(i);
-        (Mat { off: oa, rs: ars, cs: acs }, Mat { off: ob, rs: brs, cs: bcs })
-    };
+    let placed = Placement::of(al, bl);
+    let mats = |i: usize| placed.mats(i);
     let work = m * n * k;
     if m == k && k == n && (n == 8 || n == 16) {
         // square orders 8 and 16: two rows at a time from row buffers (faster than
@@ -485,24 +472,16 @@ where
     if out.is_empty() {
         return out;
     }
-    let (ars, acs) = (al.strides()[r - 2], al.strides()[r - 1]);
-    let (brs, bcs) = (bl.strides()[r - 2], bl.strides()[r - 1]);
-    let offsets = BatchOffsets::new(
-        batch_dims,
-        &al.strides()[..r - 2],
-        &bl.strides()[..r - 2],
-        al.offset(),
-        bl.offset(),
-    );
+    let placed = Placement::of(al, bl);
     let product = |i: usize, o: &mut [T], par: Par| {
         if k == 0 {
             o.fill(zero);
             return;
         }
-        let (oa, ob) = offsets.get(i);
+        let (am, bm) = placed.mats(i);
         let (mut ta, mut tb) = (Vec::new(), Vec::new());
-        let av = view(a, Mat { off: oa, rs: ars, cs: acs }, m, k, &mut ta);
-        let bv = view(b, Mat { off: ob, rs: brs, cs: bcs }, k, n, &mut tb);
+        let av = view(a, am, m, k, &mut ta);
+        let bv = view(b, bm, k, n, &mut tb);
         faer_matmul(MatMut::from_row_major_slice_mut(o, m, n), Accum::Replace, av, bv, one, par);
     };
     // a complex multiply-add is four real ones
@@ -618,6 +597,40 @@ fn load_rows<T: GemmElem>(a: &[T], am: Mat, r0: usize, rows: usize, k: usize, tm
                 }
             }
         }
+    }
+}
+
+/// Where each matrix of a batched product's two operands lies: the batch offsets and
+/// the matrices' row and column strides.
+struct Placement {
+    offsets: BatchOffsets,
+    a: (usize, usize),
+    b: (usize, usize),
+}
+
+impl Placement {
+    /// Of `a: (*, m, k)` and `b: (*, k, n)` with equal batch dims. The batch offsets are
+    /// arithmetic when the batch dims collapse to one stride per operand (the usual
+    /// case), else listed once.
+    fn of(al: &Layout, bl: &Layout) -> Placement {
+        let r = al.rank();
+        let offsets = BatchOffsets::new(
+            &al.dims()[..r - 2],
+            &al.strides()[..r - 2],
+            &bl.strides()[..r - 2],
+            al.offset(),
+            bl.offset(),
+        );
+        let a = (al.strides()[r - 2], al.strides()[r - 1]);
+        let b = (bl.strides()[r - 2], bl.strides()[r - 1]);
+        Placement { offsets, a, b }
+    }
+
+    /// The two matrices of batch element `i`.
+    #[inline]
+    fn mats(&self, i: usize) -> (Mat, Mat) {
+        let (oa, ob) = self.offsets.get(i);
+        (Mat { off: oa, rs: self.a.0, cs: self.a.1 }, Mat { off: ob, rs: self.b.0, cs: self.b.1 })
     }
 }
 
