@@ -57,6 +57,37 @@ fn eigenpairs_over_sizes_real_and_complex() {
     let w = eigvals(&randn(&[7, 7], 9)).unwrap();
     let im: f64 = w.imag().unwrap().to_vec_f64().iter().sum();
     assert!(im.abs() < 1e-12);
+    // ... adjacent, each pair's eigenvectors exact conjugates (the real solver's packing)
+    let e = eig(&randn(&[9, 9], 19)).unwrap();
+    let (wr, wi) =
+        (e.eigenvalues.real().unwrap().to_vec_f64(), e.eigenvalues.imag().unwrap().to_vec_f64());
+    let (vr, vi) =
+        (e.eigenvectors.real().unwrap().to_vec_f64(), e.eigenvectors.imag().unwrap().to_vec_f64());
+    let mut k = 0;
+    let mut pairs = 0;
+    while k < 9 {
+        if wi[k] == 0.0 {
+            assert!((0..9).all(|r| vi[r * 9 + k] == 0.0), "a real eigenvector {k}");
+            k += 1;
+        } else {
+            assert_eq!((wr[k + 1], wi[k + 1]), (wr[k], -wi[k]));
+            assert!(
+                (0..9)
+                    .all(|r| vr[r * 9 + k] == vr[r * 9 + k + 1]
+                        && vi[r * 9 + k] == -vi[r * 9 + k + 1])
+            );
+            pairs += 1;
+            k += 2;
+        }
+    }
+    assert!(pairs > 0);
+    // a rotation: ±i, the eigenvectors (1, ∓i)/√2 in the gauge
+    let rot = Tensor::from_vec(vec![0.0f64, -1.0, 1.0, 0.0], (2, 2)).unwrap();
+    let e = eig(&rot).unwrap();
+    let w = e.eigenvalues.imag().unwrap().to_vec_f64();
+    assert!((w[0].abs() - 1.0).abs() < 1e-15 && (w[0] + w[1]).abs() < 1e-15);
+    let (res, unit) = residuals(&rot);
+    assert!(res < 1e-15 && unit < 1e-15);
     // c64 input gives c64 outputs
     let a32 = crandn(&[5, 5], 10).to_dtype(DType::C64).unwrap();
     assert_eq!(eig(&a32).unwrap().eigenvalues.dtype(), DType::C64);

@@ -168,9 +168,11 @@ fn kernel(op: &'static str, a: &Tensor, vectors: bool) -> Result<(Tensor, Option
 /// real and positive (PyTorch's phases differ). A defective matrix has no basis of
 /// eigenvectors: `V` is then (numerically) singular.
 ///
-/// Computed by faer's complex Schur-based solver (Hessenberg reduction, the shifted QR
-/// iteration, eigenvectors from the triangular form), after scaling by a power of two;
-/// real input is solved as complex. A NaN or an infinity fails with `NoConvergence`.
+/// Computed by faer's Schur-based solvers (Hessenberg reduction, the shifted QR
+/// iteration, eigenvectors from the (quasi-)triangular form), after scaling by a power
+/// of two: complex input by the complex one; real input by the real one, as LAPACK's
+/// `dgeev` (its conjugate pairs come out adjacent, `w` then `conj(w)`, with conjugate
+/// eigenvectors). A NaN or an infinity fails with `NoConvergence`.
 ///
 /// Gradient: `gA = V⁻ᴴ (diag(gw) + X / Ē) Vᴴ` with `X = VᴴgV − VᴴV diag(Re diag(VᴴgV))`
 /// and `Ē_ij = conj(w_j − w_i)` (PyTorch's `linalg_eig_backward`); the real part for real

@@ -1282,10 +1282,10 @@ impl BackendStorage for CpuStorage {
             (CpuStorage::C64(w), v.map(|(v, vl)| (CpuStorage::C64(v), vl)), f)
         };
         Ok(match self {
-            CpuStorage::F64(a) => wrap(eig(a, l, vectors, |x: f64| Complex::new(x, 0.0))),
-            CpuStorage::C128(a) => wrap(eig(a, l, vectors, |z: Complex<f64>| z)),
-            CpuStorage::F32(a) => wrap32(eig(a, l, vectors, |x: f32| Complex::new(x, 0.0))),
-            CpuStorage::C64(a) => wrap32(eig(a, l, vectors, |z: Complex<f32>| z)),
+            CpuStorage::F64(a) => wrap(eig(a, l, vectors, true, |x: f64| Complex::new(x, 0.0))),
+            CpuStorage::C128(a) => wrap(eig(a, l, vectors, false, |z: Complex<f64>| z)),
+            CpuStorage::F32(a) => wrap32(eig(a, l, vectors, true, |x: f32| Complex::new(x, 0.0))),
+            CpuStorage::C64(a) => wrap32(eig(a, l, vectors, false, |z: Complex<f32>| z)),
             other => return Err(unsupported("linalg.eig", other.dtype())),
         })
     }

@@ -1,7 +1,9 @@
 //! The general (non-Hermitian) eigendecomposition, `A V = V diag(w)` (LAPACK `geev`'s
 //! problem), batched, through faer's complex Schur-based solver (Hessenberg reduction,
 //! the implicit shifted QR iteration, eigenvectors from the triangular Schur form). Real
-//! input is solved as a complex matrix with zero imaginary parts.
+//! input goes through faer's real solver instead (the real Schur form, as LAPACK's
+//! `dgeev`: a few times less arithmetic), whose complex conjugate pairs are unpacked
+//! into complex eigenvalues and eigenvectors.
 //!
 //! The gauge: each eigenvector has unit 2-norm (as LAPACK's) and its component of
 //! largest modulus (the first on ties) real and positive. The eigenvalues come in the
@@ -10,7 +12,7 @@
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use faer::dyn_stack::{MemBuffer, MemStack};
-use faer::linalg::evd::{evd_cplx, evd_scratch, ComputeEigenvectors};
+use faer::linalg::evd::{evd_cplx, evd_real, evd_scratch, ComputeEigenvectors};
 use faer::{ColMut, MatMut, MatRef, Par, Spec};
 use num_complex::Complex;
 
@@ -23,12 +25,14 @@ use crate::layout::Layout;
 pub(crate) type EigOut<R> = (Vec<Complex<R>>, Option<(Vec<Complex<R>>, Layout)>, Option<usize>);
 
 /// Eigenvalues `(*, n)` and, if `vectors`, unit eigenvectors (column-major `(*, n, n)`)
-/// of each square `a: (*, n, n)` given by `at(offset)` as complex numbers; with the
+/// of each square `a: (*, n, n)`, its entries read as complex numbers by `to_complex`
+/// (`real_input`: their imaginary parts are zero, and the real solver runs); with the
 /// index of the first matrix not decomposed (a NaN or an infinity, or no convergence).
 pub(crate) fn eig<R: LinalgElem, S: Copy + Sync>(
     a: &[S],
     al: &Layout,
     vectors: bool,
+    real_input: bool,
     to_complex: impl Fn(S) -> Complex<R> + Sync,
 ) -> EigOut<R>
 where
@@ -69,7 +73,12 @@ where
             *z = Complex::new(z.re * inv, z.im * inv);
         }
         let (w, v) = dst.split_at_mut(n);
-        if !decompose(m, n, w, vectors.then_some(v), par) {
+        let ok = if real_input {
+            decompose_real(m, n, w, vectors.then_some(v), par)
+        } else {
+            decompose(m, n, w, vectors.then_some(v), par)
+        };
+        if !ok {
             failed.fetch_min(i, Ordering::Relaxed);
             return;
         }
@@ -121,6 +130,63 @@ where
     if let Some(v) = v {
         for col in v.chunks_exact_mut(n) {
             normalize(col);
+        }
+    }
+    true
+}
+
+/// [`decompose`] of a complex `a` whose imaginary parts are zero, by faer's real solver:
+/// a conjugate pair `λ, conj(λ)` comes back as `(re, im)` in two columns `x, y` (LAPACK's
+/// packing), unpacked into the eigenvectors `x + iy` and `x − iy`.
+fn decompose_real<R: LinalgElem>(
+    a: &[Complex<R>],
+    n: usize,
+    w: &mut [Complex<R>],
+    v: Option<&mut [Complex<R>]>,
+    par: Par,
+) -> bool
+where
+    Complex<R>: super::ComplexElem,
+{
+    if n == 0 {
+        return true;
+    }
+    let want = if v.is_some() { ComputeEigenvectors::Yes } else { ComputeEigenvectors::No };
+    let req = evd_scratch::<R>(n, ComputeEigenvectors::No, want, par, Spec::default());
+    let mut buf = MemBuffer::new(req);
+    let ar: Vec<R> = a.iter().map(|z| z.re).collect();
+    let (mut wr, mut wi) = (vec![R::ZERO; n], vec![R::ZERO; n]);
+    let mut vr = v.is_some().then(|| vec![R::ZERO; n * n]);
+    let am = MatRef::from_column_major_slice(&ar, n, n);
+    let sr = ColMut::from_slice_mut(&mut wr).as_diagonal_mut();
+    let si = ColMut::from_slice_mut(&mut wi).as_diagonal_mut();
+    let u = vr.as_deref_mut().map(|x| MatMut::from_column_major_slice_mut(x, n, n));
+    if evd_real::<R>(am, sr, si, None, u, par, MemStack::new(&mut buf), Spec::default()).is_err() {
+        return false;
+    }
+    for (k, z) in w.iter_mut().enumerate() {
+        *z = Complex::new(wr[k], wi[k]);
+    }
+    if let (Some(v), Some(vr)) = (v, vr) {
+        let mut k = 0;
+        while k < n {
+            let x = &vr[k * n..(k + 1) * n];
+            if wi[k] == R::ZERO || k + 1 == n {
+                for (d, &re) in v[k * n..(k + 1) * n].iter_mut().zip(x) {
+                    *d = Complex::new(re, R::ZERO);
+                }
+                normalize(&mut v[k * n..(k + 1) * n]);
+                k += 1;
+            } else {
+                let y = &vr[(k + 1) * n..(k + 2) * n];
+                for r in 0..n {
+                    v[k * n + r] = Complex::new(x[r], y[r]);
+                    v[(k + 1) * n + r] = Complex::new(x[r], -y[r]);
+                }
+                normalize(&mut v[k * n..(k + 1) * n]);
+                normalize(&mut v[(k + 1) * n..(k + 2) * n]);
+                k += 2;
+            }
         }
     }
     true
