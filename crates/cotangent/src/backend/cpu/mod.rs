@@ -111,12 +111,15 @@ use strided::{eval, eval_fresh, eval_row, walk, MapRow, RowKernel, WhereRow, Zip
 pub(crate) type CpuStorage = HostBuffer;
 
 impl CpuStorage {
-    /// Hands a large f32/f64/i64 buffer to the cache for reuse (leaves `self` empty).
+    /// Hands a large f32/f64/i64/complex buffer to the cache for reuse (leaves `self`
+    /// empty).
     pub(crate) fn recycle(&mut self) {
         match self {
             CpuStorage::F64(v) => pool::give(std::mem::take(v)),
             CpuStorage::F32(v) => pool::give(std::mem::take(v)),
             CpuStorage::I64(v) => pool::give(std::mem::take(v)),
+            CpuStorage::C64(v) => pool::give(std::mem::take(v)),
+            CpuStorage::C128(v) => pool::give(std::mem::take(v)),
             _ => {}
         }
     }

@@ -1,4 +1,4 @@
-//! A cache of large and middle-sized f32/f64 (and i64: LU pivots) buffers, reused
+//! A cache of large and middle-sized f32/f64/complex (and i64: LU pivots) buffers, reused
 //! instead of returned to the system.
 //!
 //! Why: a tensor program over big matrices (a Gaussian process on 2,000 points allocates
@@ -53,9 +53,10 @@ impl<T> Caches<T> {
     }
 }
 
-/// Element types of CPU buffers; f32, f64 and i64 have a cache (i64 for the pivots of
-/// batched LU factorisations: 4,096 4 x 4 matrices have 128 KiB of them, which were
-/// zero-filled anew on every call, a visible share of a batched solve).
+/// Element types of CPU buffers; f32, f64, i64 and the complex types have a cache (i64
+/// for the pivots of batched LU factorisations, which were zero-filled anew on every
+/// call; complex for the same reason as real: a fresh buffer of a large matrix is paid
+/// in page faults on every op of a backward).
 pub(crate) trait Pooled: Copy + Default + Send + Sync + 'static {
     /// The caches of this type, if it has them.
     fn pool() -> Option<&'static Caches<Self>> {
@@ -87,8 +88,19 @@ impl Pooled for i64 {
 impl Pooled for bool {}
 impl Pooled for bf16 {}
 impl Pooled for f16 {}
-impl Pooled for Complex<f32> {}
-impl Pooled for Complex<f64> {}
+impl Pooled for Complex<f32> {
+    fn pool() -> Option<&'static Caches<Complex<f32>>> {
+        static POOL: Caches<Complex<f32>> = Caches::new();
+        Some(&POOL)
+    }
+}
+
+impl Pooled for Complex<f64> {
+    fn pool() -> Option<&'static Caches<Complex<f64>>> {
+        static POOL: Caches<Complex<f64>> = Caches::new();
+        Some(&POOL)
+    }
+}
 
 fn bytes<T>(n: usize) -> usize {
     n.saturating_mul(std::mem::size_of::<T>())
