@@ -218,14 +218,29 @@ pub(crate) fn ldl_factor<T: LinalgElem>(
     a: &[T],
     al: &Layout,
 ) -> (Vec<T>, Layout, Vec<i64>, Vec<i64>) {
+    factor_batch(a, al, T::ZERO, 1, sytf2_lower)
+}
+
+/// Runs `factor` (an in-place `sytf2`: column-major `n x n` matrix, its order, its
+/// pivots; returns `info`) on each matrix of `a: (*, n, n)`: the compact factors
+/// (column-major), the pivots `(*, n)` and `info` per matrix. `cost` weighs one
+/// multiply-add of `T` against a real one (a complex one is about 4), for the split over
+/// the threads. Shared by the real and complex factorisations.
+pub(crate) fn factor_batch<T: Copy + Send + Sync>(
+    a: &[T],
+    al: &Layout,
+    zero: T,
+    cost: usize,
+    factor: impl Fn(&mut [T], usize, &mut [i64]) -> i64 + Sync,
+) -> (Vec<T>, Layout, Vec<i64>, Vec<i64>) {
     let ba = Batch::of(al);
     let n = ba.n;
     let size = n * n;
-    let mut out = vec![T::ZERO; ba.len() * size];
+    let mut out = vec![zero; ba.len() * size];
     let mut piv = vec![0i64; ba.len() * n];
     let mut info = vec![0i64; ba.len()];
     if size > 0 {
-        let per = (TASK_WORK / (n * n * n / 3 + 1)).max(1);
+        let per = (TASK_WORK / (cost * n * n * n / 3 + 1)).max(1);
         let (po, pp) = (Parts::new(&mut out, size * per), Parts::new(&mut piv, n * per));
         let pf = Parts::new(&mut info, per);
         run_tasks(pf.len(), |t| {
@@ -233,7 +248,7 @@ pub(crate) fn ldl_factor<T: LinalgElem>(
             let mats = o.chunks_exact_mut(size).zip(p.chunks_exact_mut(n)).zip(f.iter_mut());
             for (j, ((m, p), f)) in mats.enumerate() {
                 ba.load(a, t * per + j, m);
-                *f = sytf2_lower(m, n, p);
+                *f = factor(m, n, p);
             }
         });
     }
@@ -249,17 +264,34 @@ pub(crate) fn ldl_solve<T: LinalgElem>(
     b: &[T],
     bl: &Layout,
 ) -> (Vec<T>, Layout) {
+    solve_batch(f, fl, piv, b, bl, T::ZERO, 1, sytrs_lower)
+}
+
+/// Runs `solve` (an in-place `sytrs`: compact factors, pivots, right-hand sides, `n`,
+/// `k`) on each matrix of `b: (*, n, k)` with the factors `f: (*, n, n)` and contiguous
+/// pivots `piv: (*, n)` of the same batch; column-major result. `cost` as in
+/// [`factor_batch`].
+pub(crate) fn solve_batch<T: Copy + Send + Sync>(
+    f: &[T],
+    fl: &Layout,
+    piv: &[i64],
+    b: &[T],
+    bl: &Layout,
+    zero: T,
+    cost: usize,
+    solve: impl Fn(&[T], &[i64], &mut [T], usize, usize) + Sync,
+) -> (Vec<T>, Layout) {
     let bf = Batch::of(fl);
     let bb = Batch::of(bl);
     let (n, k) = (bb.m, bb.n);
     let size = n * k;
-    let mut out = vec![T::ZERO; bb.len() * size];
-    for_each_matrix(&mut out, size, n * n * k.max(1), false, |i, dst, tmp, _| {
+    let mut out = vec![zero; bb.len() * size];
+    for_each_matrix(&mut out, size, cost * n * n * k.max(1), false, |i, dst, tmp, _| {
         bb.load(b, i, dst);
         tmp.clear();
-        tmp.resize(n * n, T::ZERO);
+        tmp.resize(n * n, zero);
         bf.load(f, i, tmp);
-        sytrs_lower(tmp, &piv[i * n..(i + 1) * n], dst, n, k);
+        solve(tmp, &piv[i * n..(i + 1) * n], dst, n, k);
     });
     (out, colmajor_layout(&bb.dims, n, k))
 }

@@ -101,6 +101,13 @@ where
     (w, vo.map(|v| (v, colmajor_layout(&ba.dims, n, n))), failed)
 }
 
+/// Workspace for faer's eigendecomposition of order `n` over `E` (right eigenvectors if
+/// `vectors`).
+fn scratch<E: faer::traits::ComplexField>(n: usize, vectors: bool, par: Par) -> MemBuffer {
+    let want = if vectors { ComputeEigenvectors::Yes } else { ComputeEigenvectors::No };
+    MemBuffer::new(evd_scratch::<E>(n, ComputeEigenvectors::No, want, par, Spec::default()))
+}
+
 /// The eigendecomposition of the column-major complex `n x n` `a` (finite): eigenvalues
 /// into `w`, unit eigenvectors in the gauge above into `v` if given. False if faer's
 /// iteration did not converge.
@@ -117,9 +124,7 @@ where
     if n == 0 {
         return true;
     }
-    let want = if v.is_some() { ComputeEigenvectors::Yes } else { ComputeEigenvectors::No };
-    let req = evd_scratch::<Complex<R>>(n, ComputeEigenvectors::No, want, par, Spec::default());
-    let mut buf = MemBuffer::new(req);
+    let mut buf = scratch::<Complex<R>>(n, v.is_some(), par);
     let s = ColMut::from_slice_mut(w).as_diagonal_mut();
     let am = MatRef::from_column_major_slice(a, n, n);
     let mut v = v;
@@ -151,9 +156,7 @@ where
     if n == 0 {
         return true;
     }
-    let want = if v.is_some() { ComputeEigenvectors::Yes } else { ComputeEigenvectors::No };
-    let req = evd_scratch::<R>(n, ComputeEigenvectors::No, want, par, Spec::default());
-    let mut buf = MemBuffer::new(req);
+    let mut buf = scratch::<R>(n, v.is_some(), par);
     let ar: Vec<R> = a.iter().map(|z| z.re).collect();
     let (mut wr, mut wi) = (vec![R::ZERO; n], vec![R::ZERO; n]);
     let mut vr = v.is_some().then(|| vec![R::ZERO; n * n]);

@@ -9,9 +9,8 @@
 //! gives PyTorch's pivots. PyTorch's LAPACK switches to the blocked `zlasyf`/`zlahef`
 //! above order 64, which makes the same choices in exact arithmetic.
 
-use super::super::{colmajor_layout, for_each_matrix, Batch, TASK_WORK};
+use super::super::ldl::{factor_batch, solve_batch};
 use super::{zero, ComplexElem, R};
-use crate::backend::cpu::par::{run_tasks, Parts};
 use crate::complex::ComplexFloat;
 use crate::dtype::{Element, Float};
 use crate::layout::Layout;
@@ -335,27 +334,8 @@ pub(crate) fn ldl_factor<T: ComplexElem>(
     al: &Layout,
     herm: bool,
 ) -> (Vec<T>, Layout, Vec<i64>, Vec<i64>) {
-    let ba = Batch::of(al);
-    let n = ba.n;
-    let size = n * n;
-    let mut out = vec![zero::<T>(); ba.len() * size];
-    let mut piv = vec![0i64; ba.len() * n];
-    let mut info = vec![0i64; ba.len()];
-    if size > 0 {
-        // (a complex multiply-add is about four real ones)
-        let per = (TASK_WORK / (4 * n * n * n / 3 + 1)).max(1);
-        let (po, pp) = (Parts::new(&mut out, size * per), Parts::new(&mut piv, n * per));
-        let pf = Parts::new(&mut info, per);
-        run_tasks(pf.len(), |t| {
-            let (o, p, f) = (po.take(t), pp.take(t), pf.take(t));
-            let mats = o.chunks_exact_mut(size).zip(p.chunks_exact_mut(n)).zip(f.iter_mut());
-            for (j, ((m, p), f)) in mats.enumerate() {
-                ba.load(a, t * per + j, m);
-                *f = sytf2_lower(m, n, p, herm);
-            }
-        });
-    }
-    (out, colmajor_layout(&ba.dims, n, n), piv, info)
+    // (a complex multiply-add is about four real ones)
+    factor_batch(a, al, zero::<T>(), 4, |m, n, p| sytf2_lower(m, n, p, herm))
 }
 
 /// Batched [`sytrs_lower`]: `A X = B` for compact factors `f: (*, n, n)` with contiguous
@@ -368,17 +348,6 @@ pub(crate) fn ldl_solve<T: ComplexElem>(
     bl: &Layout,
     herm: bool,
 ) -> (Vec<T>, Layout) {
-    let bf = Batch::of(fl);
-    let bb = Batch::of(bl);
-    let (n, k) = (bb.m, bb.n);
-    let size = n * k;
-    let mut out = vec![zero::<T>(); bb.len() * size];
-    for_each_matrix(&mut out, size, 4 * n * n * k.max(1), false, |i, dst, tmp, _| {
-        bb.load(b, i, dst);
-        tmp.clear();
-        tmp.resize(n * n, zero::<T>());
-        bf.load(f, i, tmp);
-        sytrs_lower(tmp, &piv[i * n..(i + 1) * n], dst, n, k, herm);
-    });
-    (out, colmajor_layout(&bb.dims, n, k))
+    let solve = |f: &[T], p: &[i64], b: &mut [T], n, k| sytrs_lower(f, p, b, n, k, herm);
+    solve_batch(f, fl, piv, b, bl, zero::<T>(), 4, solve)
 }
