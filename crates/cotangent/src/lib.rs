@@ -76,10 +76,13 @@
 //! scalar is refused, as in PyTorch). The matrix products take complex operands
 //! ([`Tensor::matmul`] and its family; [`Tensor::mH`] conjugates, [`Tensor::vdot`] and
 //! [`Tensor::vecdot`] conjugate their first argument), and so do the structural ops
-//! (`trace`, `diagonal`, `tril`/`triu`, `kron`, `cross`, `matrix_power` with `n >= 0`),
-//! the norms of the moduli (`vector_norm`; `matrix_norm` with `Fro`, `±1`, `±inf`), the
-//! triangular solves and the Cholesky family (Hermitian matrices); the other
-//! factorisations, and so the spectral norms, do not yet.
+//! (`trace`, `diagonal`, `tril`/`triu`, `kron`, `cross`, `matrix_power`), every norm
+//! and `cond`, and the linear algebra: the triangular solves, the Cholesky family
+//! (Hermitian matrices), the LU family (`solve`, `inv`, `det`, `slogdet` with a complex
+//! sign, ...), QR, the Hermitian `eigh`, the SVD, `pinv`, `lstsq`, `matrix_exp`, and the
+//! symmetric and Hermitian `ldl_*`; [`linalg::eig`] and [`linalg::eigvals`] take real or
+//! complex input and always answer complex. A cast to a real dtype keeps the real part,
+//! with the gradient `g + 0i`, as PyTorch's.
 //!
 //! ```
 //! use cotangent::{DType, Tensor};

@@ -214,7 +214,7 @@ impl Tensor {
     /// `Aⁿ` for square matrices `(*, m, m)` by repeated squaring
     /// (`torch.linalg.matrix_power`; an implicit composite); `n = 0` gives the identity
     /// (with a zero gradient); `n < 0` gives `(A⁻¹)⁻ⁿ` through [`crate::linalg::inv`]
-    /// (float dtypes only).
+    /// (float and complex dtypes).
     ///
     /// Errors: `BadShape` if not square; for `n < 0`, `Singular { batch, index }` for a
     /// singular matrix (as `linalg.inv`), `UnsupportedDType` for integer input, and
