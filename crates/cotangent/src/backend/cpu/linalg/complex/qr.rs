@@ -27,6 +27,10 @@ fn one<T: ComplexElem>() -> T {
     T::new(<R<T> as Float>::ONE, <R<T> as Float>::ZERO)
 }
 
+/// Below this many multiply-adds a reflector's application (and, times 8, a block
+/// reflector's Gram matrix) runs as plain loops: faer's products cost more to set up.
+const SMALL_WORK: usize = 1024;
+
 /// `‖x‖₂`, scaled so that it neither overflows nor underflows.
 fn norm2<T: ComplexElem>(x: &[T]) -> R<T> {
     let rz = <R<T> as Float>::ZERO;
@@ -128,6 +132,19 @@ fn apply_left_adjoint<T: ComplexElem>(
         return;
     }
     let ct = tau.conj();
+    if rows * cols >= SMALL_WORK {
+        // w = vᴴ C, then C −= v (conj(τ) w), as two products (v made explicit)
+        let mut ve = Vec::with_capacity(rows);
+        ve.push(one::<T>());
+        ve.extend_from_slice(&v[1..rows]);
+        let vm = MatRef::from_column_major_slice(&ve, rows, 1);
+        let mut cm = MatMut::from_column_major_slice_with_stride_mut(c, rows, cols, ld);
+        let mut w = vec![zero::<T>(); cols];
+        let mut wm = MatMut::from_column_major_slice_mut(&mut w, 1, cols);
+        matmul(wm.as_mut(), Accum::Replace, vm.adjoint(), cm.as_ref(), one::<T>(), Par::Seq);
+        matmul(cm.as_mut(), Accum::Add, vm, wm.as_ref(), -ct, Par::Seq);
+        return;
+    }
     for j in 0..cols {
         let col = &mut c[j * ld..j * ld + rows];
         // w = vᴴ c
@@ -149,6 +166,15 @@ fn apply_left_adjoint<T: ComplexElem>(
 fn larft<T: ComplexElem>(v: &[T], rows: usize, jb: usize, tau: &[T], t: &mut [T]) {
     t.fill(zero::<T>());
     let mut z = vec![zero::<T>(); jb];
+    // V[:, p]ᴴ v_i for p < i: v_i is zero above its row i (explicit), so these are the
+    // entries of the Gram matrix Vᴴ V, one product when the panel is large
+    let gram = (rows * jb * jb >= SMALL_WORK * 8).then(|| {
+        let vm = MatRef::from_column_major_slice(v, rows, jb);
+        let mut g = vec![zero::<T>(); jb * jb];
+        let gm = MatMut::from_column_major_slice_mut(&mut g, jb, jb);
+        matmul(gm, Accum::Replace, vm.adjoint(), vm, one::<T>(), Par::Seq);
+        g
+    });
     for i in 0..jb {
         t[i * jb + i] = tau[i];
         if i == 0 {
@@ -156,10 +182,16 @@ fn larft<T: ComplexElem>(v: &[T], rows: usize, jb: usize, tau: &[T], t: &mut [T]
         }
         // z = −τ_i V[:, 0..i]ᴴ v_i, then T[0..i, i] = T[0..i, 0..i] z
         for (p, zp) in z.iter_mut().enumerate().take(i) {
-            let mut s = zero::<T>();
-            for r in i..rows {
-                s += ComplexFloat::mul(v[p * rows + r].conj(), v[i * rows + r]);
-            }
+            let s = match &gram {
+                Some(g) => g[i * jb + p],
+                None => {
+                    let mut s = zero::<T>();
+                    for r in i..rows {
+                        s += ComplexFloat::mul(v[p * rows + r].conj(), v[i * rows + r]);
+                    }
+                    s
+                }
+            };
             *zp = ComplexFloat::mul(-tau[i], s);
         }
         for r in 0..i {
