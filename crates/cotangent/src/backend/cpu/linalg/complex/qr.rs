@@ -182,15 +182,14 @@ fn larft<T: ComplexElem>(v: &[T], rows: usize, jb: usize, tau: &[T], t: &mut [T]
         }
         // z = −τ_i V[:, 0..i]ᴴ v_i, then T[0..i, i] = T[0..i, 0..i] z
         for (p, zp) in z.iter_mut().enumerate().take(i) {
-            let s = match &gram {
-                Some(g) => g[i * jb + p],
-                None => {
-                    let mut s = zero::<T>();
-                    for r in i..rows {
-                        s += ComplexFloat::mul(v[p * rows + r].conj(), v[i * rows + r]);
-                    }
-                    s
+            let s = if let Some(g) = &gram {
+                g[i * jb + p]
+            } else {
+                let mut s = zero::<T>();
+                for r in i..rows {
+                    s += ComplexFloat::mul(v[p * rows + r].conj(), v[i * rows + r]);
                 }
+                s
             };
             *zp = ComplexFloat::mul(-tau[i], s);
         }
