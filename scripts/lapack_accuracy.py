@@ -5,6 +5,7 @@ LAPACK's ratio on the same matrix).
 
     cargo test --release -p cotangent --test accuracy dump_cases -- --ignored
     python3 scripts/lapack_accuracy.py            # writes tests/fixtures/lapack_accuracy.json
+    python3 scripts/lapack_accuracy.py --only nonsymmetric   # only these case sets
     python3 scripts/lapack_accuracy.py --table    # after the suite ran: docs/accuracy.md's table
 
 (`COTANGENT_ACCURACY=full` on both cargo commands for the full sweep.)
@@ -13,7 +14,7 @@ The matrices come from the Rust suite (target/accuracy/cases.{json,bin}); the ra
 are the ones tests/accuracy.rs computes, on LAPACK's factors from scipy.linalg.lapack in
 the matrix's own precision (s* routines for f32: numpy would compute f32 input in f64),
 with the drivers PyTorch calls on the CPU: gesdd (svd, svdvals, pinv), geqrf + orgqr
-(qr), syevd (eigh, eigvalsh), potrf (cholesky), getrf/getrs/getri (lu, solve, inv,
+(qr), syevd (eigh, eigvalsh), geev (eig, eigvals), potrf (cholesky), getrf/getrs/getri (lu, solve, inv,
 det, slogdet), gelsd (lstsq); matrix_exp against scipy.linalg.expm.
 """
 import json
@@ -162,6 +163,52 @@ def eigh_ratios(a, values, dtype):
         wtop = float(np.abs(values).max())
         r.append(value_ratio(w, values, wtop, n, e))
     return r
+
+
+def eig_ratios(a, values, dtype):
+    """ddrvev's ratios, as tests/accuracy.rs's eig_ratios: |A V - V W|_1 / (|A|_1 n eps),
+    ||v_j| - 1| / eps, each eigenvector's largest component real, eigvals against W."""
+    e = eps(dtype)
+    n = a.shape[0]
+    x = a.astype(npdt(dtype))
+    wr, wi, _, vr, info = f("geev", dtype)(x, compute_vl=0, compute_vr=1)
+    if info != 0:
+        raise RuntimeError(f"geev info {info}")
+    wr2, wi2, _, _, info = f("geev", dtype)(x, compute_vl=0, compute_vr=0)
+    if info != 0:
+        raise RuntimeError(f"geev info {info}")
+    wr, wi, vr = wr.astype(float), wi.astype(float), vr.astype(float)
+    w = wr + 1j * wi
+    w2 = wr2.astype(float) + 1j * wi2.astype(float)
+    v = vr.astype(complex)
+    k = 0
+    while k < n:
+        if wi[k] != 0.0 and k + 1 < n:
+            v[:, k] = vr[:, k] + 1j * vr[:, k + 1]
+            v[:, k + 1] = vr[:, k] - 1j * vr[:, k + 1]
+            k += 2
+        else:
+            k += 1
+    unit = pow2_near(amax(a))
+    an = a / unit
+    r = an @ v - v * (w / unit)
+    res = float(np.abs(r).sum(axis=0).max()) if n else 0.0
+    anorm = norm1(an)
+    if not math.isfinite(res):
+        back = math.inf
+    elif anorm == 0.0:
+        back = res / (max(n, 1) * e)
+    else:
+        back = res / anorm / (max(n, 1) * e)
+    unitnorm = float(np.abs(np.linalg.norm(v, axis=0) - 1.0).max()) / e if n else 0.0
+    gauge = 0.0
+    for k in range(n):
+        big = int(np.argmax(np.abs(v[:, k])))
+        if v[big, k].imag != 0.0:
+            gauge = math.inf
+    top = float(np.abs(w).max()) if n else 0.0
+    dv = np.abs(w2 - w)
+    return [back, unitnorm, gauge, value_ratio(dv, np.zeros(n), max(top, TINY), n, e)]
 
 
 def cholesky_ratios(a, values, dtype):
@@ -313,6 +360,8 @@ OPS = {
     "symmetric-batch": [("eigh-batched", eigh_ratios)],
     "spd-batch": [("cholesky-batched", cholesky_ratios)],
     "symmetric": [("eigh", eigh_ratios)],
+    "nonsymmetric": [("eig", eig_ratios)],
+    "nonsymmetric-batch": [("eig-batched", eig_ratios)],
     "spd": [("cholesky", cholesky_ratios)],
     "invertible-batch": [("solvers-batched", solvers_ratios)],
     "exp": [("matrix_exp", exp_ratios)],
@@ -320,8 +369,10 @@ OPS = {
 }
 
 
-def reference():
+def reference(only=None):
     index = json.load(open(os.path.join(CASES, "cases.json")))
+    if only:
+        index = [c for c in index if c["set"] in only]
     data = np.fromfile(os.path.join(CASES, "cases.bin"), dtype="<f8")
     out = {}
     for c in index:
@@ -410,5 +461,7 @@ def table():
 if __name__ == "__main__":
     if "--table" in sys.argv:
         table()
+    elif "--only" in sys.argv:
+        reference(set(sys.argv[sys.argv.index("--only") + 1:]))
     else:
         reference()

@@ -19,13 +19,13 @@ mod hard;
 
 use cotangent::autograd::{gradcheck, gradgradcheck, GradcheckOptions};
 use cotangent::linalg::{
-    cholesky, det, eigh, eigvalsh, inv, lstsq, lu, matrix_exp, pinv, qr, slogdet, solve, svd,
-    svdvals, LstsqDriver, QrMode, Side, Uplo,
+    cholesky, det, eig, eigh, eigvals, eigvalsh, inv, lstsq, lu, matrix_exp, pinv, qr, slogdet,
+    solve, svd, svdvals, LstsqDriver, QrMode, Side, Uplo,
 };
 use cotangent::{DType, Tensor};
 use hard::{
-    backward_ratio, eps, exp_cases, general_cases, orthogonality, pow2_near, spd_cases,
-    symmetric_cases, value_ratio, Case, Mat, THRESH,
+    backward_ratio, eps, exp_cases, general_cases, nonsymmetric_cases, orthogonality, pow2_near,
+    spd_cases, symmetric_cases, value_ratio, Case, Mat, THRESH,
 };
 use std::collections::HashMap;
 use std::sync::OnceLock;
@@ -370,6 +370,117 @@ fn eigh_f64() {
 #[test]
 fn eigh_f32() {
     report("eigh-f32", sweep_square(DType::F32, &orders(), symmetric_cases, eigh_check));
+}
+
+/// LAPACK's nonsymmetric eigenproblem ratios (`ddrvev`): `‖A V − V W‖₁ / (‖A‖₁ n eps)`
+/// (complex), `|‖v_j‖₂ − 1| / eps`, each eigenvector's largest component real (0, or
+/// infinite), and `eigvals` against `eig`'s `W` (over `max |w| n eps`).
+fn eig_check(c: &Case, dtype: DType) -> Ratios {
+    eig_ratios(c, dtype, &eig_op(&c.a.tensor(dtype))?, 0)
+}
+
+fn eig_op(t: &Tensor) -> Result<Vec<Tensor>, String> {
+    let f = eig(t).map_err(|e| e.to_string())?;
+    let vals = eigvals(t).map_err(|e| e.to_string())?;
+    Ok(vec![f.eigenvalues, f.eigenvectors, vals])
+}
+
+/// The real and imaginary parts of a complex tensor, as f64 vectors.
+fn parts(t: &Tensor) -> (Vec<f64>, Vec<f64>) {
+    (t.real().unwrap().to_vec_f64(), t.imag().unwrap().to_vec_f64())
+}
+
+/// [`eig_check`]'s ratios of matrix `i` of the outputs `[W, V, eigvals]`.
+fn eig_ratios(c: &Case, dtype: DType, outs: &[Tensor], i: usize) -> Ratios {
+    let n = c.a.n;
+    let e = eps(dtype);
+    let (wr, wi) = parts(&outs[0]);
+    let (vr, vi) = parts(&outs[1]);
+    let (er, ei) = parts(&outs[2]);
+    let w: Vec<(f64, f64)> = (0..n).map(|k| (wr[i * n + k], wi[i * n + k])).collect();
+    let vals: Vec<(f64, f64)> = (0..n).map(|k| (er[i * n + k], ei[i * n + k])).collect();
+    // V row-major: v(r, k)
+    let v = |r: usize, k: usize| (vr[i * n * n + r * n + k], vi[i * n * n + r * n + k]);
+    let unit = pow2_near(c.a.amax());
+    // ‖A V − V W‖₁ over ‖A‖₁, both divided by unit
+    let mut res = 0.0f64;
+    for k in 0..n {
+        let mut col = 0.0;
+        for r in 0..n {
+            let (mut sr, mut si) = (0.0, 0.0);
+            for p in 0..n {
+                let a = c.a.at(r, p) / unit;
+                sr += a * v(p, k).0;
+                si += a * v(p, k).1;
+            }
+            let (x, y) = v(r, k);
+            let (lr, li) = (w[k].0 / unit, w[k].1 / unit);
+            sr -= x * lr - y * li;
+            si -= x * li + y * lr;
+            col += sr.hypot(si);
+        }
+        res = if col.is_nan() { f64::NAN } else { res.max(col) };
+    }
+    let anorm = c.a.scaled(1.0 / unit).norm1();
+    let back = if res.is_nan() {
+        f64::INFINITY
+    } else if anorm == 0.0 {
+        res / (n.max(1) as f64 * e)
+    } else {
+        res / anorm / (n.max(1) as f64 * e)
+    };
+    let mut unitnorm = 0.0f64;
+    let mut gauge = 0.0f64;
+    for k in 0..n {
+        let norm = (0..n).map(|r| v(r, k).0.hypot(v(r, k).1).powi(2)).sum::<f64>().sqrt();
+        unitnorm = unitnorm.max((norm - 1.0).abs() / e);
+        let big = (0..n).max_by(|&a, &b| {
+            let (x, y) = (v(a, k).0.hypot(v(a, k).1), v(b, k).0.hypot(v(b, k).1));
+            x.total_cmp(&y).then(b.cmp(&a))
+        });
+        if let Some(r) = big {
+            if v(r, k).1 != 0.0 || v(r, k).0 < 0.0 {
+                gauge = f64::INFINITY;
+            }
+        }
+    }
+    let top = w.iter().fold(0.0f64, |m, z| m.max(z.0.hypot(z.1)));
+    let dv: Vec<f64> = vals.iter().zip(&w).map(|(a, b)| (a.0 - b.0).hypot(a.1 - b.1)).collect();
+    let zeros = vec![0.0; n];
+    Ok(vec![
+        ("AV - VW", back),
+        ("|v| - 1", unitnorm),
+        ("largest real", gauge),
+        ("eigvals - W", value_ratio(&dv, &zeros, top.max(f64::MIN_POSITIVE), n, e)),
+    ])
+}
+
+/// The orders of the eig tests: every order to 20, across the small kernel's bound (32)
+/// and faer's blocked solver above it; the full sweep as [`shapes`].
+fn eig_orders() -> Vec<usize> {
+    if full() {
+        orders()
+    } else {
+        (1..=20).chain([24, 31, 32, 33, 48, 64, 65, 128]).collect()
+    }
+}
+
+#[test]
+fn eig_f64() {
+    report("eig-f64", sweep_square(DType::F64, &eig_orders(), nonsymmetric_cases, eig_check));
+}
+
+#[test]
+fn eig_f32() {
+    report("eig-f32", sweep_square(DType::F32, &eig_orders(), nonsymmetric_cases, eig_check));
+}
+
+#[test]
+fn eig_batched() {
+    for dtype in [DType::F64, DType::F32] {
+        let o = batched(dtype, nonsymmetric_cases, eig_op, eig_ratios);
+        report(&format!("eig-batched-{dtype:?}"), o);
+    }
 }
 
 /// LAPACK's Cholesky ratio (`dpot01`): `‖A − L Lᵀ‖ / (‖A‖ n eps)`, `L` lower triangular.
@@ -801,6 +912,16 @@ fn dump_cases() {
             }
             for c in exp_cases(n, dtype, 2) {
                 put("exp-batch", dtype, &c);
+            }
+        }
+        for n in [4, 16, 32] {
+            for c in nonsymmetric_cases(n, dtype, 2) {
+                put("nonsymmetric-batch", dtype, &c);
+            }
+        }
+        for n in eig_orders() {
+            for c in nonsymmetric_cases(n, dtype, 1) {
+                put("nonsymmetric", dtype, &c);
             }
         }
         for n in orders() {

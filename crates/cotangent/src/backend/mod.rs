@@ -436,6 +436,23 @@ pub(crate) trait FastPaths: BackendStorage {
         Ok(None)
     }
 
+    /// The first-order gradient of [`eig`](BackendStorage::eig)'s outputs, `self = V:
+    /// (*, n, n)` (complex) with the eigenvalues `w: (*, n)`, from the cotangents (`None`
+    /// is zero; not both), fused: contiguous `(*, n, n)`, its real part if `real` (the
+    /// input was real). `None` also where the composition must answer (the loss depends
+    /// on an eigenvector's phase or on a basis of a repeated eigenvalue's eigenspace, or
+    /// `Vᴴ` has a zero pivot): its checks raise the error.
+    fn eig_backward(
+        &self,
+        _l: &Layout,
+        _w: (&Self, &Layout),
+        _gw: Option<(&Self, &Layout)>,
+        _gv: Option<(&Self, &Layout)>,
+        _real: bool,
+    ) -> Result<Option<(Self, Layout)>> {
+        Ok(None)
+    }
+
     /// The Fréchet derivative of the exponential, `[exp([[X, E], [0, X]])]₁₂`, for each
     /// `X` of `self: (*, n, n)` and `E` of `e` (the same shape and dtype), column-major,
     /// with its layout.

@@ -645,6 +645,25 @@ impl Storage {
         }
     }
 
+    /// See [`FastPaths::eig_backward`].
+    pub(crate) fn eig_backward(
+        &self,
+        l: &Layout,
+        w: (&Storage, &Layout),
+        gw: Option<(&Storage, &Layout)>,
+        gv: Option<(&Storage, &Layout)>,
+        real: bool,
+    ) -> Result<Option<(Storage, Layout)>> {
+        if !fast_paths() {
+            return Ok(None);
+        }
+        match self {
+            Storage::Cpu(v) => {
+                Ok(v.eig_backward(l, (cpu(w.0), w.1), cpu_opt(gw), cpu_opt(gv), real)?.map(on_cpu))
+            }
+        }
+    }
+
     /// See [`FastPaths::eigh_inner`].
     pub(crate) fn eigh_inner(
         &self,

@@ -641,3 +641,69 @@ pub fn exp_cases(n: usize, dtype: DType, seed: u64) -> Vec<Case> {
     push("identity".into(), Mat::eye(n), Mat::eye(n).scaled(1f64.exp()));
     out.into_iter().map(|c| Case { a: c.a.rounded(dtype), ..c }).collect()
 }
+
+/// The nonsymmetric families at order `n` for the general eigenproblem: the general
+/// square families of [`general_cases`] (prescribed singular values, rank-deficient,
+/// graded, scaled toward both ends of the exponent range, the named matrices), and `Q T
+/// Qᵀ` with `Q` Haar-random orthogonal and `T` upper quasi-triangular with prescribed
+/// eigenvalues (LAPACK's `dlatme` in spirit): the moduli of modes 1-5 at conditions 1e1,
+/// 1e8 (and 1e15 in f64), every other pair of them a complex pair `r e^{±iθ}` (a 2 x 2
+/// block), a Gaussian strictly upper part of standard deviation `1 / n`; a Jordan
+/// block (defective, a single eigenvalue of multiplicity `n`) and a companion-like
+/// shift (all eigenvalues zero), each rotated. `values` holds no eigenvalues (they are
+/// ill-conditioned in the nonnormal cases: the ratios are backward errors).
+pub fn nonsymmetric_cases(n: usize, dtype: DType, seed: u64) -> Vec<Case> {
+    let mut out = general_cases(n, n, dtype, seed);
+    let mut rng = Rng::new(seed ^ ((n as u64) << 40) ^ 0xe16);
+    let conj = |q: &Mat, t: &Mat| q.matmul(t).matmul(&q.t());
+    let mut push = |name: String, a: Mat| {
+        out.push(Case { name, a: a.rounded(dtype), values: None, reference: None });
+    };
+    for mode in 1..=5 {
+        for cond in [1e1, 1e8, 1e15] {
+            if dtype == DType::F32 && cond > 1e8 {
+                continue;
+            }
+            let r = spectrum(mode, n, cond, &mut rng);
+            let mut t = Mat::zeros(n, n);
+            let mut i = 0;
+            while i < n {
+                if i + 1 < n && (i / 2) % 2 == 1 {
+                    // a complex pair r e^{±iθ}: [[a, b], [−c, a]], b c = (r sin θ)²
+                    let th = 0.1 + 3.0 * rng.uniform();
+                    let (re, im) = (r[i] * th.cos(), r[i] * th.sin());
+                    let k = 0.5 + rng.uniform();
+                    t.set(i, i, re);
+                    t.set(i + 1, i + 1, re);
+                    t.set(i, i + 1, im * k);
+                    t.set(i + 1, i, -im / k);
+                    i += 2;
+                } else {
+                    t.set(i, i, if rng.uniform() < 0.5 { -r[i] } else { r[i] });
+                    i += 1;
+                }
+            }
+            for i in 0..n {
+                for j in i + 1..n {
+                    // (not the off-diagonal entry of a 2 x 2 block)
+                    if !(j == i + 1 && t.at(i + 1, i) != 0.0) {
+                        t.set(i, j, t.at(i, j) + rng.normal() / n as f64);
+                    }
+                }
+            }
+            let q = haar(n, &mut rng);
+            push(format!("eig-mode{mode}-cond{cond:e}"), conj(&q, &t));
+        }
+    }
+    let jordan = Mat::from_fn(n, n, |i, j| match j.checked_sub(i) {
+        Some(0) => 0.5,
+        Some(1) => 1.0,
+        _ => 0.0,
+    });
+    let q = haar(n, &mut rng);
+    push("jordan".into(), conj(&q, &jordan));
+    let shift = Mat::from_fn(n, n, |i, j| if j == i + 1 { 1.0 } else { 0.0 });
+    let q = haar(n, &mut rng);
+    push("shift-rotated".into(), conj(&q, &shift));
+    out
+}

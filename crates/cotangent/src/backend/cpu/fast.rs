@@ -220,6 +220,46 @@ impl FastPaths for CpuStorage {
         Ok(Some(out.map(|o| CpuStorage::from_f64_vec(o, dtype)).ok_or(Undefined)))
     }
 
+    fn eig_backward(
+        &self,
+        l: &Layout,
+        w: (&CpuStorage, &Layout),
+        gw: Option<(&CpuStorage, &Layout)>,
+        gv: Option<(&CpuStorage, &Layout)>,
+        real: bool,
+    ) -> Result<Option<(CpuStorage, Layout)>> {
+        use linalg::complex::eig_backward::eig_backward;
+        use num_complex::Complex;
+        let op = ("linalg.eig", self.dtype());
+        Ok(match self {
+            CpuStorage::C128(v) => {
+                let ww = (typed::<Complex<f64>>(op, w.0)?, w.1);
+                let (gw, gv) = (typed_opt(op, gw)?, typed_opt(op, gv)?);
+                eig_backward(ww, (v, l), gw, gv).map(|(g, gl)| {
+                    let g = if real {
+                        CpuStorage::F64(g.iter().map(|z| z.re).collect())
+                    } else {
+                        CpuStorage::C128(g)
+                    };
+                    (g, gl)
+                })
+            }
+            CpuStorage::C64(v) => {
+                let ww = (typed::<Complex<f32>>(op, w.0)?, w.1);
+                let (gw, gv) = (typed_opt(op, gw)?, typed_opt(op, gv)?);
+                eig_backward(ww, (v, l), gw, gv).map(|(g, gl)| {
+                    let g = if real {
+                        CpuStorage::F32(g.iter().map(|z| z.re).collect())
+                    } else {
+                        CpuStorage::C64(g)
+                    };
+                    (g, gl)
+                })
+            }
+            _ => None,
+        })
+    }
+
     fn matrix_exp_frechet(
         &self,
         l: &Layout,

@@ -266,6 +266,20 @@ pub(crate) fn for_each_matrix<T: Send, F>(
 ) where
     F: Fn(usize, &mut [T], &mut Vec<T>, Par) + Sync,
 {
+    for_each_matrix_with(out, size, work, big, Vec::new, one);
+}
+
+/// [`for_each_matrix`] with the scratch of each task made by `make`.
+pub(crate) fn for_each_matrix_with<T: Send, W, F>(
+    out: &mut [T],
+    size: usize,
+    work: usize,
+    big: bool,
+    make: impl Fn() -> W + Sync,
+    one: F,
+) where
+    F: Fn(usize, &mut [T], &mut W, Par) + Sync,
+{
     if size == 0 {
         return;
     }
@@ -277,14 +291,14 @@ pub(crate) fn for_each_matrix<T: Send, F>(
         // matrix (18 KiB per 16 x 16 SVD backward, a large share of its instructions)
         let per_task = (TASK_WORK / work).max(len / 16).max(1);
         super::par::for_each_chunk(out, size * per_task, |t, chunk| {
-            let mut tmp = Vec::new();
+            let mut tmp = make();
             for (j, dst) in chunk.chunks_exact_mut(size).enumerate() {
                 one(t * per_task + j, dst, &mut tmp, Par::Seq);
             }
         });
     } else {
         super::par::with_par(big, |par| {
-            let mut tmp = Vec::new();
+            let mut tmp = make();
             for (i, dst) in out.chunks_exact_mut(size).enumerate() {
                 one(i, dst, &mut tmp, par);
             }

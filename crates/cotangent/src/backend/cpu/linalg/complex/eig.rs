@@ -5,6 +5,9 @@
 //! `dgeev`: a few times less arithmetic), whose complex conjugate pairs are unpacked
 //! into complex eigenvalues and eigenvectors.
 //!
+//! Real input of small order goes through [`small_eig`](super::small_eig) instead
+//! (LAPACK's unblocked path, written here), as faer's per-call costs dominate there.
+//!
 //! The gauge: each eigenvector has unit 2-norm (as LAPACK's) and its component of
 //! largest modulus (the first on ties) real and positive. The eigenvalues come in the
 //! order the Schur form leaves them (not sorted, as LAPACK's).
@@ -16,8 +19,10 @@ use faer::linalg::evd::{evd_cplx, evd_real, evd_scratch, ComputeEigenvectors};
 use faer::{ColMut, MatMut, MatRef, Par, Spec};
 use num_complex::Complex;
 
+use super::small_eig::{SmallEig, SMALL_N};
 use crate::backend::cpu::linalg::jacobi::pow2_near;
-use crate::backend::cpu::linalg::{colmajor_layout, for_each_matrix, Batch, LinalgElem};
+use crate::backend::cpu::linalg::qr::QrElem;
+use crate::backend::cpu::linalg::{colmajor_layout, for_each_matrix_with, Batch, LinalgElem};
 use crate::backend::cpu::pool;
 use crate::layout::Layout;
 
@@ -28,7 +33,7 @@ pub(crate) type EigOut<R> = (Vec<Complex<R>>, Option<(Vec<Complex<R>>, Layout)>,
 /// of each square `a: (*, n, n)`, its entries read as complex numbers by `to_complex`
 /// (`real_input`: their imaginary parts are zero, and the real solver runs); with the
 /// index of the first matrix not decomposed (a NaN or an infinity, or no convergence).
-pub(crate) fn eig<R: LinalgElem, S: Copy + Sync>(
+pub(crate) fn eig<R: QrElem, S: Copy + Sync>(
     a: &[S],
     al: &Layout,
     vectors: bool,
@@ -46,7 +51,10 @@ where
     let failed = AtomicUsize::new(usize::MAX);
     let mut out = pool::filled(len * size, zero);
     let big = n >= super::PAR_N;
-    for_each_matrix(&mut out, size, (n * n * n * 25).max(1), big, |i, dst, m, par| {
+    let small = real_input && n <= SMALL_N;
+    let make = || (Vec::new(), small.then(|| SmallEig::new(n)));
+    let work = (n * n * n * 25).max(1);
+    for_each_matrix_with(&mut out, size, work, big, make, |i, dst, (m, se), par| {
         // the matrix, column-major, complex, scaled to order one by a power of two
         let off = ba.offset(i);
         m.clear();
@@ -73,8 +81,20 @@ where
             *z = Complex::new(z.re * inv, z.im * inv);
         }
         let (w, v) = dst.split_at_mut(n);
-        let ok = if real_input {
-            decompose_real(m, n, w, vectors.then_some(v), par)
+        let ok = if let Some(se) = se {
+            run_small(se, m, w, vectors.then_some(v))
+        } else if real_input {
+            // faer's real solver, its eigenpairs certified by their backward error (it
+            // loses accuracy on some hard matrices: graded, near-singular), else LAPACK's
+            // unblocked path; eigenvalues alone take the same route, so that they are
+            // eig's eigenvalues
+            let mut full = if vectors { None } else { Some(vec![zero; n * n]) };
+            let vv = full.as_deref_mut().unwrap_or(v);
+            let fast = decompose_real(m, n, w, Some(&mut *vv), par);
+            fast && certified(m, n, w, vv, par) || {
+                let mut se = SmallEig::new(n);
+                run_small(&mut se, m, w, vectors.then_some(vv))
+            }
         } else {
             decompose(m, n, w, vectors.then_some(v), par)
         };
@@ -99,6 +119,65 @@ where
         }
     }
     (w, vo.map(|v| (v, colmajor_layout(&ba.dims, n, n))), failed)
+}
+
+/// [`SmallEig::run`] on the complex `m` (real parts), the eigenvectors normalised.
+fn run_small<R: QrElem>(
+    se: &mut SmallEig<R>,
+    m: &[Complex<R>],
+    w: &mut [Complex<R>],
+    v: Option<&mut [Complex<R>]>,
+) -> bool {
+    let n = w.len();
+    let vectors = v.is_some();
+    let mut v = v;
+    let ok = se.run(|r, c| m[r + c * n].re, w, v.as_deref_mut());
+    if let (true, Some(v)) = (ok && vectors, v) {
+        v.chunks_exact_mut(n).for_each(normalize);
+    }
+    ok
+}
+
+/// Whether the eigenpairs `w`, `v` (unit columns, column-major) of the real `a` (the
+/// real parts of the column-major `m`) have LAPACK's backward error:
+/// `‖A V − V diag(w)‖₁ ≤ 8 n ε ‖A‖₁` (its test passes below 30 times that).
+fn certified<R: QrElem>(
+    m: &[Complex<R>],
+    n: usize,
+    w: &[Complex<R>],
+    v: &[Complex<R>],
+    par: Par,
+) -> bool {
+    let a: Vec<R> = m.iter().map(|z| z.re).collect();
+    let (vr, vi): (Vec<R>, Vec<R>) = v.iter().map(|z| (z.re, z.im)).unzip();
+    let mut ar = vec![R::ZERO; n * n];
+    let mut ai = vec![R::ZERO; n * n];
+    let am = MatRef::from_column_major_slice(&a, n, n);
+    for (x, y) in [(&vr, &mut ar), (&vi, &mut ai)] {
+        let dst = MatMut::from_column_major_slice_mut(y, n, n);
+        let rhs = MatRef::from_column_major_slice(x, n, n);
+        faer::linalg::matmul::matmul(dst, faer::Accum::Replace, am, rhs, R::ONE, par);
+    }
+    let mut anorm = R::ZERO;
+    let mut res = R::ZERO;
+    for j in 0..n {
+        let col = a[j * n..(j + 1) * n].iter().fold(R::ZERO, |s, x| s + x.abs());
+        anorm = if col > anorm { col } else { anorm };
+        let mut r = R::ZERO;
+        for i in 0..n {
+            let k = i + j * n;
+            let z = v[k];
+            let (dr, di) = (
+                ar[k] - (z.re * w[j].re - z.im * w[j].im),
+                ai[k] - (z.re * w[j].im + z.im * w[j].re),
+            );
+            r += (dr * dr + di * di).sqrt();
+        }
+        if r.is_nan() || r > res {
+            res = r;
+        }
+    }
+    res <= R::of(8.0 * n as f64) * R::EPSILON * anorm
 }
 
 /// Workspace for faer's eigendecomposition of order `n` over `E` (right eigenvectors if
@@ -210,12 +289,21 @@ fn normalize<R: LinalgElem>(col: &mut [Complex<R>]) {
     if big == R::ZERO {
         return;
     }
-    let inv = R::ONE / big;
-    let ss = col.iter().fold(R::ZERO, |s, z| {
-        let (x, y) = (z.re * inv, z.im * inv);
-        s + x * x + y * y
-    });
-    let norm = big * ss.sqrt();
+    // scale by a power of two (exact) to a largest part in [1/2, 2)
+    let inv = R::ONE / pow2_near(big);
+    for z in col.iter_mut() {
+        *z = Complex::new(z.re * inv, z.im * inv);
+    }
+    // the sum of squares compensated (Neumaier): the unit norm to a few ulps at any order
+    let (mut ss, mut comp) = (R::ZERO, R::ZERO);
+    for z in col.iter() {
+        for x in [z.re * z.re, z.im * z.im] {
+            let t = ss + x;
+            comp += if ss.abs() >= x { (ss - t) + x } else { (x - t) + ss };
+            ss = t;
+        }
+    }
+    let norm = (ss + comp).sqrt();
     let mut best = (0, R::ZERO);
     for (k, z) in col.iter().enumerate() {
         let m = (z.re * z.re + z.im * z.im).sqrt();

@@ -7,11 +7,13 @@
 //! kernels' tridiagonal and bidiagonal solvers (no small-matrix lanes for complex yet).
 
 pub(crate) mod eig;
+pub(crate) mod eig_backward;
 pub(crate) mod eigh;
 pub(crate) mod expm;
 pub(crate) mod ldl;
 pub(crate) mod lu;
 pub(crate) mod qr;
+pub(crate) mod small_eig;
 pub(crate) mod svd;
 
 use std::sync::atomic::{AtomicI64, Ordering};
