@@ -96,7 +96,10 @@ where
                 run_small(&mut se, m, w, vectors.then_some(vv))
             }
         } else {
-            decompose(m, n, w, vectors.then_some(v), par)
+            // eigenvalues alone through the eigenvector call too: faer's eigenvalue-only
+            // call leaves them in another order, and they should be eig's
+            let mut full = if vectors { None } else { Some(vec![zero; n * n]) };
+            decompose(m, n, w, Some(full.as_deref_mut().unwrap_or(v)), par)
         };
         if !ok {
             failed.fetch_min(i, Ordering::Relaxed);
