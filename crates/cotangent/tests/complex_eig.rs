@@ -8,7 +8,7 @@
 
 mod common;
 
-use common::{check2, crandn, randn, rg};
+use common::{both_paths, check2, crandn, randn, rg};
 use cotangent::linalg::{eig, eigvals};
 use cotangent::{DType, Error, Tensor};
 
@@ -190,21 +190,6 @@ fn phase_and_basis_dependent_losses_are_refused() {
         }
         other => panic!("expected NotDifferentiable, got {other:?}"),
     }
-}
-
-/// The gradient of `outs` (with cotangents `cots`) at `a`, with and without recording the
-/// backward pass (the tensor-op VJP and, at small orders, the fused one).
-fn both_paths(
-    outs: &[&Tensor],
-    cots: &[Option<&Tensor>],
-    a: &Tensor,
-) -> (cotangent::Result<Tensor>, cotangent::Result<Tensor>) {
-    use cotangent::autograd::{grad, GradOptions};
-    let run = |create_graph| {
-        let opts = GradOptions { create_graph, allow_unused: false };
-        grad(outs, cots, &[a], opts).map(|g| g[0].clone().unwrap())
-    };
-    (run(false), run(true))
 }
 
 #[test]

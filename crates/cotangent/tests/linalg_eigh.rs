@@ -6,7 +6,7 @@
 
 mod common;
 
-use common::{assert_close, check2, max_abs, randn, rg};
+use common::{assert_close, both_paths, check2, max_abs, randn, rg};
 use cotangent::autograd::{gradcheck, GradcheckOptions};
 use cotangent::linalg::{eigh, eigvalsh, qr, QrMode, Uplo};
 use cotangent::{DType, Error, Tensor};
@@ -517,21 +517,6 @@ fn large_matrices_are_deterministic_across_thread_counts() {
         assert_eq!(e.eigenvalues.to_vec_f64(), et.eigenvalues.to_vec_f64());
         assert_eq!(e.eigenvectors.to_vec_f64(), et.eigenvectors.to_vec_f64());
     }
-}
-
-/// The gradient of `outs` (with cotangents `cots`) at `a`, with and without recording the
-/// backward pass (the tensor-op VJP and the fused one).
-fn both_paths(
-    outs: &[&Tensor],
-    cots: &[Option<&Tensor>],
-    a: &Tensor,
-) -> (cotangent::Result<Tensor>, cotangent::Result<Tensor>) {
-    use cotangent::autograd::{grad, GradOptions};
-    let run = |create_graph| {
-        let opts = GradOptions { create_graph, allow_unused: false };
-        grad(outs, cots, &[a], opts).map(|g| g[0].clone().unwrap())
-    };
-    (run(false), run(true))
 }
 
 #[test]

@@ -109,3 +109,19 @@ pub fn check2(name: &str, inputs: &[Tensor], f: impl Fn(&[Tensor]) -> Result<Vec
     let r = gradgradcheck(f, inputs, &o).unwrap();
     assert!(r.passed, "{name} (2nd order): {r}");
 }
+
+/// The gradient of `outs` (with cotangents `cots`) at `a`, with and without recording the
+/// backward pass: `(fused, recorded)` (the fused first-order kernels run where the pass
+/// is not recorded; the tensor-op VJP where it is).
+pub fn both_paths(
+    outs: &[&Tensor],
+    cots: &[Option<&Tensor>],
+    a: &Tensor,
+) -> (cotangent::Result<Tensor>, cotangent::Result<Tensor>) {
+    use cotangent::autograd::{grad, GradOptions};
+    let run = |create_graph| {
+        let opts = GradOptions { create_graph, allow_unused: false };
+        grad(outs, cots, &[a], opts).map(|g| g[0].clone().unwrap())
+    };
+    (run(false), run(true))
+}

@@ -174,6 +174,15 @@ impl Batch {
         mat_ref(data, self.offset(i), self.m, self.n, self.rs, self.cs, tmp)
     }
 
+    /// A vector layout `(*, n)` read as a batch of `n x 1` matrices.
+    pub(crate) fn of_vector(l: &Layout) -> Batch {
+        let mut dims = l.dims().to_vec();
+        dims.push(1);
+        let mut strides = l.strides().to_vec();
+        strides.push(1);
+        Batch::of(&Layout::new(dims.into(), strides, l.offset()))
+    }
+
     /// Copies matrix `i` into `dst` (column-major, `m * n`).
     pub(crate) fn load<T: Copy>(&self, data: &[T], i: usize, dst: &mut [T]) {
         load_colmajor(data, self.offset(i), self.m, self.n, self.rs, self.cs, dst);

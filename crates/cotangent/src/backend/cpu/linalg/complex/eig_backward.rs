@@ -12,15 +12,6 @@ use crate::complex::ComplexFloat as C;
 use crate::dtype::Float;
 use crate::layout::Layout;
 
-/// A vector layout `(*, n)` read as a batch of `n x 1` matrices.
-fn column(l: &Layout) -> Batch {
-    let mut dims = l.dims().to_vec();
-    dims.push(1);
-    let mut strides = l.strides().to_vec();
-    strides.push(1);
-    Batch::of(&Layout::new(dims.into(), strides, l.offset()))
-}
-
 /// The VJP of `eig` from the eigenvalues `w: (*, n)`, the eigenvectors `v: (*, n, n)`
 /// and the cotangents (`None` is zero; not both): `gA`, contiguous `(*, n, n)`. `None`
 /// where the composition must answer instead: at some matrix the loss depends on an
@@ -35,8 +26,8 @@ pub(crate) fn eig_backward<T: ComplexElem>(
 ) -> Option<(Vec<T>, Layout)> {
     let bv = Batch::of(v.1);
     let n = bv.n;
-    let bw = column(w.1);
-    let bgw = gw.map(|g| (g.0, column(g.1)));
+    let bw = Batch::of_vector(w.1);
+    let bgw = gw.map(|g| (g.0, Batch::of_vector(g.1)));
     let bgv = gv.map(|g| (g.0, Batch::of(g.1)));
     let size = n * n;
     let count = bv.len();

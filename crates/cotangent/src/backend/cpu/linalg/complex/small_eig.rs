@@ -264,7 +264,7 @@ fn solve2<R: QrElem>(
     let (pr, pc) = (piv % 2, piv / 2);
     let (or, oc) = (1 - pr, 1 - pc);
     let b = [b0, b1];
-    let mut u11 = m[piv];
+    let u11 = m[piv];
     if cabs1(u11) < smin {
         // every entry below smin: the perturbed system is smin · I
         let s = Complex::new(smin, R::ZERO);
@@ -278,9 +278,6 @@ fn solve2<R: QrElem>(
     }
     let y = csub(b[or], cmul(l21, b[pr]));
     let xo = cdiv(y, u22);
-    if cabs1(u11) == R::ZERO {
-        u11 = Complex::new(smin, R::ZERO);
-    }
     let xp = cdiv(csub(b[pr], cmul(u12, xo)), u11);
     let mut x = [Complex::new(R::ZERO, R::ZERO); 2];
     x[pc] = xp;

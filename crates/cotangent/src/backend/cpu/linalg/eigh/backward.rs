@@ -9,15 +9,6 @@ use super::super::{Batch, LinalgElem, TASK_WORK};
 use crate::backend::cpu::par::for_each_chunk;
 use crate::layout::Layout;
 
-/// A vector layout `(*, n)` read as a batch of `n x 1` matrices.
-fn column(l: &Layout) -> Batch {
-    let mut dims = l.dims().to_vec();
-    dims.push(1);
-    let mut strides = l.strides().to_vec();
-    strides.push(1);
-    Batch::of(&Layout::new(dims.into(), strides, l.offset()))
-}
-
 /// The VJP of [`eigh`](fn@super::eigh), fused per matrix (the backward pass's fast path
 /// when it is not recorded): `gA = V (diag(gw) + F ∘ skew(VᵀgV)) Vᵀ`,
 /// `F_ij = 1/(w_j − w_i)`, from the
@@ -39,8 +30,8 @@ pub(crate) fn eigh_backward<T: LinalgElem + LaneBits>(
     use std::sync::atomic::{AtomicBool, Ordering};
     let bv = Batch::of(v.1);
     let n = bv.n;
-    let bw = column(w.1);
-    let bgw = gw.map(|g| column(g.1));
+    let bw = Batch::of_vector(w.1);
+    let bgw = gw.map(|g| Batch::of_vector(g.1));
     let bgv = gv.map(|g| Batch::of(g.1));
     let size = n * n;
     let count = bv.len();
@@ -465,7 +456,8 @@ mod tests {
     ) -> Vec<Option<Vec<T>>> {
         let bv = Batch::of(v.1);
         let n = bv.n;
-        let (bw, bgw, bgv) = (column(w.1), gw.map(|g| column(g.1)), gv.map(|g| Batch::of(g.1)));
+        let (bw, bgw, bgv) =
+            (Batch::of_vector(w.1), gw.map(|g| Batch::of_vector(g.1)), gv.map(|g| Batch::of(g.1)));
         (0..bv.len())
             .map(|i| {
                 let mut vm = vec![T::ZERO; n * n];
