@@ -140,3 +140,117 @@ fn a_phase_dependent_loss_is_refused() {
         other => panic!("expected NotDifferentiable, got {other:?}"),
     }
 }
+
+/// A complex `m x n` matrix with the given singular values (the rest zero): `Q₁ Σ Q₂ᴴ`
+/// with unitary `Q` from the QR of random complex matrices.
+fn with_singular_values(m: usize, n: usize, s: &[f64], seed: u64) -> Tensor {
+    let q1 = cotangent::linalg::qr(&crandn(&[m, m], seed), cotangent::linalg::QrMode::Reduced)
+        .unwrap()
+        .q;
+    let q2 = cotangent::linalg::qr(&crandn(&[n, n], seed + 1), cotangent::linalg::QrMode::Reduced)
+        .unwrap()
+        .q;
+    let mut d = vec![0.0; m * n];
+    for (i, &v) in s.iter().enumerate() {
+        d[i * n + i] = v;
+    }
+    let d = Tensor::from_vec(d, (m, n)).unwrap().to_dtype(DType::C128).unwrap();
+    q1.matmul(&d).unwrap().matmul(&q2.mH().unwrap()).unwrap()
+}
+
+#[test]
+fn fused_backward_matches_the_recorded_one() {
+    // without create_graph the VJP runs fused per matrix (to order 32); with it, as
+    // tensor ops: the same gradient for every combination of phase-invariant cotangents
+    // (those of sum(C ∘ |U|²), of S and of sum(D ∘ |Vh|²), C and D real), tall, wide,
+    // square, batched, c64, full matrices, strided cotangents; the same errors at a
+    // phase-dependent loss and at degenerate input
+    use common::{both_paths, randn};
+    let wide = |t: &Tensor| t.to_dtype(DType::C128).unwrap();
+    for (shape, dt) in [
+        (vec![4, 4], DType::C128),
+        (vec![6, 4], DType::C128),
+        (vec![4, 6], DType::C128),
+        (vec![19, 4, 4], DType::C128),
+        (vec![5, 16, 16], DType::C128),
+        (vec![3, 16, 7], DType::C128),
+        (vec![3, 7, 16], DType::C128),
+        (vec![2, 32, 20], DType::C128),
+        (vec![9, 5, 5], DType::C64),
+        (vec![2, 6, 3], DType::C64),
+    ] {
+        let a = rg(crandn(&shape, 71).to_dtype(dt).unwrap());
+        let tol = if dt == DType::C64 { 2e-3 } else { 1e-9 };
+        for full in [false, true] {
+            let f = svd(&a, full).unwrap();
+            let rdt = f.s.dtype();
+            // sum(C ∘ |U|²) has the cotangent 2 C ∘ U; C through a transposed view
+            let c = randn(f.u.mT().unwrap().dims(), 72).mT().unwrap().to_dtype(dt).unwrap();
+            let gu = f.u.mul(&c).unwrap().mul_scalar(2.0).unwrap();
+            let gs = randn(f.s.dims(), 73).to_dtype(rdt).unwrap();
+            let d = randn(f.vh.dims(), 74).to_dtype(dt).unwrap();
+            let gvh = f.vh.mul(&d).unwrap().mul_scalar(2.0).unwrap();
+            let all = [(&f.u, &gu), (&f.s, &gs), (&f.vh, &gvh)];
+            for used in [
+                [true, true, true],
+                [true, false, false],
+                [false, true, false],
+                [false, false, true],
+                [true, true, false],
+            ] {
+                let (mut o, mut g) = (vec![], vec![]);
+                for (i, (out, cot)) in all.iter().enumerate() {
+                    if used[i] {
+                        o.push(*out);
+                        g.push(Some(*cot));
+                    }
+                }
+                let (x, y) = both_paths(&o, &g, &a);
+                let (x, y) = (x.unwrap(), y.unwrap());
+                assert_eq!((x.dims(), x.dtype()), (a.dims(), a.dtype()));
+                let scale = 1.0 + common::max_abs(&wide(&y).abs().unwrap());
+                let diff = common::max_abs(&wide(&x).sub(&wide(&y)).unwrap().abs().unwrap());
+                assert!(diff <= tol * scale, "{shape:?} {dt:?} {full} {used:?}: {diff}");
+            }
+        }
+    }
+    let refused = |r: cotangent::Result<Tensor>, what: &str| match r {
+        Err(Error::NotDifferentiable { op: "linalg.svd", reason }) => {
+            assert!(reason.contains(what), "{reason}");
+        }
+        other => panic!("expected NotDifferentiable, got {other:?}"),
+    };
+    // a phase-dependent loss (the sum of U) fails on both paths with the phase message
+    let a = rg(crandn(&[3, 4, 4], 75));
+    let f = svd(&a, false).unwrap();
+    let ones = f.u.ones_like().unwrap();
+    let (x, y) = both_paths(&[&f.u], &[Some(&ones)], &a);
+    refused(x, "phase");
+    refused(y, "phase");
+    // repeated singular values: a loss invariant to the basis (U Vh) has the same finite
+    // gradient on both paths; a basis-dependent one fails on both
+    for (m, n) in [(4, 3), (3, 4), (3, 3)] {
+        let a = rg(with_singular_values(m, n, &[2.0, 2.0, 1.0], 76));
+        let f = svd(&a, false).unwrap();
+        let polar = f.u.matmul(&f.vh).unwrap();
+        let w = crandn(polar.dims(), 77);
+        let (x, y) = both_paths(&[&polar], &[Some(&w)], &a);
+        assert_close(&x.unwrap(), &y.unwrap(), 1e-10);
+        let c = randn(f.u.dims(), 78).to_dtype(DType::C128).unwrap();
+        let gu = f.u.mul(&c).unwrap();
+        let (x, y) = both_paths(&[&f.u], &[Some(&gu)], &a);
+        refused(x, "repeated");
+        refused(y, "repeated");
+    }
+    // rank-deficient tall: a cotangent of U outside its span fails on both paths
+    let a = rg(with_singular_values(5, 3, &[2.0, 1.0], 79));
+    let f = svd(&a, false).unwrap();
+    let gu = crandn(f.u.dims(), 80);
+    // made phase-invariant: minus the imaginary part of diag(Uᴴ gU) along U
+    let im = f.u.mH().unwrap().matmul(&gu).unwrap().diagonal(0, -2, -1).unwrap().imag().unwrap();
+    let fix = Tensor::complex(&im.zeros_like().unwrap(), &im).unwrap();
+    let gu = gu.sub(&f.u.mul(&fix.unsqueeze(-2).unwrap()).unwrap()).unwrap();
+    let (x, y) = both_paths(&[&f.u], &[Some(&gu)], &a);
+    refused(x, "zero singular value");
+    refused(y, "zero singular value");
+}

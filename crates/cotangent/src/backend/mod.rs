@@ -490,6 +490,8 @@ pub(crate) struct Undefined;
 /// Why a fused SVD backward has no gradient (the VJP's `NotDifferentiable` reasons).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum SvdGradFail {
+    /// A complex loss that depends on a singular pair's common phase.
+    Phase,
     /// A zero gap `s_i² − s_j²` with a basis-dependent loss.
     Gap,
     /// A zero singular value with a cotangent outside the singular vectors' span.

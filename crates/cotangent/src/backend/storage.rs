@@ -616,7 +616,7 @@ impl Storage {
         gs: Option<&Storage>,
         gvh: Option<(&Storage, &Layout)>,
     ) -> Result<Option<std::result::Result<(Storage, Layout), SvdGradFail>>> {
-        if !fast_paths() || self.dtype().is_complex() {
+        if !fast_paths() {
             return Ok(None);
         }
         match self {

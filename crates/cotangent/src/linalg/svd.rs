@@ -55,6 +55,9 @@ const NOT_DIFF_GAP: &str = "the singular vectors' cotangents depend on the basis
     within a repeated singular value's subspace (a zero gap s_i² − s_j²), where U and V are \
     not unique: the gradient is undefined there. Use a loss invariant to rotations within \
     that subspace (for example through U diag(S) Vh, U Uᵀ, or S only)";
+const NOT_DIFF_PHASE: &str = "each singular pair (u_j, v_j) of a complex matrix is defined \
+    up to a common unit phase, and the loss depends on that phase, so its gradient is \
+    undefined; use a loss invariant to the phases (e.g. of U diag(S) Vh, of |U_ij|², or of S)";
 const NOT_DIFF_ZERO: &str = "the cotangent of U (or V) has a component outside the span \
     of the singular vectors that divides by a zero singular value: the gradient is \
     undefined at this rank-deficient matrix";
@@ -259,13 +262,7 @@ fn check_phase_invariant(utgu: Option<&Tensor>, vtgv: Option<&Tensor>) -> Result
         for j in 0..k {
             let at = |d: &Option<Vec<f64>>| d.as_ref().map_or(0.0, |d| d[b * k + j]);
             if (at(&du) + at(&dv)).abs() > tol {
-                return Err(Error::NotDifferentiable {
-                    op: OP,
-                    reason: "each singular pair (u_j, v_j) of a complex matrix is defined up \
-                             to a common unit phase, and the loss depends on that phase, so \
-                             its gradient is undefined; use a loss invariant to the phases \
-                             (e.g. of U diag(S) Vh, of |U_ij|², or of S)",
-                });
+                return Err(Error::NotDifferentiable { op: OP, reason: NOT_DIFF_PHASE });
             }
         }
     }
@@ -321,12 +318,12 @@ impl Op for SvdOp {
             dims.extend([m, n]);
             return Ok(vec![Some(Tensor::zeros(dims, s.dtype())?)]);
         }
-        let same = |g: Option<&Tensor>| g.is_none_or(|g| g.dtype() == s.dtype());
+        let same = |g: Option<&Tensor>, t: &Tensor| g.is_none_or(|g| g.dtype() == t.dtype());
         if m.max(n) <= FUSED_MAX
             && !cx.create_graph()
-            && same(gu.as_ref())
-            && same(gs)
-            && same(gvh.as_ref())
+            && same(gu.as_ref(), &u)
+            && same(gs, &s)
+            && same(gvh.as_ref(), &u)
         {
             // fast path (not recorded): the same formula fused per matrix
             let s = s.contiguous()?;
@@ -341,6 +338,9 @@ impl Op for SvdOp {
             )?;
             match r {
                 Some(Ok((g, gl))) => return Ok(vec![Some(from_kernel(g, gl))]),
+                Some(Err(SvdGradFail::Phase)) => {
+                    return Err(Error::NotDifferentiable { op: OP, reason: NOT_DIFF_PHASE })
+                }
                 Some(Err(SvdGradFail::Gap)) => {
                     return Err(Error::NotDifferentiable { op: OP, reason: NOT_DIFF_GAP })
                 }

@@ -4,9 +4,11 @@
 
 use super::{in_place, linalg, matmul, norm, pool, typed, typed_opt, CpuStorage};
 use crate::backend::{FastPaths, Flagged, LuSolved, SavedSolve, SvdGradFail, Undefined};
+use crate::complex::ComplexFloat;
 use crate::dtype::{DType, Element};
 use crate::error::{Error, Result};
 use crate::layout::Layout;
+use num_complex::Complex;
 
 /// The `I64` buffer of an integer operand (pivots), or `UnsupportedDType` naming `op`.
 fn ints<'a>(op: &'static str, x: &'a CpuStorage) -> Result<&'a [i64]> {
@@ -169,6 +171,19 @@ impl FastPaths for CpuStorage {
         gvh: Option<(&CpuStorage, &Layout)>,
     ) -> Result<Option<std::result::Result<(CpuStorage, Layout), SvdGradFail>>> {
         let op = ("linalg.svd", self.dtype());
+        complex!(self, |a: T| {
+            let re = |x| typed::<<T as ComplexFloat>::Real>(op, x);
+            let gs = gs.map(re).transpose()?;
+            let r = linalg::complex::svd_backward::svd_backward(
+                (a, l),
+                re(s)?,
+                (typed::<T>(op, vh.0)?, vh.1),
+                typed_opt::<T>(op, gu)?,
+                gs,
+                typed_opt::<T>(op, gvh)?,
+            );
+            Some(r.map(|(g, gl)| (T::into_host(g), gl)))
+        });
         Ok(Some(real!(op.0, self, [], |a: T| {
             let gs = gs.map(|d| typed::<T>(op, d)).transpose()?;
             let r = linalg::svd::svd_backward(
@@ -228,36 +243,21 @@ impl FastPaths for CpuStorage {
         gv: Option<(&CpuStorage, &Layout)>,
         real: bool,
     ) -> Result<Option<(CpuStorage, Layout)>> {
-        use linalg::complex::eig_backward::eig_backward;
-        use num_complex::Complex;
         let op = ("linalg.eig", self.dtype());
-        Ok(match self {
-            CpuStorage::C128(v) => {
-                let ww = (typed::<Complex<f64>>(op, w.0)?, w.1);
-                let (gw, gv) = (typed_opt(op, gw)?, typed_opt(op, gv)?);
-                eig_backward(ww, (v, l), gw, gv).map(|(g, gl)| {
-                    let g = if real {
-                        CpuStorage::F64(g.iter().map(|z| z.re).collect())
-                    } else {
-                        CpuStorage::C128(g)
-                    };
-                    (g, gl)
-                })
-            }
-            CpuStorage::C64(v) => {
-                let ww = (typed::<Complex<f32>>(op, w.0)?, w.1);
-                let (gw, gv) = (typed_opt(op, gw)?, typed_opt(op, gv)?);
-                eig_backward(ww, (v, l), gw, gv).map(|(g, gl)| {
-                    let g = if real {
-                        CpuStorage::F32(g.iter().map(|z| z.re).collect())
-                    } else {
-                        CpuStorage::C64(g)
-                    };
-                    (g, gl)
-                })
-            }
-            _ => None,
-        })
+        complex!(self, |v: T| {
+            let ww = (typed::<T>(op, w.0)?, w.1);
+            let (gw, gv) = (typed_opt(op, gw)?, typed_opt(op, gv)?);
+            linalg::complex::eig_backward::eig_backward(ww, (v, l), gw, gv).map(|(g, gl)| {
+                let g = if real {
+                    let re: Vec<<T as ComplexFloat>::Real> = g.iter().map(|z| z.re()).collect();
+                    Element::into_host(re)
+                } else {
+                    T::into_host(g)
+                };
+                (g, gl)
+            })
+        });
+        Ok(None)
     }
 
     fn matrix_exp_frechet(

@@ -15,6 +15,7 @@ pub(crate) mod lu;
 pub(crate) mod qr;
 pub(crate) mod small_eig;
 pub(crate) mod svd;
+pub(crate) mod svd_backward;
 
 use std::sync::atomic::{AtomicI64, Ordering};
 
