@@ -146,6 +146,7 @@ mod complex;
 mod device;
 pub mod dtype;
 mod error;
+pub mod func;
 mod host;
 pub mod layout;
 pub mod linalg;

@@ -10,9 +10,9 @@ mod opinfo;
 use cotangent::autograd::{self, GradOptions, GradcheckOptions};
 use cotangent::{DType, Generator, Result, Tensor};
 use opinfo::{
-    assert_values, check_errors, check_f32, check_gradients, check_gradients_noncontiguous,
-    check_layouts, check_reference, for_each_index, idx, mask, run_all, t64, wrap, Domain, Nd,
-    OpInfo, Sample,
+    assert_values, check_errors, check_f32, check_forward, check_gradients,
+    check_gradients_noncontiguous, check_layouts, check_reference, for_each_index, idx, mask,
+    run_all, t64, wrap, Domain, Nd, OpInfo, Sample,
 };
 
 type Unary = fn(&Tensor) -> Result<Tensor>;
@@ -1800,6 +1800,11 @@ fn reference_values() {
 #[test]
 fn gradcheck_f64() {
     run_all(&registry(), |op| check_gradients(op, 1));
+}
+
+#[test]
+fn forward_mode_f64() {
+    run_all(&registry(), check_forward);
 }
 
 #[test]

@@ -1,5 +1,6 @@
-//! Finite-difference checks of gradients: [`gradcheck`] (first order) and
-//! [`gradgradcheck`] (second order), usable on any function of tensors.
+//! Finite-difference checks of derivatives: [`gradcheck`] (first order, reverse mode),
+//! [`gradgradcheck`] (second order) and [`gradcheck_forward`] (forward mode, and its
+//! agreement with reverse mode), usable on any function of tensors.
 
 use super::{grad, GradOptions};
 use crate::dtype::DType;
@@ -22,6 +23,9 @@ pub struct GradcheckOptions {
     pub projections: usize,
     /// Seed of the random projections and of gradgradcheck's cotangents.
     pub seed: u64,
+    /// [`gradcheck_forward`] also compares its JVPs with reverse mode (off for outputs
+    /// whose VJP refuses general cotangents, as complex eigenvectors' phases).
+    pub check_reverse: bool,
 }
 
 impl Default for GradcheckOptions {
@@ -33,6 +37,7 @@ impl Default for GradcheckOptions {
             max_full: 40_000,
             projections: 6,
             seed: 0,
+            check_reverse: true,
         }
     }
 }
@@ -216,31 +221,7 @@ fn check_real(
     let grad_inputs: Vec<&Tensor> = inputs.iter().filter(|t| t.requires_grad()).collect();
     let in_pos: Vec<usize> = (0..inputs.len()).filter(|&i| inputs[i].requires_grad()).collect();
     if full {
-        // numerical Jacobian, column by column
-        let mut numeric: Vec<Vec<Vec<Vec<f64>>>> = Vec::new(); // [input][elem][output][out_elem]
-        for &i in &in_pos {
-            let base = inputs[i].to_vec_f64();
-            let mut cols = Vec::with_capacity(base.len());
-            for j in 0..base.len() {
-                let mut xs = inputs.to_vec();
-                let mut v = base.clone();
-                v[j] = base[j] + opts.eps;
-                xs[i] = with_values(&inputs[i], v.clone())?;
-                let plus = eval(&xs)?;
-                v[j] = base[j] - opts.eps;
-                xs[i] = with_values(&inputs[i], v)?;
-                let minus = eval(&xs)?;
-                cols.push(
-                    plus.iter()
-                        .zip(&minus)
-                        .map(|(p, m)| {
-                            p.iter().zip(m).map(|(a, b)| (a - b) / (2.0 * opts.eps)).collect()
-                        })
-                        .collect(),
-                );
-            }
-            numeric.push(cols);
-        }
+        let numeric = numeric_jacobian(&eval, inputs, &in_pos, opts.eps)?;
         // analytical Jacobian, row by row
         for (k, y) in outputs.iter().enumerate() {
             if !y.dtype().is_floating_point() {
@@ -352,6 +333,227 @@ fn check_real(
                 opts,
             );
         }
+    }
+    Ok(GradcheckReport { passed: w.passed, worst: w.worst, full, compared: w.compared })
+}
+
+/// The values of each floating output of `f` (empty for the others).
+type Eval<'a> = dyn Fn(&[Tensor]) -> Result<Vec<Vec<f64>>> + 'a;
+
+/// The central-difference Jacobian of `eval` with respect to the inputs at `in_pos`,
+/// column by column: `[input][element][output][output element]`.
+fn numeric_jacobian(
+    eval: &Eval<'_>,
+    inputs: &[Tensor],
+    in_pos: &[usize],
+    eps: f64,
+) -> Result<Vec<Vec<Vec<Vec<f64>>>>> {
+    let mut numeric = Vec::with_capacity(in_pos.len());
+    for &i in in_pos {
+        let base = inputs[i].to_vec_f64();
+        let mut cols = Vec::with_capacity(base.len());
+        for j in 0..base.len() {
+            let mut xs = inputs.to_vec();
+            let mut v = base.clone();
+            v[j] = base[j] + eps;
+            xs[i] = with_values(&inputs[i], v.clone())?;
+            let plus = eval(&xs)?;
+            v[j] = base[j] - eps;
+            xs[i] = with_values(&inputs[i], v)?;
+            let minus = eval(&xs)?;
+            cols.push(
+                plus.iter()
+                    .zip(&minus)
+                    .map(|(p, m)| p.iter().zip(m).map(|(a, b)| (a - b) / (2.0 * eps)).collect())
+                    .collect(),
+            );
+        }
+        numeric.push(cols);
+    }
+    Ok(numeric)
+}
+
+/// Checks forward mode (PyTorch's `gradcheck(..., check_forward_ad=True)`): the
+/// Jacobian-vector products of `f` (its JVPs, through dual tensors) against central
+/// finite differences, column by column when the Jacobian is small (at most `max_full`
+/// entries) and along random directions `⟨u, J v⟩` otherwise; and, along `projections`
+/// random directions in either case (unless `check_reverse` is off), against reverse mode: `⟨u, J v⟩` from the JVP and
+/// `⟨Jᵀ u, v⟩` from the VJP must agree to the same tolerance. Inputs and outputs as in
+/// [`gradcheck`] (complex ones as their real and imaginary parts); the inputs that
+/// require grad get tangents.
+///
+/// Errors: whatever `f`, its JVPs or its VJPs return (`NotDifferentiable` for an op
+/// without a forward-mode rule); `UnsupportedDType` as [`gradcheck`].
+///
+/// ```
+/// # use cotangent::{Tensor, autograd::{gradcheck_forward, GradcheckOptions}};
+/// let x = Tensor::from_vec(vec![0.3f64, -1.2, 2.0], 3)?.with_requires_grad(true)?;
+/// let f = |xs: &[Tensor]| Ok(vec![xs[0].sin()?.mul(&xs[0])?]);
+/// let report = gradcheck_forward(f, &[x], &GradcheckOptions::default())?;
+/// assert!(report.passed, "{report}");
+/// # Ok::<(), cotangent::Error>(())
+/// ```
+pub fn gradcheck_forward<F>(
+    f: F,
+    inputs: &[Tensor],
+    opts: &GradcheckOptions,
+) -> Result<GradcheckReport>
+where
+    F: Fn(&[Tensor]) -> Result<Vec<Tensor>>,
+{
+    let (g, xs) = realify(&f, inputs)?;
+    forward_real(g.as_ref(), &xs, opts)
+}
+
+/// [`gradcheck_forward`] of a function of real tensors.
+fn forward_real(
+    f: &RealFn<'_>,
+    inputs: &[Tensor],
+    opts: &GradcheckOptions,
+) -> Result<GradcheckReport> {
+    for t in inputs {
+        if t.requires_grad() && t.dtype() != DType::F64 {
+            return Err(Error::UnsupportedDType { op: "gradcheck_forward", dtype: t.dtype() });
+        }
+    }
+    let outputs = f(inputs)?;
+    let floating: Vec<bool> = outputs.iter().map(|t| t.dtype().is_floating_point()).collect();
+    let in_pos: Vec<usize> = (0..inputs.len()).filter(|&i| inputs[i].requires_grad()).collect();
+    let n_in: usize = in_pos.iter().map(|&i| inputs[i].numel()).sum();
+    let n_out: usize =
+        outputs.iter().filter(|t| t.dtype().is_floating_point()).map(Tensor::numel).sum();
+    let eval = |xs: &[Tensor]| -> Result<Vec<Vec<f64>>> {
+        Ok(f(xs)?
+            .iter()
+            .map(|t| if t.dtype().is_floating_point() { t.to_vec_f64() } else { vec![] })
+            .collect())
+    };
+    // J v for tangents `vs` of the inputs at `in_pos` (row-major values)
+    let jvp = |vs: &[Vec<f64>]| -> Result<Vec<Vec<f64>>> {
+        let level = super::forward::dual_level();
+        let mut xs = inputs.to_vec();
+        for (r, &i) in in_pos.iter().enumerate() {
+            let v = Tensor::from_vec(vs[r].clone(), inputs[i].shape().clone())?;
+            xs[i] = level.make_dual(&inputs[i], &v)?;
+        }
+        let ys = f(&xs)?;
+        ys.iter()
+            .zip(&floating)
+            .map(|(y, &fl)| {
+                if !fl {
+                    return Ok(vec![]);
+                }
+                Ok(match level.unpack_dual(y)?.1 {
+                    Some(t) => t.to_vec_f64(),
+                    None => vec![0.0; y.numel()],
+                })
+            })
+            .collect()
+    };
+    let mut w = Worst { score: f64::NEG_INFINITY, passed: true, worst: None, compared: 0 };
+    let full = n_in.saturating_mul(n_out) <= opts.max_full;
+    if full {
+        let numeric = numeric_jacobian(&eval, inputs, &in_pos, opts.eps)?;
+        for (r, &i) in in_pos.iter().enumerate() {
+            for j in 0..inputs[i].numel() {
+                let mut vs: Vec<Vec<f64>> =
+                    in_pos.iter().map(|&q| vec![0.0; inputs[q].numel()]).collect();
+                vs[r][j] = 1.0;
+                for (k, col) in jvp(&vs)?.iter().enumerate() {
+                    for (m, &a) in col.iter().enumerate() {
+                        let m_ = Mismatch {
+                            input: i,
+                            output: k,
+                            input_index: Some(j),
+                            output_index: Some(m),
+                            analytical: a,
+                            numerical: numeric[r][j][k][m],
+                        };
+                        w.add(m_, opts);
+                    }
+                }
+            }
+        }
+    }
+    let mut rng = Generator::new(opts.seed ^ 0x5151_f0f0);
+    let grad_inputs: Vec<&Tensor> = in_pos.iter().map(|&i| &inputs[i]).collect();
+    // (no input element: no direction to project on; an op's tangent there may be 0/0,
+    // as PyTorch's mean of an empty tensor)
+    let projections = if n_in == 0 { 0 } else { opts.projections };
+    for _ in 0..projections {
+        let vs: Vec<Vec<f64>> = grad_inputs.iter().map(|t| rng.normal_vec(t.numel())).collect();
+        let us: Vec<Vec<f64>> = outputs
+            .iter()
+            .zip(&floating)
+            .map(|(t, &fl)| if fl { rng.normal_vec(t.numel()) } else { vec![] })
+            .collect();
+        let dot = |a: &[Vec<f64>], b: &[Vec<f64>]| -> f64 {
+            a.iter().zip(b).map(|(x, y)| x.iter().zip(y).map(|(p, q)| p * q).sum::<f64>()).sum()
+        };
+        let forward = dot(&us, &jvp(&vs)?);
+        if !full {
+            let shifted = |sign: f64| -> Result<Vec<Vec<f64>>> {
+                let mut xs = inputs.to_vec();
+                for (r, &i) in in_pos.iter().enumerate() {
+                    let v: Vec<f64> = inputs[i]
+                        .to_vec_f64()
+                        .iter()
+                        .zip(&vs[r])
+                        .map(|(x, d)| x + sign * opts.eps * d)
+                        .collect();
+                    xs[i] = with_values(&inputs[i], v)?;
+                }
+                eval(&xs)
+            };
+            let (p, m) = (shifted(1.0)?, shifted(-1.0)?);
+            let diff: Vec<Vec<f64>> = p
+                .iter()
+                .zip(&m)
+                .map(|(a, b)| a.iter().zip(b).map(|(x, y)| (x - y) / (2.0 * opts.eps)).collect())
+                .collect();
+            let numerical = dot(&us, &diff);
+            let m_ = Mismatch {
+                input: 0,
+                output: 0,
+                input_index: None,
+                output_index: None,
+                analytical: forward,
+                numerical,
+            };
+            w.add(m_, opts);
+        }
+        if !opts.check_reverse {
+            continue;
+        }
+        // reverse mode along the same directions: ⟨Jᵀ u, v⟩
+        let mut outs = Vec::new();
+        let mut gos = Vec::new();
+        for (k, y) in outputs.iter().enumerate() {
+            if y.requires_grad() && floating[k] {
+                outs.push(y);
+                gos.push(Tensor::from_vec(us[k].clone(), y.shape().clone())?.to_dtype(y.dtype())?);
+            }
+        }
+        let mut reverse = 0.0;
+        if !outs.is_empty() && !grad_inputs.is_empty() {
+            let go_refs: Vec<Option<&Tensor>> = gos.iter().map(Some).collect();
+            let opts_g = GradOptions { create_graph: false, allow_unused: true };
+            let g = grad(&outs, &go_refs, &grad_inputs, opts_g)?;
+            for (r, gr) in g.iter().enumerate() {
+                if let Some(gr) = gr {
+                    reverse += gr.to_vec_f64().iter().zip(&vs[r]).map(|(a, b)| a * b).sum::<f64>();
+                }
+            }
+        }
+        let m_ = Mismatch {
+            input: 0,
+            output: 0,
+            input_index: None,
+            output_index: None,
+            analytical: forward,
+            numerical: reverse,
+        };
+        w.add(m_, opts);
     }
     Ok(GradcheckReport { passed: w.passed, worst: w.worst, full, compared: w.compared })
 }

@@ -24,12 +24,13 @@
 
 pub(crate) mod check;
 pub(crate) mod engine;
+pub mod forward;
 pub(crate) mod mode;
 pub(crate) mod node;
 #[cfg(test)]
 mod tests;
 
-pub use check::{gradcheck, gradgradcheck, GradcheckOptions, GradcheckReport};
+pub use check::{gradcheck, gradcheck_forward, gradgradcheck, GradcheckOptions, GradcheckReport};
 pub use mode::{enable_grad, is_grad_enabled, no_grad, GradModeGuard};
 
 use crate::error::{Error, Result};

@@ -3,8 +3,9 @@
 //! their node.
 
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
+use super::forward::{self, JvpCtx, Tangents};
 use super::mode::is_grad_enabled;
 use crate::dtype::DType;
 use crate::error::{Error, Result};
@@ -24,6 +25,17 @@ pub(crate) trait Op: std::fmt::Debug + Send + Sync + 'static {
     /// recorded and can be differentiated again; a fast path that cannot is allowed only
     /// when `!cx.create_graph()`.
     fn vjp(&self, cx: &VjpCtx<'_>, grads: &[Option<Tensor>]) -> Result<Vec<Option<Tensor>>>;
+
+    /// Jacobian-vector product (forward mode). `tangents[k]` is the tangent of input `k`,
+    /// `None` meaning zero (at least one is `Some`). Returns one entry per output, `None`
+    /// meaning zero; outputs that cannot carry derivatives are ignored.
+    ///
+    /// Must be written with differentiable tensor ops, like [`Op::vjp`]: its ops carry
+    /// the tangents of outer dual levels and are recorded for reverse mode. The default
+    /// is a named error (no rule yet), never a silent zero.
+    fn jvp(&self, _cx: &JvpCtx<'_>, _tangents: &[Option<Tensor>]) -> Result<Vec<Option<Tensor>>> {
+        Err(super::forward::no_rule(self.name()))
+    }
 }
 
 /// The producer of a non-leaf tensor: a node and which of its outputs the tensor is.
@@ -37,6 +49,9 @@ pub(crate) struct OutputSlot {
     pub(crate) dtype: DType,
     pub(crate) differentiable: bool,
     pub(crate) data: SlotData,
+    /// The forward-mode tangents of a saved output, without reverse-mode history, set
+    /// once after the node is made (the JVP may use the output with its history).
+    pub(crate) tangents: OnceLock<Tangents>,
 }
 
 /// What a node keeps of one output.
@@ -59,6 +74,7 @@ impl OutputSlot {
             } else {
                 SlotData::Shape(t.shape().clone())
             },
+            tangents: OnceLock::new(),
         }
     }
 
@@ -192,11 +208,15 @@ impl VjpCtx<'_> {
         let SlotData::Saved(t) = &slot.data else {
             return Err(Error::Internal { op: self.node.op.name(), reason: "output not saved" });
         };
-        if self.create_graph && slot.differentiable {
-            Ok(t.with_grad_fn(Some(GradFn { node: self.node.clone(), output: i as u32 }), true))
+        let t = if self.create_graph && slot.differentiable {
+            t.with_grad_fn(Some(GradFn { node: self.node.clone(), output: i as u32 }), true)
         } else {
-            Ok(t.clone())
-        }
+            t.clone()
+        };
+        Ok(match slot.tangents.get() {
+            Some(Some(tangents)) => t.with_tangents(Some(tangents.clone())),
+            _ => t,
+        })
     }
 
     /// True if input `i` needs a gradient (it requires grad and leads to a requested
@@ -205,10 +225,11 @@ impl VjpCtx<'_> {
         self.needs.get(i).copied().unwrap_or(false)
     }
 
-    /// True if the backward pass is itself being recorded.
-    #[allow(dead_code)]
+    /// True if the backward pass must be written in differentiable tensor ops: it is
+    /// itself recorded, or a dual level is open (its ops may carry tangents, which the
+    /// fused fast paths would drop).
     pub(crate) fn create_graph(&self) -> bool {
-        self.create_graph
+        self.create_graph || forward::active()
     }
 
     /// The shape of output `i`.
@@ -226,27 +247,45 @@ impl VjpCtx<'_> {
 
 static SEQ: AtomicU64 = AtomicU64::new(0);
 
-/// True if an op on these inputs must be recorded.
+/// True if an op on these inputs is differentiated: recorded for reverse mode (grad mode
+/// on and an input requires grad) or carrying forward-mode tangents. Ops with a faster
+/// path for inputs that need no derivative choose by it.
 pub(crate) fn should_record(inputs: &[&Tensor]) -> bool {
+    records_reverse(inputs) || has_tangents(inputs)
+}
+
+fn records_reverse(inputs: &[&Tensor]) -> bool {
     is_grad_enabled() && inputs.iter().any(|t| t.requires_grad())
 }
 
+fn has_tangents(inputs: &[&Tensor]) -> bool {
+    forward::active() && inputs.iter().any(|t| !t.tangent_list().is_empty())
+}
+
 /// Links `outputs` to a new node of `op` over `inputs`, if grad mode is on and an input
-/// requires grad; otherwise returns the outputs untouched (recording costs nothing when
-/// unused). Outputs whose dtype cannot carry gradients (integers, bools) are left without
-/// history. `save_outputs` keeps their data for the VJP ([`VjpCtx::output`]).
+/// requires grad, and attaches the outputs' forward-mode tangents (from `op`'s JVP) if
+/// an input carries one at an open dual level; otherwise returns the outputs untouched
+/// (recording costs nothing when unused). Outputs whose dtype cannot carry derivatives
+/// (integers, bools) are left without history or tangents. `save_outputs` keeps their
+/// data for the VJP ([`VjpCtx::output`]).
+///
+/// Errors: those of the JVP (an op without a forward-mode rule, an undefined tangent).
 pub(crate) fn record(
     op: impl Op,
     inputs: &[&Tensor],
     outputs: Vec<Tensor>,
     save_outputs: bool,
-) -> Vec<Tensor> {
-    if !should_record(inputs) {
-        return outputs;
+) -> Result<Vec<Tensor>> {
+    let levels = if has_tangents(inputs) { forward::levels_of(inputs) } else { Vec::new() };
+    if !records_reverse(inputs) {
+        if levels.is_empty() {
+            return Ok(outputs);
+        }
+        return forward::propagate(&op, inputs, outputs, &levels);
     }
     let slots = outputs.iter().map(|t| OutputSlot::new(t, save_outputs)).collect();
     let node = new_node(op, inputs, Outputs::Many(slots));
-    outputs
+    let outputs = outputs
         .into_iter()
         .enumerate()
         .map(|(i, t)| {
@@ -256,7 +295,8 @@ pub(crate) fn record(
                 t
             }
         })
-        .collect()
+        .collect();
+    with_tangents(&node, inputs, outputs, &levels)
 }
 
 /// [`record`] for a single output.
@@ -265,15 +305,45 @@ pub(crate) fn record1(
     inputs: &[&Tensor],
     output: Tensor,
     save_output: bool,
-) -> Tensor {
-    // an output that cannot carry a gradient gets no history, and then nothing refers to
-    // the node: skip it
-    if !should_record(inputs) || !output.dtype().is_differentiable() {
-        return output;
+) -> Result<Tensor> {
+    // an output that cannot carry a derivative gets no history, and then nothing refers
+    // to the node: skip it
+    if !output.dtype().is_differentiable() {
+        return Ok(output);
+    }
+    let levels = if has_tangents(inputs) { forward::levels_of(inputs) } else { Vec::new() };
+    if !records_reverse(inputs) {
+        if levels.is_empty() {
+            return Ok(output);
+        }
+        let mut out = forward::propagate(&op, inputs, vec![output], &levels)?;
+        return out.pop().ok_or(Error::Internal { op: "record", reason: "no output" });
     }
     let slot = OutputSlot::new(&output, save_output);
     let node = new_node(op, inputs, Outputs::One(slot));
-    attach(output, GradFn { node, output: 0 })
+    let output = attach(output, GradFn { node: node.clone(), output: 0 });
+    let mut out = with_tangents(&node, inputs, vec![output], &levels)?;
+    out.pop().ok_or(Error::Internal { op: "record", reason: "no output" })
+}
+
+/// The recorded `outputs` of `node` with their tangents at `levels` (none: as they are),
+/// the saved ones' also kept in the node, without history.
+fn with_tangents(
+    node: &Arc<Node>,
+    inputs: &[&Tensor],
+    outputs: Vec<Tensor>,
+    levels: &[u64],
+) -> Result<Vec<Tensor>> {
+    if levels.is_empty() {
+        return Ok(outputs);
+    }
+    let outputs = forward::propagate(&*node.op, inputs, outputs, levels)?;
+    for (slot, t) in node.outputs.iter().zip(&outputs) {
+        if matches!(slot.data, SlotData::Saved(_)) {
+            let _ = slot.tangents.set(t.detached_tangents());
+        }
+    }
+    Ok(outputs)
 }
 
 fn new_node(op: impl Op, inputs: &[&Tensor], outputs: Outputs) -> Arc<Node> {

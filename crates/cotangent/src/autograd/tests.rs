@@ -68,7 +68,7 @@ fn split2(a: &Tensor, b: &Tensor, int: bool, log: &Log) -> Vec<Tensor> {
     if int {
         outs.push(a.detach().to_dtype(DType::I64).unwrap());
     }
-    record(Split2 { log: log.clone() }, &[a, b], outs, false)
+    record(Split2 { log: log.clone() }, &[a, b], outs, false).unwrap()
 }
 
 fn leaf(v: &[f64]) -> Tensor {
@@ -334,4 +334,20 @@ fn a_deep_chain_is_freed() {
     assert_eq!(vals(&g), vec![2.0]);
     drop((y, g));
     assert!(w_first.upgrade().is_none());
+}
+
+#[test]
+fn an_op_without_a_forward_rule_is_refused_by_name() {
+    // Split2 has no JVP: a dual input gets NotDifferentiable naming it, never a zero
+    let log: Log = Arc::default();
+    let (a, b) = (leaf(&[1.0, 2.0]), leaf(&[3.0, 4.0]));
+    let level = super::forward::dual_level();
+    let d = level.make_dual(&a, &b.detach()).unwrap();
+    let outs = vec![a.detach(), b.detach()];
+    match record(Split2 { log }, &[&d, &b], outs, false) {
+        Err(Error::NotDifferentiable { op: "test.split2", reason }) => {
+            assert!(reason.contains("forward-mode"), "{reason}");
+        }
+        other => panic!("expected NotDifferentiable, got {other:?}"),
+    }
 }

@@ -7,6 +7,7 @@ use super::util::{
     batch_of, broadcast_batch, check_float_or_complex, check_same_dtype, check_square, from_kernel,
 };
 use super::{Diag, Side, Uplo};
+use crate::autograd::forward::JvpCtx;
 use crate::autograd::node::{record1, Op, VjpCtx};
 use crate::backend::Storage;
 use crate::dtype::DType;
@@ -29,7 +30,7 @@ fn factor(op: &'static str, a: &Tensor, uplo: Uplo) -> Result<(Tensor, Storage)>
         return Ok((l.to_dtype(a.dtype())?, info));
     }
     let (s, layout, info) = a.storage().cholesky(a.layout(), uplo == Uplo::Upper)?;
-    let l = record1(Cholesky { uplo }, &[a], from_kernel(s, layout), true);
+    let l = record1(Cholesky { uplo }, &[a], from_kernel(s, layout), true)?;
     Ok((l, info))
 }
 
@@ -78,6 +79,26 @@ impl Op for Cholesky {
         }
         let ga = ga.add(&ga.mH()?)?.mul_scalar(0.5)?;
         Ok(vec![Some(ga)])
+    }
+
+    // dL = L Φ(L⁻¹ dA L⁻ᴴ), Φ = the lower triangle with the diagonal halved, from dA as
+    // given (PyTorch's cholesky_jvp; a Hermitian dA is the tangent of a Hermitian A);
+    // Upper: dU = dLᴴ.
+    fn jvp(&self, cx: &JvpCtx<'_>, t: &[Option<Tensor>]) -> Result<Vec<Option<Tensor>>> {
+        let Some(da) = &t[0] else { return Ok(vec![None]) };
+        let l = match self.uplo {
+            Uplo::Lower => cx.output(0).clone(),
+            Uplo::Upper => cx.output(0).mH()?,
+        };
+        let x = solve_triangular(&l, da, Uplo::Lower, Side::Left, Diag::NonUnit)?;
+        let x = solve_triangular(&l.mH()?, &x, Uplo::Upper, Side::Right, Diag::NonUnit)?;
+        let phi =
+            x.tril(-1)?.add(&x.diagonal(0, -2, -1)?.mul_scalar(0.5)?.diag_embed(0, -2, -1)?)?;
+        let dl = l.matmul(&phi)?;
+        Ok(vec![Some(match self.uplo {
+            Uplo::Lower => dl,
+            Uplo::Upper => dl.mH()?,
+        })])
     }
 }
 
@@ -237,6 +258,34 @@ impl Op for CholeskySolve {
         };
         Ok(vec![cx.needs_input_grad(0).then_some(gb), gl])
     }
+
+    // dX = A⁻¹ (dB − dA X), dA = dL Lᴴ + L dLᴴ (Upper: dUᴴ U + Uᴴ dU), dL a full matrix
+    // as in the VJP
+    fn jvp(&self, cx: &JvpCtx<'_>, t: &[Option<Tensor>]) -> Result<Vec<Option<Tensor>>> {
+        let l = cx.input(1);
+        let x = cx.output(0);
+        let mut rhs = t[0].clone();
+        if let Some(dl) = &t[1] {
+            let da = factor_tangent(l, dl, self.uplo)?;
+            let dax = da.matmul(x)?.neg()?;
+            rhs = Some(match rhs {
+                Some(db) => db.add(&dax)?,
+                None => dax,
+            });
+        }
+        let Some(rhs) = rhs else { return Ok(vec![None]) };
+        Ok(vec![Some(cholesky_solve(&rhs, l, self.uplo)?)])
+    }
+}
+
+/// `dA` of `A = L Lᴴ` (`Uplo::Lower`) or `A = Uᴴ U` (`Uplo::Upper`) for the tangent `df`
+/// of the factor (a full matrix).
+fn factor_tangent(f: &Tensor, df: &Tensor, uplo: Uplo) -> Result<Tensor> {
+    let p = match uplo {
+        Uplo::Lower => df.matmul(&f.mH()?)?,
+        Uplo::Upper => df.mH()?.matmul(f)?,
+    };
+    p.add(&p.mH()?)
 }
 
 /// Solves `A X = B` given the Cholesky factor of `A` (`torch.cholesky_solve(B, L, upper)`;
@@ -299,7 +348,7 @@ pub fn cholesky_solve(b: &Tensor, l: &Tensor, uplo: Uplo) -> Result<Tensor> {
         return x.to_dtype(b.dtype());
     }
     let x = solve_with_factor(&b, &l, uplo)?;
-    Ok(record1(CholeskySolve { uplo }, &[&b, &l], x, true))
+    record1(CholeskySolve { uplo }, &[&b, &l], x, true)
 }
 
 // ------------------------------------------------------------------------------------
@@ -329,6 +378,14 @@ impl Op for CholeskyInverse {
             Uplo::Upper => l.matmul(&c)?.neg()?,
         };
         Ok(vec![Some(gl)])
+    }
+
+    // dX = −X dA X, dA = dL Lᴴ + L dLᴴ (Upper: dUᴴ U + Uᴴ dU)
+    fn jvp(&self, cx: &JvpCtx<'_>, t: &[Option<Tensor>]) -> Result<Vec<Option<Tensor>>> {
+        let Some(dl) = &t[0] else { return Ok(vec![None]) };
+        let x = cx.output(0);
+        let da = factor_tangent(cx.input(0), dl, self.uplo)?;
+        Ok(vec![Some(x.matmul(&da)?.matmul(x)?.neg()?)])
     }
 }
 
@@ -378,5 +435,5 @@ pub fn cholesky_inverse(l: &Tensor, uplo: Uplo) -> Result<Tensor> {
         Uplo::Upper => t.matmul(&t.mH()?)?,
     };
     let x = x.add(&x.mH()?)?.mul_scalar(0.5)?;
-    Ok(record1(CholeskyInverse { uplo }, &[l], x, true))
+    record1(CholeskyInverse { uplo }, &[l], x, true)
 }

@@ -6,6 +6,7 @@ use std::sync::Arc;
 use super::lu::lu_solve_raw;
 use super::solve::inv_ex;
 use super::util::{check_float_or_complex, check_square, from_kernel};
+use crate::autograd::forward::JvpCtx;
 use crate::autograd::node::{record, record1, Op, VjpCtx};
 use crate::backend::{Flagged, Storage};
 use crate::dtype::DType;
@@ -154,6 +155,30 @@ impl DetOp {
     }
 }
 
+impl DetOp {
+    /// The gradient `g · conj(C)` of each matrix (`C` the cofactor matrix) in
+    /// differentiable tensor ops, `d = conj(det A)`: `g d A⁻ᴴ` at invertible matrices,
+    /// the cofactors through the SVD at near-singular ones.
+    fn recorded_grad(&self, a: &Tensor, g: &Tensor, d: &Tensor) -> Result<Tensor> {
+        if !self.any_loose()? {
+            return scaled_inv_t_graph(a, &g.mul(d)?);
+        }
+        // near-singular matrices (as in first order) take the cofactors through the SVD,
+        // the others det(A) inv(A)ᵀ; each branch sees a harmless stand-in for the
+        // matrices of the other (the identity for inv, diag(1, …, n) with distinct
+        // singular values for the SVD), so neither leaks inf or a gauge error into the
+        // gradient
+        let n = a.dims()[a.rank() - 1];
+        let mask = self.loose_mask(a)?;
+        let eye = Tensor::eye(n, a.dtype())?;
+        let ramp = Tensor::arange(1.0, n as f64 + 1.0, 1.0, a.dtype())?.diag(0)?;
+        let regular = scaled_inv_t_graph(&Tensor::where_cond(&mask, &eye, a)?, &g.mul(d)?)?;
+        let cof = cofactor_graph(&Tensor::where_cond(&mask, a, &ramp)?)?.conj()?;
+        let singular = g.unsqueeze(-1)?.unsqueeze(-1)?.mul(&cof)?;
+        Tensor::where_cond(&mask, &singular, &regular)
+    }
+}
+
 impl Op for DetOp {
     fn name(&self) -> &'static str {
         OP_DET
@@ -173,22 +198,7 @@ impl Op for DetOp {
         let a = cx.input(0);
         if cx.create_graph() {
             let d = cx.output(0)?.conj()?;
-            if !self.any_loose()? {
-                return Ok(vec![Some(scaled_inv_t_graph(a, &g.mul(&d)?)?)]);
-            }
-            // near-singular matrices (as in first order) take the cofactors through the
-            // SVD, the others det(A) inv(A)ᵀ; each branch sees a harmless stand-in for the
-            // matrices of the other (the identity for inv, diag(1, …, n) with distinct
-            // singular values for the SVD), so neither leaks inf or a gauge error into
-            // the gradient
-            let n = a.dims()[a.rank() - 1];
-            let mask = self.loose_mask(a)?;
-            let eye = Tensor::eye(n, a.dtype())?;
-            let ramp = Tensor::arange(1.0, n as f64 + 1.0, 1.0, a.dtype())?.diag(0)?;
-            let regular = scaled_inv_t_graph(&Tensor::where_cond(&mask, &eye, a)?, &g.mul(&d)?)?;
-            let cof = cofactor_graph(&Tensor::where_cond(&mask, a, &ramp)?)?.conj()?;
-            let singular = g.unsqueeze(-1)?.unsqueeze(-1)?.mul(&cof)?;
-            return Ok(vec![Some(Tensor::where_cond(&mask, &singular, &regular)?)]);
+            return Ok(vec![Some(self.recorded_grad(a, g, &d)?)]);
         }
         let d = cx.output(0)?.conj()?;
         let ga = scaled_inv_t(&self.lu, &self.pivots, &g.mul(&d)?, self.transposed)?;
@@ -206,6 +216,17 @@ impl Op for DetOp {
         let gc = g.unsqueeze(-1)?.unsqueeze(-1)?.mul(&c.conj()?)?;
         let mask = self.loose_mask(&a)?;
         Ok(vec![Some(Tensor::where_cond(&mask, &gc, &ga)?)])
+    }
+
+    // d det = Σ_ij C_ij dA_ij (= det A · tr(A⁻¹ dA) where A is invertible), C the
+    // cofactor matrix as the recorded VJP writes it (through the SVD at near-singular
+    // matrices, so the tangent is finite there: PyTorch's linalg_det_jvp perturbs zero
+    // pivots by ε instead)
+    fn jvp(&self, cx: &JvpCtx<'_>, t: &[Option<Tensor>]) -> Result<Vec<Option<Tensor>>> {
+        let Some(da) = &t[0] else { return Ok(vec![None]) };
+        let det = cx.output(0);
+        let c = self.recorded_grad(cx.input(0), &det.ones_like()?, &det.conj()?)?.conj()?;
+        Ok(vec![Some(c.mul(da)?.sum_dims(&[-2, -1], false)?)])
     }
 }
 
@@ -245,7 +266,7 @@ pub fn det(a: &Tensor) -> Result<Tensor> {
     }
     let p = parts(a, false)?;
     let op = DetOp { lu: p.lu, pivots: p.pivots, loose: p.loose, transposed: p.transposed };
-    Ok(record1(op, &[a], p.det, true))
+    record1(op, &[a], p.det, true)
 }
 
 #[derive(Debug)]
@@ -288,6 +309,22 @@ impl Op for SlogdetOp {
             return Ok(vec![Some(scaled_inv_t_graph(cx.input(0), g)?)]);
         }
         Ok(vec![Some(scaled_inv_t(&self.lu, &self.pivots, g, self.transposed)?)])
+    }
+
+    // With τ = tr(A⁻¹ dA): d logabsdet = Re τ, d sign = i Im(τ) sign (complex; a real
+    // sign has no tangent). τ through the differentiable solve; at a singular A it
+    // diverges, as the gradient does.
+    fn jvp(&self, cx: &JvpCtx<'_>, t: &[Option<Tensor>]) -> Result<Vec<Option<Tensor>>> {
+        let Some(da) = &t[0] else { return Ok(vec![None, None]) };
+        let tau = super::solve(cx.input(0), da, super::Side::Left)?
+            .diagonal(0, -2, -1)?
+            .sum_dims(&[-1], false)?;
+        if !tau.dtype().is_complex() {
+            return Ok(vec![None, Some(tau)]);
+        }
+        let im = tau.imag()?;
+        let dsign = Tensor::complex(&im.zeros_like()?, &im)?.mul(cx.output(0))?;
+        Ok(vec![Some(dsign), Some(tau.real()?)])
     }
 }
 
@@ -334,7 +371,7 @@ fn slogdet_named(op: &'static str, a: &Tensor) -> Result<Slogdet> {
     }
     let p = parts(a, true)?;
     let node = SlogdetOp { lu: p.lu, pivots: p.pivots, transposed: p.transposed };
-    let outs = record(node, &[a], vec![p.sign, p.logabs], true);
+    let outs = record(node, &[a], vec![p.sign, p.logabs], true)?;
     let mut it = outs.into_iter();
     match (it.next(), it.next()) {
         // a real sign is not differentiable (PyTorch): it leaves the graph

@@ -1,8 +1,10 @@
 //! `linalg.eig` (the general eigendecomposition, a primitive with a hand-written VJP)
 //! and `linalg.eigvals` (its eigenvalues), for real and complex input, complex outputs.
 
+use super::spectral_jvp::{gap_quotient, keep_phase_gauge};
 use super::util::{check_float_or_complex, check_matrix, check_square, eigen_outputs, from_kernel};
 use super::{solve, Side};
+use crate::autograd::forward::JvpCtx;
 use crate::autograd::node::{record, should_record, Op, VjpCtx};
 use crate::dtype::DType;
 use crate::error::{Error, Result};
@@ -163,6 +165,34 @@ impl Op for EigOp {
         let ga = if self.real_input { ga.real()? } else { ga };
         Ok(vec![Some(ga)])
     }
+
+    // With C = V⁻¹ dA V (a differentiable solve): dw = diag(C), dV = V Ω − V Re(diag(Vᴴ V
+    // Ω)) with Ω_ij = C_ij / (w_j − w_i) off the diagonal (the columns kept of unit norm),
+    // plus V diag(iθ) keeping the forward's phase gauge (PyTorch's linalg_eig_jvp has the
+    // first two terms; its phases are LAPACK's). At a repeated eigenvalue see
+    // `gap_quotient`.
+    fn jvp(&self, cx: &JvpCtx<'_>, t: &[Option<Tensor>]) -> Result<Vec<Option<Tensor>>> {
+        let Some(da) = &t[0] else { return Ok(vec![None, None]) };
+        let (w, v) = (cx.output(0), cx.output(1));
+        let da = da.to_dtype(v.dtype())?;
+        let c = solve(v, &da.matmul(v)?, Side::Left)?;
+        let dw = c.diagonal(0, -2, -1)?;
+        let n = w.dims()[w.rank() - 1];
+        let eps = if w.dtype() == DType::C128 { f64::EPSILON } else { f64::from(f32::EPSILON) };
+        let tol: Vec<f64> = w
+            .detach()
+            .abs()?
+            .to_vec_f64()
+            .chunks_exact(n.max(1))
+            .map(|wb| 8.0 * n as f64 * eps * wb.iter().fold(0.0f64, |m, x| m.max(*x)))
+            .collect();
+        let e = w.unsqueeze(-2)?.sub(&w.unsqueeze(-1)?)?;
+        let omega = gap_quotient(&c, &e, &tol, eps)?;
+        let dv = v.matmul(&omega)?;
+        let re = v.mH()?.matmul(&dv)?.diagonal(0, -2, -1)?.real()?.to_dtype(v.dtype())?;
+        let dv = dv.sub(&v.mul(&re.unsqueeze(-2)?)?)?;
+        Ok(vec![Some(dw), Some(keep_phase_gauge(v, &dv)?)])
+    }
 }
 
 /// Checks shared by [`eig`] and [`eigvals`].
@@ -239,7 +269,7 @@ pub fn eig(a: &Tensor) -> Result<Eig> {
     let (w, v) = kernel(OP, a, true)?;
     let v = v.ok_or(Error::Internal { op: OP, reason: "eigenvectors expected" })?;
     let op = EigOp { real_input: !a.dtype().is_complex() };
-    let mut out = record(op, &[a], vec![w, v], true).into_iter();
+    let mut out = record(op, &[a], vec![w, v], true)?.into_iter();
     match (out.next(), out.next()) {
         (Some(eigenvalues), Some(eigenvectors)) => Ok(Eig { eigenvalues, eigenvectors }),
         _ => Err(Error::Internal { op: OP, reason: "two outputs expected" }),

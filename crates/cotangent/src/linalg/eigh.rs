@@ -2,8 +2,10 @@
 //! and `linalg.eigvalsh` (its eigenvalues; a compute-vectors-off variant whose gradient
 //! needs no eigenvalue gaps).
 
+use super::spectral_jvp::{gap_quotient, keep_phase_gauge};
 use super::util::{check_float_or_complex, check_matrix, check_square, eigen_outputs, from_kernel};
 use super::Uplo;
+use crate::autograd::forward::JvpCtx;
 use crate::autograd::node::{record, should_record, Op, VjpCtx};
 use crate::backend::Undefined;
 use crate::dtype::DType;
@@ -203,6 +205,30 @@ impl Op for EighOp {
         let Some(inner) = inner else { return Ok(vec![None]) };
         Ok(vec![Some(v.matmul(&inner)?.matmul(&v.mH()?)?)])
     }
+
+    // With C = Vᴴ dA V (dA as given, PyTorch's linalg_eig_jvp for the Hermitian case):
+    // dw = Re diag(C), dV = V (C_ij / (w_j − w_i)) off the diagonal, plus for complex V
+    // the term V diag(iθ) that keeps the forward's phase gauge. At a repeated eigenvalue
+    // see `gap_quotient` (NaN where the eigenvectors' tangent does not exist).
+    fn jvp(&self, cx: &JvpCtx<'_>, t: &[Option<Tensor>]) -> Result<Vec<Option<Tensor>>> {
+        let Some(da) = &t[0] else { return Ok(vec![None, None]) };
+        let (w, v) = (cx.output(0), cx.output(1));
+        let c = v.mH()?.matmul(da)?.matmul(v)?;
+        let d = c.diagonal(0, -2, -1)?;
+        let dw = if d.dtype().is_complex() { d.real()? } else { d };
+        let n = w.dims()[w.rank() - 1];
+        let eps = if w.dtype() == DType::F64 { f64::EPSILON } else { f64::from(f32::EPSILON) };
+        let tol: Vec<f64> = w
+            .detach()
+            .to_vec_f64()
+            .chunks_exact(n.max(1))
+            .map(|wb| 8.0 * n as f64 * eps * wb.iter().fold(0.0f64, |m, x| m.max(x.abs())))
+            .collect();
+        let e = w.unsqueeze(-2)?.sub(&w.unsqueeze(-1)?)?;
+        let omega = gap_quotient(&c, &e, &tol, eps)?;
+        let dv = keep_phase_gauge(v, &v.matmul(&omega)?)?;
+        Ok(vec![Some(dw), Some(dv)])
+    }
 }
 
 /// Checks shared by [`eigh`] and [`eigvalsh`].
@@ -309,7 +335,7 @@ pub fn eigh(a: &Tensor, uplo: Uplo) -> Result<Eigh> {
     }
     let (w, v) = kernel(a, uplo, true)?;
     let v = v.ok_or(Error::Internal { op: OP, reason: "eigenvectors expected" })?;
-    let mut out = record(EighOp, &[a], vec![w, v], true).into_iter();
+    let mut out = record(EighOp, &[a], vec![w, v], true)?.into_iter();
     match (out.next(), out.next()) {
         (Some(eigenvalues), Some(eigenvectors)) => Ok(Eigh { eigenvalues, eigenvectors }),
         _ => Err(Error::Internal { op: OP, reason: "two outputs expected" }),

@@ -115,7 +115,7 @@ fn factor_ex(op: &'static str, a: &Tensor, hermitian: bool) -> Result<LdlFactorE
     let batch = Shape::new(a.dims()[..r - 2].to_vec());
     let pivots = from_kernel(p, Layout::contiguous(Shape::new(a.dims()[..r - 1].to_vec())));
     let info = from_kernel(i, Layout::contiguous(batch));
-    let mut outs = record(LdlFactorOp, &[a], vec![from_kernel(s, l), pivots, info], false);
+    let mut outs = record(LdlFactorOp, &[a], vec![from_kernel(s, l), pivots, info], false)?;
     let (info, pivots, ld) = (outs.pop(), outs.pop(), outs.pop());
     match (ld, pivots, info) {
         (Some(ld), Some(pivots), Some(info)) => Ok(LdlFactorEx { ld, pivots, info }),
@@ -281,5 +281,5 @@ pub fn ldl_solve(ld: &Tensor, pivots: &Tensor, b: &Tensor, hermitian: bool) -> R
         hermitian,
     )?;
     let op = LdlSolveOp { pivots: pivots.clone(), hermitian };
-    Ok(record1(op, &[&ldb, &bb], from_kernel(s, l), false))
+    record1(op, &[&ldb, &bb], from_kernel(s, l), false)
 }

@@ -270,7 +270,7 @@ pub fn lstsq(
             (x, Some(parts.ranks), parts.sv, full_rank, p_fwd)
         }
     };
-    let solution = record1(LstsqOp { pinv: p_fwd }, &[&ab, &bb], x, false);
+    let solution = record1(LstsqOp { pinv: p_fwd }, &[&ab, &bb], x, false)?;
     let residuals = if m > n && driver != LstsqDriver::Gelsy && full_rank {
         let rho = {
             let _guard = no_grad();
@@ -279,7 +279,7 @@ pub fn lstsq(
             let r2 = if r.dtype().is_complex() { r.abs()?.square()? } else { r.mul(&r)? };
             r2.sum_dims(&[-2], false)?
         };
-        record1(ResidualsOp, &[&ab, &bb, &solution], rho, false)
+        record1(ResidualsOp, &[&ab, &bb, &solution], rho, false)?
     } else {
         empty(dt.to_real())?
     };

@@ -222,7 +222,7 @@ fn factor_ex(op: &'static str, a: &Tensor, pivot: bool) -> Result<LuFactorEx> {
         return Ok(LuFactorEx { lu: f.lu.to_dtype(a.dtype())?, ..f });
     }
     let (lu, pivots, info) = factor_raw(a, pivot)?;
-    let mut outs = record(LuFactorOp, &[a], vec![lu, pivots, info], true).into_iter();
+    let mut outs = record(LuFactorOp, &[a], vec![lu, pivots, info], true)?.into_iter();
     match (outs.next(), outs.next(), outs.next()) {
         (Some(lu), Some(pivots), Some(info)) => Ok(LuFactorEx { lu, pivots, info }),
         _ => Err(Error::Internal { op, reason: "lu_factor outputs" }),
@@ -533,7 +533,7 @@ pub fn lu_solve(
     let (s, l) =
         lu.storage().lu_solve(lu.layout(), piv.storage(), b.storage(), b.layout(), adjoint)?;
     let x = from_kernel(s, l);
-    Ok(record1(LuSolveOp { pivots: pivots.detach(), adjoint }, &[&lu, &b], x, true))
+    record1(LuSolveOp { pivots: pivots.detach(), adjoint }, &[&lu, &b], x, true)
 }
 
 /// `A X = B` (`Aᴴ X = B` if `adjoint`) from factors of the same batch as `b: (*, n, k)`

@@ -1,6 +1,7 @@
 //! Matrix products: the batched `matmul` primitive and the PyTorch entry points built on
 //! it (`matmul` with every rank combination, `mm`, `bmm`, `mv`, `dot`).
 
+use crate::autograd::forward::JvpCtx;
 use crate::autograd::node::{record1, Op, VjpCtx};
 use crate::dtype::DType;
 use crate::error::{Error, Result};
@@ -24,6 +25,16 @@ impl Op for MatMul {
         let gb = if cx.needs_input_grad(1) { Some(batched(&a.mH()?, g)?) } else { None };
         Ok(vec![ga, gb])
     }
+    // Ċ = Ȧ B + A Ḃ
+    fn jvp(&self, cx: &JvpCtx<'_>, t: &[Option<Tensor>]) -> Result<Vec<Option<Tensor>>> {
+        let (a, b) = (cx.input(0), cx.input(1));
+        let da = t[0].as_ref().map(|ta| batched(ta, b)).transpose()?;
+        let db = t[1].as_ref().map(|tb| batched(a, tb)).transpose()?;
+        Ok(vec![match (da, db) {
+            (Some(x), Some(y)) => Some(x.add(&y)?),
+            (x, y) => x.or(y),
+        }])
+    }
 }
 
 /// The primitive: `a: (*, m, k)`, `b: (*, k, n)` with equal batch dims.
@@ -38,7 +49,7 @@ fn batched(a: &Tensor, b: &Tensor) -> Result<Tensor> {
     dims.push(a.dims()[r - 2]);
     dims.push(b.dims()[r - 1]);
     let out = Tensor::from_storage(s, Shape::of(dims));
-    Ok(record1(MatMul, &[a, b], out, false))
+    record1(MatMul, &[a, b], out, false)
 }
 
 fn check_dtypes(op: &'static str, a: &Tensor, b: &Tensor) -> Result<()> {

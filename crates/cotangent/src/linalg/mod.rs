@@ -53,6 +53,7 @@ mod pinv;
 mod products;
 mod qr;
 mod solve;
+mod spectral_jvp;
 mod structure;
 mod svd;
 mod triangular;

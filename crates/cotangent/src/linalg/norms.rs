@@ -222,7 +222,7 @@ pub fn vector_norm(x: &Tensor, ord: f64, dim: Option<&[isize]>, keepdim: bool) -
     };
     let s = x.storage().vector_norm(x.layout(), &dims, ord)?;
     let y = Tensor::from_storage(s, Shape::new(out));
-    Ok(record1(VectorNorm { ord, dims, keep: Shape::new(keep) }, &[x], y, true))
+    record1(VectorNorm { ord, dims, keep: Shape::new(keep) }, &[x], y, true)
 }
 
 /// The max (`max`) or min over `dim` of a tensor of non-negative values; an empty `dim`

@@ -323,7 +323,7 @@ pub fn pinv(a: &Tensor, atol: Option<f64>, rtol: Option<f64>, hermitian: bool) -
         let parts = pinv_detached(&a_read, atol, rtol, false)?;
         (parts.p, parts.k > 0 && parts.certified)
     };
-    Ok(record1(PinvOp { hermitian, full_rank }, &[a], p, true))
+    record1(PinvOp { hermitian, full_rank }, &[a], p, true)
 }
 
 /// The numerical rank of matrices (`torch.linalg.matrix_rank`).

@@ -236,7 +236,7 @@ pub fn qr(a: &Tensor, mode: QrMode) -> Result<Qr> {
     };
     let d = a.dims();
     let op = QrOp { mode, m: d[d.len() - 2], n: d[d.len() - 1] };
-    let mut out = record(op, &[a], vec![q, r], true).into_iter();
+    let mut out = record(op, &[a], vec![q, r], true)?.into_iter();
     match (out.next(), out.next()) {
         (Some(q), Some(r)) => Ok(Qr { q, r }),
         _ => Err(Error::Internal { op: OP, reason: "two outputs expected" }),

@@ -7,6 +7,7 @@ use super::util::{
     broadcast_batch, check_float_or_complex, check_same_dtype, check_square, from_kernel,
 };
 use super::Side;
+use crate::autograd::forward::JvpCtx;
 use crate::autograd::node::{record1, Op, VjpCtx};
 use crate::dtype::DType;
 use crate::error::{Error, Result};
@@ -144,6 +145,26 @@ impl Op for SolveOp {
         };
         Ok(vec![ga, cx.needs_input_grad(1).then_some(gb)])
     }
+
+    // Left: dX = A⁻¹ (dB − dA X); right: dX = (dB − X dA) A⁻¹. The solve is the
+    // differentiable one (it factorises A again), so the tangent is differentiable in A.
+    fn jvp(&self, cx: &JvpCtx<'_>, t: &[Option<Tensor>]) -> Result<Vec<Option<Tensor>>> {
+        let (a, x) = (cx.input(0), cx.output(0));
+        let mut rhs = t[1].clone();
+        if let Some(da) = &t[0] {
+            let p = match self.side {
+                Side::Left => da.matmul(x)?,
+                Side::Right => x.matmul(da)?,
+            }
+            .neg()?;
+            rhs = Some(match rhs {
+                Some(db) => db.add(&p)?,
+                None => p,
+            });
+        }
+        let Some(rhs) = rhs else { return Ok(vec![None]) };
+        Ok(vec![Some(solve(a, &rhs, self.side)?)])
+    }
 }
 
 /// The LU that PyTorch's solve computes: of `aᵀ` for real `a` (PyTorch factorises `Aᵀ`
@@ -215,7 +236,7 @@ fn solve_impl(
             let factors = Factors::Saved { factors: saved(r.factors), perms: saved(r.perms), n };
             let x = from_kernel(r.x, r.x_layout);
             let x = if side == Side::Left { x } else { x.mT()? };
-            let x = record1(SolveOp { factors, side }, &[&a2, &b2], x, true);
+            let x = record1(SolveOp { factors, side }, &[&a2, &b2], x, true)?;
             let result = if vector { x.squeeze_dim(-1)? } else { x };
             return Ok(SolveEx { result, info });
         }
@@ -233,7 +254,7 @@ fn solve_impl(
         // X A = B ⇔ Aᴴ Xᴴ = Bᴴ
         Side::Right => factors.solve(&b2.mH()?, true)?.mH()?,
     };
-    let x = record1(SolveOp { factors, side }, &[&a2, &b2], x, true);
+    let x = record1(SolveOp { factors, side }, &[&a2, &b2], x, true)?;
     let result = if vector { x.squeeze_dim(-1)? } else { x };
     Ok(SolveEx { result, info })
 }
@@ -322,6 +343,13 @@ impl Op for InvOp {
         let xt = x.mH()?;
         Ok(vec![Some(xt.matmul(g)?.matmul(&xt)?.neg()?)])
     }
+
+    // dX = −X dA X
+    fn jvp(&self, cx: &JvpCtx<'_>, t: &[Option<Tensor>]) -> Result<Vec<Option<Tensor>>> {
+        let Some(da) = &t[0] else { return Ok(vec![None]) };
+        let x = cx.output(0);
+        Ok(vec![Some(x.matmul(da)?.matmul(x)?.neg()?)])
+    }
 }
 
 fn inv_impl(op: &'static str, a: &Tensor, check: bool) -> Result<InvEx> {
@@ -340,7 +368,7 @@ fn inv_impl(op: &'static str, a: &Tensor, check: bool) -> Result<InvEx> {
         if check {
             check_info(op, &info)?;
         }
-        let inverse = record1(InvOp, &[a], from_kernel(x, xl), true);
+        let inverse = record1(InvOp, &[a], from_kernel(x, xl), true)?;
         return Ok(InvEx { inverse, info });
     }
     let (lu, pivots, info, transposed) = factor_for_solve(a)?;
@@ -363,7 +391,7 @@ fn inv_impl(op: &'static str, a: &Tensor, check: bool) -> Result<InvEx> {
         let eye = Tensor::eye(n, a.dtype())?.broadcast_to(lu.shape().clone())?;
         lu_solve_raw(&lu, &piv, &eye, transposed)?
     };
-    let inverse = record1(InvOp, &[a], x, true);
+    let inverse = record1(InvOp, &[a], x, true)?;
     Ok(InvEx { inverse, info })
 }
 

@@ -470,7 +470,7 @@ pub fn svd(a: &Tensor, full_matrices: bool) -> Result<Svd> {
     let (u, s, vh) = (from_kernel(u, ul), from_kernel(s, sl), from_kernel(vh, vl));
     let d = a.dims();
     let op = SvdOp { full: full_matrices, m: d[d.len() - 2], n: d[d.len() - 1] };
-    let mut out = record(op, &[a], vec![u, s, vh], true).into_iter();
+    let mut out = record(op, &[a], vec![u, s, vh], true)?.into_iter();
     match (out.next(), out.next(), out.next()) {
         (Some(u), Some(s), Some(vh)) => Ok(Svd { u, s, vh }),
         _ => Err(Error::Internal { op: OP, reason: "three outputs expected" }),

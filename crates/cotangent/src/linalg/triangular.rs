@@ -3,6 +3,7 @@
 
 use super::util::{broadcast_batch, check_float_or_complex, check_square, from_kernel};
 use super::{Diag, Side, Uplo};
+use crate::autograd::forward::JvpCtx;
 use crate::autograd::node::{record1, Op, VjpCtx};
 use crate::backend::TriSolve;
 use crate::dtype::DType;
@@ -49,6 +50,31 @@ impl Op for SolveTriangular {
             None
         };
         Ok(vec![ga, cx.needs_input_grad(1).then_some(gb)])
+    }
+
+    // Left: dX = A⁻¹ (dB − dA X); right: dX = (dB − X dA) A⁻¹, with dA restricted to the
+    // triangle read (strictly, if unit)
+    fn jvp(&self, cx: &JvpCtx<'_>, t: &[Option<Tensor>]) -> Result<Vec<Option<Tensor>>> {
+        let (a, x) = (cx.input(0), cx.output(0));
+        let mut rhs = t[1].clone();
+        if let Some(da) = &t[0] {
+            let k = isize::from(self.diag == Diag::Unit);
+            let da = match self.uplo {
+                Uplo::Upper => da.triu(k)?,
+                Uplo::Lower => da.tril(-k)?,
+            };
+            let p = match self.side {
+                Side::Left => da.matmul(x)?,
+                Side::Right => x.matmul(&da)?,
+            }
+            .neg()?;
+            rhs = Some(match rhs {
+                Some(db) => db.add(&p)?,
+                None => p,
+            });
+        }
+        let Some(rhs) = rhs else { return Ok(vec![None]) };
+        Ok(vec![Some(solve_triangular(a, &rhs, self.uplo, self.side, self.diag)?)])
     }
 }
 
@@ -123,5 +149,5 @@ pub fn solve_triangular(
         TriSolve { upper: uplo == Uplo::Upper, left: side == Side::Left, unit: diag == Diag::Unit };
     let (s, l) = a.storage().solve_triangular(a.layout(), b.storage(), b.layout(), spec)?;
     let x = from_kernel(s, l);
-    Ok(record1(SolveTriangular { uplo, side, diag }, &[&a, &b], x, true))
+    record1(SolveTriangular { uplo, side, diag }, &[&a, &b], x, true)
 }

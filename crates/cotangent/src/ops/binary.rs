@@ -11,6 +11,7 @@
 
 use std::borrow::Cow;
 
+use crate::autograd::forward::{elementwise_jvp, JvpCtx, RuleCx};
 use crate::autograd::node::{record1, Op, VjpCtx};
 use crate::backend::{BinaryKernel, CmpOp};
 use crate::complex::ComplexFloat;
@@ -43,7 +44,7 @@ fn prepare<'a>(
 fn apply<K: BinaryKernel + Op>(k: K, a: &Tensor, b: &Tensor, save_out: bool) -> Result<Tensor> {
     let (a, b) = prepare(K::NAME, a, b)?;
     let out = compute(k, &a, &b)?;
-    Ok(record1(k, &[a.as_ref(), b.as_ref()], out, save_out))
+    record1(k, &[a.as_ref(), b.as_ref()], out, save_out)
 }
 
 /// The kernel on operands already promoted and broadcast to one dtype and shape.
@@ -120,9 +121,20 @@ macro_rules! binary_ops {
             fn name(&self) -> &'static str {
                 $torch
             }
+            fn vjp(&self, cx: &VjpCtx<'_>, g: &[Option<Tensor>]) -> Result<Vec<Option<Tensor>>> {
+                let Some(g) = &g[0] else { return Ok(vec![None, None]) };
+                self.rule(cx, g)
+            }
+            fn jvp(&self, cx: &JvpCtx<'_>, t: &[Option<Tensor>]) -> Result<Vec<Option<Tensor>>> {
+                elementwise_jvp(cx, t, true, |c, g| self.rule(c, g))
+            }
+        }
+
+        impl $S {
+            /// The derivative rule, `g ↦ (g conj(∂y/∂a), g conj(∂y/∂b))` (see
+            /// [`elementwise_jvp`]).
             #[allow(unused_variables)]
-            fn vjp(&self, $cx: &VjpCtx<'_>, g: &[Option<Tensor>]) -> Result<Vec<Option<Tensor>>> {
-                let Some($g) = &g[0] else { return Ok(vec![None, None]) };
+            fn rule<C: RuleCx>(&self, $cx: &C, $g: &Tensor) -> Result<Vec<Option<Tensor>>> {
                 let (ga, gb): (Option<Tensor>, Option<Tensor>) = $vjp;
                 Ok(vec![ga, gb])
             }
@@ -138,7 +150,7 @@ macro_rules! binary_ops {
 }
 
 /// `Some(f())` if input `i` needs a gradient, else `None`.
-fn need(cx: &VjpCtx<'_>, i: usize, f: impl FnOnce() -> Result<Tensor>) -> Result<Option<Tensor>> {
+fn need(cx: &impl RuleCx, i: usize, f: impl FnOnce() -> Result<Tensor>) -> Result<Option<Tensor>> {
     if cx.needs_input_grad(i) {
         f().map(Some)
     } else {
@@ -229,7 +241,7 @@ binary_ops! {
 /// Gradient of maximum (`wins = Gt`) or minimum (`wins = Lt`): to `a` where it wins, to
 /// `b` where it wins, half to each at ties.
 fn split_minmax(
-    cx: &VjpCtx<'_>,
+    cx: &impl RuleCx,
     g: &Tensor,
     wins: CmpOp,
 ) -> Result<(Option<Tensor>, Option<Tensor>)> {
@@ -262,6 +274,12 @@ impl Op for Where {
         let gb = need(cx, 2, || Tensor::where_cond(c, &zero()?, g))?;
         Ok(vec![None, ga, gb])
     }
+    // ẏ = c ? ȧ : ḃ
+    fn jvp(&self, cx: &JvpCtx<'_>, t: &[Option<Tensor>]) -> Result<Vec<Option<Tensor>>> {
+        let y = cx.output(0);
+        let pick = |i: usize| t[i].clone().map_or_else(|| y.zeros_like(), Ok);
+        Ok(vec![Some(Tensor::where_cond(cx.input(0), &pick(1)?, &pick(2)?)?)])
+    }
 }
 
 impl Tensor {
@@ -290,7 +308,7 @@ impl Tensor {
         let s =
             c.storage().where_cond(c.layout(), a.storage(), a.layout(), b.storage(), b.layout())?;
         let out = Tensor::from_storage(s, a.shape().clone());
-        Ok(record1(Where, &[&c, &a, &b], out, false))
+        record1(Where, &[&c, &a, &b], out, false)
     }
 
     /// Elementwise comparison with broadcasting and promotion; the result is `Bool` and

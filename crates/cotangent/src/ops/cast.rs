@@ -1,5 +1,6 @@
 //! dtype conversion.
 
+use crate::autograd::forward::JvpCtx;
 use crate::autograd::node::{record1, Op, VjpCtx};
 use crate::dtype::DType;
 use crate::error::Result;
@@ -19,6 +20,11 @@ impl Op for Cast {
         let to = cx.input(0).dtype();
         let g = if g.dtype().is_complex() && !to.is_complex() { g.real()? } else { g.clone() };
         Ok(vec![Some(g.to_dtype(to)?)])
+    }
+    // linear: ẏ = cast(ẋ) (complex to real: the real part)
+    fn jvp(&self, cx: &JvpCtx<'_>, t: &[Option<Tensor>]) -> Result<Vec<Option<Tensor>>> {
+        let Some(t) = &t[0] else { return Ok(vec![None]) };
+        Ok(vec![Some(t.to_dtype(cx.output(0).dtype())?)])
     }
 }
 
@@ -48,6 +54,6 @@ impl Tensor {
         if !dtype.is_differentiable() {
             return Ok(out);
         }
-        Ok(record1(Cast, &[self], out, false))
+        record1(Cast, &[self], out, false)
     }
 }

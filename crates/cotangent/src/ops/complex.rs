@@ -9,6 +9,7 @@
 //! gradient of `|z|²` is `2z`, and gradient descent on a real loss of complex parameters
 //! works as it does on real ones.
 
+use crate::autograd::forward::JvpCtx;
 use crate::autograd::node::{record1, Op, VjpCtx};
 use crate::backend::ComplexPart;
 use crate::dtype::DType;
@@ -51,6 +52,28 @@ impl Op for Part {
         };
         Ok(vec![Some(gz)])
     }
+
+    // Re ż, Im ż; d|z| = Re(conj(sgn z) ż); d arg z = Im(ż / z) (0 at 0); 0 for the
+    // angle of a real number
+    fn jvp(&self, cx: &JvpCtx<'_>, t: &[Option<Tensor>]) -> Result<Vec<Option<Tensor>>> {
+        let Some(t) = &t[0] else { return Ok(vec![None]) };
+        let z = cx.input(0);
+        if !z.dtype().is_complex() {
+            return Ok(vec![Some(t.zeros_like()?)]);
+        }
+        let d = match self.0 {
+            ComplexPart::Re => t.real()?,
+            ComplexPart::Im => t.imag()?,
+            ComplexPart::Abs => t.mul(&z.sgn()?.conj()?)?.real()?,
+            ComplexPart::Angle => {
+                let a = z.abs()?;
+                let safe = Tensor::where_cond(&a.eq_scalar(0.0)?, &z.ones_like()?, z)?;
+                let d = t.div(&safe)?.imag()?;
+                Tensor::where_cond(&a.eq_scalar(0.0)?, &d.zeros_like()?, &d)?
+            }
+        };
+        Ok(vec![Some(d)])
+    }
 }
 
 fn part_name(p: ComplexPart) -> &'static str {
@@ -66,7 +89,7 @@ fn part_name(p: ComplexPart) -> &'static str {
 fn part(z: &Tensor, p: ComplexPart) -> Result<Tensor> {
     let s = z.storage().complex_part(z.layout(), p)?;
     let out = Tensor::from_storage(s, z.shape().clone());
-    Ok(record1(Part(p), &[z], out, false))
+    record1(Part(p), &[z], out, false)
 }
 
 /// `re + i·im`, both real of one dtype and one shape.
@@ -83,6 +106,11 @@ impl Op for MakeComplex {
         let re = if cx.needs_input_grad(0) { Some(g.real()?) } else { None };
         let im = if cx.needs_input_grad(1) { Some(g.imag()?) } else { None };
         Ok(vec![re, im])
+    }
+    // ż = ẋ + iẏ
+    fn jvp(&self, cx: &JvpCtx<'_>, t: &[Option<Tensor>]) -> Result<Vec<Option<Tensor>>> {
+        let part = |i: usize| t[i].clone().map_or_else(|| cx.input(i).zeros_like(), Ok);
+        Ok(vec![Some(Tensor::complex(&part(0)?, &part(1)?)?)])
     }
 }
 
@@ -172,7 +200,7 @@ impl Tensor {
         };
         let s = re.storage().complex(re.layout(), im.storage(), im.layout())?;
         let out = Tensor::from_storage(s, re.shape().clone());
-        Ok(record1(MakeComplex, &[&re, &im], out, false))
+        record1(MakeComplex, &[&re, &im], out, false)
     }
 
     /// `abs · e^(i·angle)` (`torch.polar`): `abs` and `angle` real of one floating dtype,

@@ -1,5 +1,6 @@
 //! Indexing ops: index_select, gather, scatter_add. Indices are `I64` tensors.
 
+use crate::autograd::forward::JvpCtx;
 use crate::autograd::node::{record1, Op, VjpCtx};
 use crate::dtype::DType;
 use crate::error::{Error, Result};
@@ -29,6 +30,11 @@ impl Op for Gather {
         let x = cx.input(0);
         let gx = x.zeros_like()?.scatter_add(self.dim as isize, cx.input(1), g)?;
         Ok(vec![Some(gx), None])
+    }
+    // linear in x: ẏ = gather(ẋ)
+    fn jvp(&self, cx: &JvpCtx<'_>, t: &[Option<Tensor>]) -> Result<Vec<Option<Tensor>>> {
+        let Some(t) = &t[0] else { return Ok(vec![None]) };
+        Ok(vec![Some(t.gather(self.dim as isize, cx.input(1))?)])
     }
 }
 
@@ -63,6 +69,12 @@ impl Op for ScatterAdd {
         };
         Ok(vec![Some(g.clone()), None, gsrc])
     }
+    // linear in (x, src): ẏ = scatter_add(ẋ, index, ṡrc), zeros for a missing tangent
+    fn jvp(&self, cx: &JvpCtx<'_>, t: &[Option<Tensor>]) -> Result<Vec<Option<Tensor>>> {
+        let tx = t[0].clone().map_or_else(|| cx.input(0).zeros_like(), Ok)?;
+        let ts = t[2].clone().map_or_else(|| cx.input(2).zeros_like(), Ok)?;
+        Ok(vec![Some(tx.scatter_add(self.dim as isize, cx.input(1), &ts)?)])
+    }
 }
 
 impl Tensor {
@@ -94,7 +106,7 @@ impl Tensor {
         }
         let s = x.storage().gather(x.layout(), d, ix.storage(), ix.layout())?;
         let out = Tensor::from_storage(s, ix.shape().clone());
-        let out = record1(Gather { dim: d }, &[&x, &ix], out, false);
+        let out = record1(Gather { dim: d }, &[&x, &ix], out, false)?;
         if index.rank() == 0 {
             out.reshape(())
         } else {
@@ -146,7 +158,7 @@ impl Tensor {
             sr.layout(),
         )?;
         let out = Tensor::from_storage(s, x.shape().clone());
-        let out = record1(ScatterAdd { dim: d }, &[&x, &ix, &sr], out, false);
+        let out = record1(ScatterAdd { dim: d }, &[&x, &ix, &sr], out, false)?;
         if self.rank() == 0 {
             out.reshape(())
         } else {

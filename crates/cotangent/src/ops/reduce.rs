@@ -5,6 +5,7 @@
 //! `dims` follow PyTorch: negative dims count from the end, an empty list reduces every
 //! dim, `keepdim` keeps reduced dims with size 1.
 
+use crate::autograd::forward::JvpCtx;
 use crate::autograd::node::{record1, Op, VjpCtx};
 use crate::backend::ReduceOp;
 use crate::dtype::DType;
@@ -80,6 +81,27 @@ impl Op for Reduce {
         };
         Ok(vec![Some(gx)])
     }
+
+    // Linear for sum; for amax/amin the mean of the tangents over the ties (PyTorch's
+    // amaxamin_jvp); for prod Σ_i ẋ_i Π_{j≠i} x_j (holomorphic: no conjugate).
+    fn jvp(&self, cx: &JvpCtx<'_>, t: &[Option<Tensor>]) -> Result<Vec<Option<Tensor>>> {
+        let Some(t) = &t[0] else { return Ok(vec![None]) };
+        let x = cx.input(0);
+        let y = cx.output(0);
+        let dims: Vec<isize> = self.dims.iter().map(|&d| d as isize).collect();
+        let dy = match self.op {
+            ReduceOp::Sum => t.sum_dims(&dims, true)?,
+            ReduceOp::Max | ReduceOp::Min => {
+                let mask = x.eq(&y.reshape(self.keep.clone())?)?.to_dtype(x.dtype())?;
+                t.mul(&mask)?.sum_dims(&dims, true)?.div(&mask.sum_dims(&dims, true)?)?
+            }
+            ReduceOp::Prod => {
+                let others = prod_others(x, &self.dims, &y.reshape(self.keep.clone())?)?;
+                t.mul(&others)?.sum_dims(&dims, true)?
+            }
+        };
+        Ok(vec![Some(dy.reshape(y.shape().clone())?)])
+    }
 }
 
 /// `Π_{j≠i} x_j` over the reduced dims, for every element `i`: `y / x` when no element
@@ -149,7 +171,7 @@ fn reduce(
     let s = src.storage().reduce(src.layout(), &d, op)?;
     let out = Tensor::from_storage(s, out_shape);
     let save = matches!(op, ReduceOp::Max | ReduceOp::Min | ReduceOp::Prod);
-    Ok(record1(Reduce { op, dims: d, keep }, &[&src], out, save))
+    record1(Reduce { op, dims: d, keep }, &[&src], out, save)
 }
 
 impl Tensor {
@@ -274,7 +296,7 @@ impl Tensor {
             let _g = crate::autograd::no_grad();
             self.square()?.sum()?.sqrt()?
         };
-        Ok(record1(Norm2, &[self], sq, true))
+        record1(Norm2, &[self], sq, true)
     }
 }
 
@@ -294,5 +316,14 @@ impl Op for Norm2 {
         let safe = Tensor::where_cond(&zero, &y.ones_like()?, &y)?;
         let gx = x.mul(&g.div(&safe)?)?;
         Ok(vec![Some(Tensor::where_cond(&zero, &gx.zeros_like()?, &gx)?)])
+    }
+    // ẏ = ⟨x, ẋ⟩ / y, and 0 where y = 0
+    fn jvp(&self, cx: &JvpCtx<'_>, t: &[Option<Tensor>]) -> Result<Vec<Option<Tensor>>> {
+        let Some(t) = &t[0] else { return Ok(vec![None]) };
+        let y = cx.output(0);
+        let zero = y.eq_scalar(0.0)?;
+        let safe = Tensor::where_cond(&zero, &y.ones_like()?, y)?;
+        let dy = cx.input(0).mul(t)?.sum()?.div(&safe)?;
+        Ok(vec![Some(Tensor::where_cond(&zero, &dy.zeros_like()?, &dy)?)])
     }
 }

@@ -1,5 +1,6 @@
 //! Ops that rearrange elements: cat, stack, split, chunk, flip, pad, repeat.
 
+use crate::autograd::forward::JvpCtx;
 use crate::autograd::node::{record1, Op, VjpCtx};
 use crate::backend::Storage;
 use crate::dtype::DType;
@@ -34,6 +35,16 @@ impl Op for Cat {
         }
         Ok(out)
     }
+    // linear: ẏ = [ẋ₀; ẋ₁; …], zeros for inputs without a tangent
+    fn jvp(&self, cx: &JvpCtx<'_>, t: &[Option<Tensor>]) -> Result<Vec<Option<Tensor>>> {
+        let parts = t
+            .iter()
+            .enumerate()
+            .map(|(i, x)| x.clone().map_or_else(|| cx.input(i).zeros_like(), Ok))
+            .collect::<Result<Vec<_>>>()?;
+        let refs: Vec<&Tensor> = parts.iter().collect();
+        Ok(vec![Some(Tensor::cat(&refs, self.dim as isize)?)])
+    }
 }
 
 #[derive(Debug)]
@@ -50,6 +61,11 @@ impl Op for Flip {
         let Some(g) = &g[0] else { return Ok(vec![None]) };
         let dims: Vec<isize> = self.dims.iter().map(|&d| d as isize).collect();
         Ok(vec![Some(g.flip(&dims)?)])
+    }
+    fn jvp(&self, _cx: &JvpCtx<'_>, t: &[Option<Tensor>]) -> Result<Vec<Option<Tensor>>> {
+        let Some(t) = &t[0] else { return Ok(vec![None]) };
+        let dims: Vec<isize> = self.dims.iter().map(|&d| d as isize).collect();
+        Ok(vec![Some(t.flip(&dims)?)])
     }
 }
 
@@ -116,7 +132,7 @@ impl Tensor {
         let s = Storage::cat(&kparts, d, &out_shape)?;
         let out = Tensor::from_storage(s, out_shape);
         let refs: Vec<&Tensor> = cast.iter().collect();
-        Ok(record1(Cat { dim: d }, &refs, out, false))
+        record1(Cat { dim: d }, &refs, out, false)
     }
 
     /// Stacks tensors of one shape along a new dim (`torch.stack`).
@@ -223,7 +239,7 @@ impl Tensor {
         }
         let s = self.storage().flip(self.layout(), &d)?;
         let out = Tensor::from_storage(s, self.shape().clone());
-        Ok(record1(Flip { dims: d }, &[self], out, false))
+        record1(Flip { dims: d }, &[self], out, false)
     }
 
     /// Pads the last dims with zeros (`torch.nn.functional.pad`, mode `constant`, value

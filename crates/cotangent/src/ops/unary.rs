@@ -9,6 +9,7 @@
 //! column-major matrix): then it keeps the input's order (its strides), as PyTorch does,
 //! and the kernel runs over the elements as one flat block.
 
+use crate::autograd::forward::{elementwise_jvp, JvpCtx, RuleCx};
 use crate::autograd::node::{record1, Op, VjpCtx};
 use crate::backend::{Storage, UnaryKernel};
 use crate::complex::ComplexFloat;
@@ -48,7 +49,7 @@ fn apply_with<K: Op + std::fmt::Debug + Copy>(
         Some((flat, kept)) => Tensor::from_storage_layout(run(x.storage(), &flat)?, kept),
         None => Tensor::from_storage(run(x.storage(), x.layout())?, x.shape().clone()),
     };
-    Ok(record1(k, &[x], out, save_out))
+    record1(k, &[x], out, save_out)
 }
 
 macro_rules! unary_ops {
@@ -57,6 +58,7 @@ macro_rules! unary_ops {
         $fname:ident, $S:ident, $torch:literal, promote: $promote:expr, save_out: $save:expr,
         fwd: |$x:ident| $fwd:expr,
         $(complex: |$z:ident| $cfwd:expr,)?
+        $(jvp_conj: $jc:literal,)?
         vjp: |$cx:ident, $g:ident| $vjp:expr;
     )*) => {$(
         #[derive(Debug, Clone, Copy)]
@@ -81,10 +83,21 @@ macro_rules! unary_ops {
             fn name(&self) -> &'static str {
                 $torch
             }
+            fn vjp(&self, cx: &VjpCtx<'_>, g: &[Option<Tensor>]) -> Result<Vec<Option<Tensor>>> {
+                let Some(g) = &g[0] else { return Ok(vec![None]) };
+                Ok(vec![Some(self.rule(cx, g)?)])
+            }
+            fn jvp(&self, cx: &JvpCtx<'_>, t: &[Option<Tensor>]) -> Result<Vec<Option<Tensor>>> {
+                let conj = true $(&& $jc)?;
+                elementwise_jvp(cx, t, conj, |c, g| Ok(vec![Some(self.rule(c, g)?)]))
+            }
+        }
+
+        impl $S {
+            /// The derivative rule, `g ↦ g conj(dy/dx)` (see [`elementwise_jvp`]).
             #[allow(unused_variables)]
-            fn vjp(&self, $cx: &VjpCtx<'_>, g: &[Option<Tensor>]) -> Result<Vec<Option<Tensor>>> {
-                let Some($g) = &g[0] else { return Ok(vec![None]) };
-                Ok(vec![Some($vjp)])
+            fn rule<C: RuleCx>(&self, $cx: &C, $g: &Tensor) -> Result<Tensor> {
+                Ok($vjp)
             }
         }
 
@@ -197,6 +210,8 @@ unary_ops! {
     sgn, Sgn, "sgn", promote: false, save_out: true,
     fwd: |x| x.sign(),
     complex: |z| { let a = z.abs(); if a == C::Real::ZERO { z.scale(C::Real::ZERO) } else { C::new(z.re() / a, z.im() / a) } },
+    // (the VJP's formula in g is also the JVP's in the tangent: not holomorphic)
+    jvp_conj: false,
     vjp: |cx, g| if g.dtype().is_complex() { sgn_vjp(cx.input(0), &cx.output(0)?, g)? } else { g.zeros_like()? };
 
     /// The logistic function `1/(1 + e^-x)` (`torch.sigmoid`). d/dx = y(1 - y).
@@ -231,6 +246,10 @@ impl Op for Abs {
     fn vjp(&self, cx: &VjpCtx<'_>, g: &[Option<Tensor>]) -> Result<Vec<Option<Tensor>>> {
         let Some(g) = &g[0] else { return Ok(vec![None]) };
         Ok(vec![Some(g.mul(&cx.input(0).sign()?)?)])
+    }
+    fn jvp(&self, cx: &JvpCtx<'_>, t: &[Option<Tensor>]) -> Result<Vec<Option<Tensor>>> {
+        let Some(t) = &t[0] else { return Ok(vec![None]) };
+        Ok(vec![Some(t.mul(&cx.input(0).sign()?)?)])
     }
 }
 
@@ -393,6 +412,17 @@ impl Op for ScalarOp {
 
     fn vjp(&self, cx: &VjpCtx<'_>, g: &[Option<Tensor>]) -> Result<Vec<Option<Tensor>>> {
         let Some(g) = &g[0] else { return Ok(vec![None]) };
+        Ok(vec![Some(self.rule(cx, g)?)])
+    }
+
+    fn jvp(&self, cx: &JvpCtx<'_>, t: &[Option<Tensor>]) -> Result<Vec<Option<Tensor>>> {
+        elementwise_jvp(cx, t, true, |c, g| Ok(vec![Some(self.rule(c, g)?)]))
+    }
+}
+
+impl ScalarOp {
+    /// The derivative rule, `g ↦ g conj(dy/dx)` (see [`elementwise_jvp`]).
+    fn rule<C: RuleCx>(&self, cx: &C, g: &Tensor) -> Result<Tensor> {
         let x = cx.input(0);
         let gx = match *self {
             // d/dx (x + s) = 1
@@ -426,7 +456,7 @@ impl Op for ScalarOp {
                 Tensor::where_cond(&bx.gt_scalar(threshold)?, g, &s)?
             }
         };
-        Ok(vec![Some(gx)])
+        Ok(gx)
     }
 }
 

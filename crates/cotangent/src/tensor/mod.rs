@@ -55,6 +55,8 @@ pub(crate) struct TensorImpl {
     pub(crate) dtype: DType,
     pub(crate) requires_grad: bool,
     pub(crate) grad_fn: Option<GradFn>,
+    /// Forward-mode tangents, one per dual level ([`crate::autograd::forward`]).
+    pub(crate) tangents: crate::autograd::forward::Tangents,
 }
 
 impl Tensor {
@@ -67,6 +69,7 @@ impl Tensor {
             dtype,
             requires_grad: false,
             grad_fn: None,
+            tangents: None,
         }))
     }
 
@@ -78,6 +81,20 @@ impl Tensor {
             dtype: self.0.dtype,
             requires_grad,
             grad_fn,
+            tangents: self.0.tangents.clone(),
+        }))
+    }
+
+    /// This tensor (the same id, data and history) with other forward-mode tangents.
+    pub(crate) fn with_tangents(&self, tangents: crate::autograd::forward::Tangents) -> Tensor {
+        Tensor(Arc::new(TensorImpl {
+            id: self.0.id,
+            storage: self.0.storage.clone(),
+            layout: self.0.layout.clone(),
+            dtype: self.0.dtype,
+            requires_grad: self.0.requires_grad,
+            grad_fn: self.0.grad_fn.clone(),
+            tangents,
         }))
     }
 

@@ -4,6 +4,7 @@
 //! zeros of the input's shape.
 
 use super::Tensor;
+use crate::autograd::forward::JvpCtx;
 use crate::autograd::node::{record1, Op, VjpCtx};
 use crate::error::{Error, Result};
 use crate::layout::Layout;
@@ -20,6 +21,11 @@ impl Op for Reshape {
     fn vjp(&self, cx: &VjpCtx<'_>, g: &[Option<Tensor>]) -> Result<Vec<Option<Tensor>>> {
         let Some(g) = &g[0] else { return Ok(vec![None]) };
         Ok(vec![Some(g.reshape(cx.input(0).shape().clone())?)])
+    }
+    // linear: ẏ = reshape(ẋ)
+    fn jvp(&self, cx: &JvpCtx<'_>, t: &[Option<Tensor>]) -> Result<Vec<Option<Tensor>>> {
+        let Some(t) = &t[0] else { return Ok(vec![None]) };
+        Ok(vec![Some(t.reshape(cx.output(0).shape().clone())?)])
     }
 }
 
@@ -41,6 +47,11 @@ impl Op for Permute {
         }
         Ok(vec![Some(g.permute(&inv)?)])
     }
+    fn jvp(&self, _cx: &JvpCtx<'_>, t: &[Option<Tensor>]) -> Result<Vec<Option<Tensor>>> {
+        let Some(t) = &t[0] else { return Ok(vec![None]) };
+        let perm: Vec<isize> = self.perm.iter().map(|&p| p as isize).collect();
+        Ok(vec![Some(t.permute(&perm)?)])
+    }
 }
 
 #[derive(Debug)]
@@ -54,6 +65,10 @@ impl Op for Expand {
     fn vjp(&self, cx: &VjpCtx<'_>, g: &[Option<Tensor>]) -> Result<Vec<Option<Tensor>>> {
         let Some(g) = &g[0] else { return Ok(vec![None]) };
         Ok(vec![Some(g.sum_to(cx.input(0).shape())?)])
+    }
+    fn jvp(&self, cx: &JvpCtx<'_>, t: &[Option<Tensor>]) -> Result<Vec<Option<Tensor>>> {
+        let Some(t) = &t[0] else { return Ok(vec![None]) };
+        Ok(vec![Some(t.broadcast_to(cx.output(0).shape().clone())?)])
     }
 }
 
@@ -74,6 +89,10 @@ impl Op for StridedView {
         let Some(g) = &g[0] else { return Ok(vec![None]) };
         Ok(vec![Some(g.view_scatter(&self.rel, cx.input(0).shape())?)])
     }
+    fn jvp(&self, _cx: &JvpCtx<'_>, t: &[Option<Tensor>]) -> Result<Vec<Option<Tensor>>> {
+        let Some(t) = &t[0] else { return Ok(vec![None]) };
+        Ok(vec![Some(t.strided_rel(self.name, &self.rel)?)])
+    }
 }
 
 /// The adjoint of [`StridedView`]: zeros of `base` with the input added at `rel`.
@@ -91,6 +110,10 @@ impl Op for ViewScatter {
         let Some(g) = &g[0] else { return Ok(vec![None]) };
         Ok(vec![Some(g.strided_rel("view_scatter.backward", &self.rel)?)])
     }
+    fn jvp(&self, cx: &JvpCtx<'_>, t: &[Option<Tensor>]) -> Result<Vec<Option<Tensor>>> {
+        let Some(t) = &t[0] else { return Ok(vec![None]) };
+        Ok(vec![Some(t.view_scatter(&self.rel, cx.output(0).shape())?)])
+    }
 }
 
 #[derive(Debug)]
@@ -103,15 +126,18 @@ impl Op for Contiguous {
     fn vjp(&self, _cx: &VjpCtx<'_>, g: &[Option<Tensor>]) -> Result<Vec<Option<Tensor>>> {
         Ok(vec![g[0].clone()])
     }
+    fn jvp(&self, _cx: &JvpCtx<'_>, t: &[Option<Tensor>]) -> Result<Vec<Option<Tensor>>> {
+        Ok(vec![t[0].clone()])
+    }
 }
 
 impl Tensor {
     /// Applies a strided view built by `f` both to the actual layout and to a contiguous
     /// layout of the same shape (for the VJP).
-    fn strided_view(&self, name: &'static str, f: impl Fn(&Layout) -> Layout) -> Tensor {
+    fn strided_view(&self, name: &'static str, f: impl Fn(&Layout) -> Layout) -> Result<Tensor> {
         let out = self.view_as_layout(f(self.layout()));
         if !crate::autograd::node::should_record(&[self]) {
-            return out;
+            return Ok(out);
         }
         let rel = f(&Layout::contiguous(self.shape().clone()));
         record1(StridedView { name, rel }, &[self], out, false)
@@ -123,7 +149,7 @@ impl Tensor {
         let base = c.layout().offset();
         let actual = Layout::new(rel.shape().clone(), rel.strides().to_vec(), rel.offset() + base);
         let out = c.view_as_layout(actual);
-        Ok(record1(StridedView { name, rel: rel.clone() }, &[&c], out, false))
+        record1(StridedView { name, rel: rel.clone() }, &[&c], out, false)
     }
 
     /// Zeros of shape `base` with this tensor added at the positions of `rel`.
@@ -133,7 +159,7 @@ impl Tensor {
         }
         let s = self.storage().scatter_strided(self.layout(), base.numel(), rel, true)?;
         let out = Tensor::from_storage(s, base.clone());
-        Ok(record1(ViewScatter { rel: rel.clone() }, &[self], out, false))
+        record1(ViewScatter { rel: rel.clone() }, &[self], out, false)
     }
 
     /// The same elements with another shape (`torch.reshape`): a view when the strides
@@ -163,7 +189,7 @@ impl Tensor {
             Some(l) => self.view_as_layout(l),
             None => Tensor::from_storage(self.contiguous_storage()?, shape),
         };
-        Ok(record1(Reshape, &[self], out, false))
+        record1(Reshape, &[self], out, false)
     }
 
     /// Like [`Tensor::reshape`] with one dim given as `-1` and inferred (PyTorch's
@@ -247,7 +273,7 @@ impl Tensor {
             return Ok(self.clone());
         }
         let out = self.view_as_layout(self.layout().permute(&perm));
-        Ok(record1(Permute { perm }, &[self], out, false))
+        record1(Permute { perm }, &[self], out, false)
     }
 
     /// Swaps two dims (`torch.transpose`), as a view.
@@ -331,7 +357,7 @@ impl Tensor {
         }
         shape.checked_numel("expand")?;
         let out = self.view_as_layout(self.layout().broadcast_to(&shape));
-        Ok(record1(Expand, &[self], out, false))
+        record1(Expand, &[self], out, false)
     }
 
     /// Broadcasts to `sizes`, where `-1` keeps a dim's size (`torch.Tensor.expand`).
@@ -392,7 +418,7 @@ impl Tensor {
         if start == 0 && length == size {
             return Ok(self.clone());
         }
-        Ok(self.strided_view(OP, |l| l.slice(d, start, length, 1)))
+        self.strided_view(OP, |l| l.slice(d, start, length, 1))
     }
 
     /// Python's `x[..., start:end:step, ...]` on `dim` (clamped like Python slices;
@@ -416,7 +442,7 @@ impl Tensor {
         let clamp = |i: isize| if i < 0 { (i + n).max(0) } else { i.min(n) };
         let (s, e) = (clamp(start), clamp(end));
         let len = if e > s { ((e - s) as usize).div_ceil(step) } else { 0 };
-        Ok(self.strided_view(OP, |l| l.slice(d, s as usize, len, step)))
+        self.strided_view(OP, |l| l.slice(d, s as usize, len, step))
     }
 
     /// Index `index` of `dim`, removing the dim (`torch.select`), as a view.
@@ -437,7 +463,7 @@ impl Tensor {
             return Err(Error::IndexOutOfRange { op: OP, index: index as i64, size: n as usize });
         }
         let i = if index < 0 { index + n } else { index } as usize;
-        Ok(self.strided_view(OP, |l| l.select(d, i)))
+        self.strided_view(OP, |l| l.select(d, i))
     }
 
     /// Inserts a dim of size 1 (`torch.unsqueeze`; `dim` in `[-rank-1, rank]`).
@@ -514,7 +540,7 @@ impl Tensor {
                 reason: "diagonal dimensions cannot be identical",
             });
         }
-        Ok(self.strided_view(OP, |l| l.diagonal(offset, a, b)))
+        self.strided_view(OP, |l| l.diagonal(offset, a, b))
     }
 
     /// A row-major contiguous tensor with the same elements: `self` when already
@@ -524,7 +550,7 @@ impl Tensor {
             return Ok(self.clone());
         }
         let out = Tensor::from_storage(self.contiguous_storage()?, self.shape().clone());
-        Ok(record1(Contiguous, &[self], out, false))
+        record1(Contiguous, &[self], out, false)
     }
 
     /// Sums `self` down to `shape` (the adjoint of broadcasting `shape` to `self`'s shape):

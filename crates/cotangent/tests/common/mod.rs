@@ -110,6 +110,65 @@ pub fn check2(name: &str, inputs: &[Tensor], f: impl Fn(&[Tensor]) -> Result<Vec
     assert!(r.passed, "{name} (2nd order): {r}");
 }
 
+/// Forward mode of `f` at `inputs` (f64) against finite differences only: for outputs
+/// whose reverse mode refuses general cotangents (complex eigenvectors, whose phases a
+/// loss must not see), checked through their tangents, which follow the forward's gauge.
+pub fn check_fwd_only(
+    name: &str,
+    inputs: &[Tensor],
+    f: impl Fn(&[Tensor]) -> Result<Vec<Tensor>> + Copy,
+) {
+    let o = GradcheckOptions { check_reverse: false, ..GradcheckOptions::default() };
+    let r = cotangent::autograd::gradcheck_forward(f, inputs, &o).unwrap();
+    assert!(r.passed, "{name} (forward): {r}");
+}
+
+/// Forward mode of `f` at `inputs` (f64): its JVPs against finite differences and
+/// against its VJPs (`gradcheck_forward`), and forward-over-reverse: the same check of
+/// the function `(x, u) ↦ Σ_k J_kᵀ u_k` (the VJP, recorded), whose JVPs are the rules
+/// a Hessian-vector product runs.
+pub fn check_fwd(
+    name: &str,
+    inputs: &[Tensor],
+    f: impl Fn(&[Tensor]) -> Result<Vec<Tensor>> + Copy,
+) {
+    use cotangent::autograd::{grad, gradcheck_forward, GradOptions};
+    let o = GradcheckOptions::default();
+    let r = gradcheck_forward(f, inputs, &o).unwrap();
+    assert!(r.passed, "{name} (forward): {r}");
+    // the VJP as a function of the inputs and fixed cotangents
+    let ys = f(inputs).unwrap();
+    let us: Vec<Tensor> = ys
+        .iter()
+        .enumerate()
+        .map(|(k, y)| {
+            let u = randn(y.dims(), 900 + k as u64);
+            if y.dtype().is_complex() {
+                let v = randn(y.dims(), 950 + k as u64);
+                Tensor::complex(&u, &v).unwrap()
+            } else {
+                u.to_dtype(y.dtype()).unwrap()
+            }
+        })
+        .collect();
+    let vjp = |xs: &[Tensor]| -> Result<Vec<Tensor>> {
+        let ys = f(xs)?;
+        let (mut outs, mut cots) = (vec![], vec![]);
+        for (y, u) in ys.iter().zip(&us) {
+            if y.requires_grad() && y.dtype().is_differentiable() {
+                outs.push(y);
+                cots.push(Some(u));
+            }
+        }
+        let targets: Vec<&Tensor> = xs.iter().filter(|x| x.requires_grad()).collect();
+        let opts = GradOptions { create_graph: true, allow_unused: true };
+        let gs = grad(&outs, &cots, &targets, opts)?;
+        gs.into_iter().zip(&targets).map(|(g, x)| g.map_or_else(|| x.zeros_like(), Ok)).collect()
+    };
+    let r = gradcheck_forward(vjp, inputs, &o).unwrap();
+    assert!(r.passed, "{name} (forward over reverse): {r}");
+}
+
 /// The gradient of `outs` (with cotangents `cots`) at `a`, with and without recording the
 /// backward pass: `(fused, recorded)` (the fused first-order kernels run where the pass
 /// is not recorded; the tensor-op VJP where it is).

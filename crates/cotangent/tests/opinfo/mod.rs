@@ -4,6 +4,8 @@
 //!
 //! - [`check_reference`]: the f64 forward against a plain-Rust reference ([`Nd`]);
 //! - [`check_gradients`]: `gradcheck` and `gradgradcheck` (finite differences) in f64;
+//! - [`check_forward`]: forward mode (JVPs) against finite differences and against
+//!   reverse mode, in f64;
 //! - [`check_f32`]: the f32 forward against the f64 forward, within [`tol`]`(F32)`;
 //! - [`check_layouts`]: transposed, sliced (strided, offset) and expanded (stride 0)
 //!   inputs give the same outputs and gradients as contiguous inputs with the same values;
@@ -16,7 +18,9 @@
 
 use std::rc::Rc;
 
-use cotangent::autograd::{self, gradcheck, gradgradcheck, GradOptions, GradcheckOptions};
+use cotangent::autograd::{
+    self, gradcheck, gradcheck_forward, gradgradcheck, GradOptions, GradcheckOptions,
+};
 use cotangent::{DType, Generator, Result, Tensor};
 
 // ---------------------------------------------------------------------------------------
@@ -529,6 +533,33 @@ pub fn check_gradients(op: &OpInfo, order: u8) -> Vec<String> {
             Ok(rep) if rep.passed => {}
             Ok(rep) => out.push(fail(op, &s, what, rep)),
             Err(e) => out.push(fail(op, &s, what, format!("error: {e}"))),
+        }
+    }
+    out
+}
+
+/// Forward mode: each sample's JVPs against central finite differences and against its
+/// VJPs (`gradcheck_forward`), in f64, for every row whose samples are differentiated.
+pub fn check_forward(op: &OpInfo) -> Vec<String> {
+    let mut out = Vec::new();
+    if op.checks.grad_order < 1 {
+        return out;
+    }
+    for s in op.samples() {
+        if s.grad_order < 1 || !s.inputs.iter().any(|t| t.dtype() == DType::F64) {
+            continue;
+        }
+        let inputs = match with_grad(&s.inputs) {
+            Ok(v) => v,
+            Err(e) => {
+                out.push(fail(op, &s, "requires_grad", e));
+                continue;
+            }
+        };
+        match gradcheck_forward(|xs: &[Tensor]| s.call(xs), &inputs, &op.gradcheck) {
+            Ok(rep) if rep.passed => {}
+            Ok(rep) => out.push(fail(op, &s, "gradcheck_forward", rep)),
+            Err(e) => out.push(fail(op, &s, "gradcheck_forward", format!("error: {e}"))),
         }
     }
     out

@@ -1,0 +1,186 @@
+//! Forward mode of the linear algebra (issue 48): each op's JVP against finite
+//! differences and against its VJP, and forward-over-reverse (the JVPs of its VJP), in
+//! f64, real and complex (`common::check_fwd`); gauge-dependent outputs (eigenvectors)
+//! are checked directly, as their tangents follow the forward's gauge.
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, missing_docs)]
+
+mod common;
+
+use common::{check_fwd, check_fwd_only, crandn, rg};
+use cotangent::autograd::forward::{dual_level, make_dual, unpack_dual};
+use cotangent::linalg::{self, Diag, Side, Uplo};
+use cotangent::{DType, Result, Tensor};
+
+fn r(shape: &[usize], seed: u64) -> Tensor {
+    rg(common::randn(shape, seed))
+}
+
+fn c(shape: &[usize], seed: u64) -> Tensor {
+    rg(crandn(shape, seed))
+}
+
+/// `X Xᴴ + I`: Hermitian positive definite.
+fn hpd(x: &Tensor) -> Result<Tensor> {
+    let n = x.dims()[x.rank() - 1];
+    let eye = Tensor::eye(n, DType::F64)?.to_dtype(x.dtype())?;
+    x.matmul(&x.mH()?)?.add(&eye)
+}
+
+#[test]
+fn cholesky_and_its_solvers() {
+    for uplo in [Uplo::Lower, Uplo::Upper] {
+        check_fwd("cholesky", &[r(&[2, 3, 3], 1)], |x| {
+            Ok(vec![linalg::cholesky(&hpd(&x[0])?, uplo)?])
+        });
+        check_fwd("cholesky c", &[c(&[3, 3], 2)], |x| {
+            Ok(vec![linalg::cholesky(&hpd(&x[0])?, uplo)?])
+        });
+        check_fwd("cholesky_solve", &[r(&[2, 3, 2], 3), r(&[2, 3, 3], 4)], |x| {
+            let l = linalg::cholesky(&hpd(&x[1])?, uplo)?;
+            Ok(vec![linalg::cholesky_solve(&x[0], &l, uplo)?])
+        });
+        // a triangular factor as a function of a full matrix (only its triangle is read;
+        // the rules take the factor's tangent as a full matrix, as PyTorch's)
+        let tri = move |x: &Tensor| -> Result<Tensor> {
+            let t = if uplo == Uplo::Lower { x.tril(0)? } else { x.triu(0)? };
+            let eye = Tensor::eye(3, DType::F64)?.mul_scalar(3.0)?.to_dtype(x.dtype())?;
+            t.add(&eye)
+        };
+        check_fwd("cholesky_solve, factor", &[r(&[3, 2], 5), r(&[3, 3], 6)], |x| {
+            let l = tri(&x[1])?;
+            Ok(vec![linalg::cholesky_solve(&x[0], &l, uplo)?])
+        });
+        check_fwd("cholesky_inverse", &[r(&[3, 3], 7)], |x| {
+            Ok(vec![linalg::cholesky_inverse(&tri(&x[0])?, uplo)?])
+        });
+        check_fwd("cholesky_inverse c", &[c(&[3, 3], 8)], |x| {
+            Ok(vec![linalg::cholesky_inverse(&tri(&x[0])?, uplo)?])
+        });
+    }
+}
+
+#[test]
+fn solves_and_inverses() {
+    let well = |x: &Tensor| -> Result<Tensor> {
+        let n = x.dims()[x.rank() - 1];
+        x.add(&Tensor::eye(n, DType::F64)?.mul_scalar(3.0)?.to_dtype(x.dtype())?)
+    };
+    for side in [Side::Left, Side::Right] {
+        check_fwd("solve", &[r(&[2, 3, 3], 11), r(&[2, 3, 3], 12)], |x| {
+            Ok(vec![linalg::solve(&well(&x[0])?, &x[1], side)?])
+        });
+        check_fwd("solve c", &[c(&[3, 3], 13), c(&[3, 3], 14)], |x| {
+            Ok(vec![linalg::solve(&well(&x[0])?, &x[1], side)?])
+        });
+    }
+    check_fwd("solve vector, broadcast", &[r(&[2, 3, 3], 15), r(&[3], 16)], |x| {
+        Ok(vec![linalg::solve(&well(&x[0])?, &x[1], Side::Left)?])
+    });
+    check_fwd("inv", &[r(&[2, 3, 3], 17)], |x| Ok(vec![linalg::inv(&well(&x[0])?)?]));
+    check_fwd("inv c", &[c(&[3, 3], 18)], |x| Ok(vec![linalg::inv(&well(&x[0])?)?]));
+    for (uplo, side, diag) in [
+        (Uplo::Lower, Side::Left, Diag::NonUnit),
+        (Uplo::Upper, Side::Left, Diag::Unit),
+        (Uplo::Upper, Side::Right, Diag::NonUnit),
+        (Uplo::Lower, Side::Right, Diag::Unit),
+    ] {
+        check_fwd("solve_triangular", &[r(&[2, 3, 3], 19), r(&[2, 3, 3], 20)], |x| {
+            Ok(vec![linalg::solve_triangular(&well(&x[0])?, &x[1], uplo, side, diag)?])
+        });
+    }
+    check_fwd("solve_triangular c", &[c(&[3, 3], 21), c(&[3, 2], 22)], |x| {
+        Ok(vec![linalg::solve_triangular(
+            &well(&x[0])?,
+            &x[1],
+            Uplo::Upper,
+            Side::Left,
+            Diag::NonUnit,
+        )?])
+    });
+}
+
+#[test]
+fn determinants() {
+    check_fwd("det", &[r(&[2, 3, 3], 31)], |x| Ok(vec![linalg::det(&x[0])?]));
+    check_fwd("det c", &[c(&[3, 3], 32)], |x| Ok(vec![linalg::det(&x[0])?]));
+    check_fwd("slogdet", &[r(&[2, 3, 3], 33)], |x| {
+        let s = linalg::slogdet(&x[0])?;
+        Ok(vec![s.sign, s.logabsdet])
+    });
+    check_fwd("slogdet c", &[c(&[3, 3], 34)], |x| {
+        let s = linalg::slogdet(&x[0])?;
+        Ok(vec![s.sign, s.logabsdet])
+    });
+    // the tangent of det at a singular matrix is finite: Σ C_ij dA_ij with C the
+    // cofactors (here rank 2 of 3: C = adj(A)ᵀ ≠ 0)
+    let a = Tensor::from_vec(vec![1.0f64, 2.0, 3.0, 2.0, 4.0, 6.0, 1.0, 0.0, 1.0], (3, 3)).unwrap();
+    let da = common::randn(&[3, 3], 35);
+    let _level = dual_level();
+    let d = linalg::det(&make_dual(&a, &da).unwrap()).unwrap();
+    let got = unpack_dual(&d).unwrap().1.unwrap().item::<f64>().unwrap();
+    // the cofactors of a by hand
+    let m = a.to_vec::<f64>().unwrap();
+    let at = |i: usize, j: usize| m[i * 3 + j];
+    let mut want = 0.0;
+    let dv = da.to_vec::<f64>().unwrap();
+    for i in 0..3 {
+        for j in 0..3 {
+            let (r0, r1) = ((i + 1) % 3, (i + 2) % 3);
+            let (c0, c1) = ((j + 1) % 3, (j + 2) % 3);
+            let cof = at(r0, c0) * at(r1, c1) - at(r0, c1) * at(r1, c0);
+            want += cof * dv[i * 3 + j];
+        }
+    }
+    assert!((got - want).abs() < 1e-12 * (1.0 + want.abs()), "{got} {want}");
+}
+
+#[test]
+fn eigendecompositions_in_their_gauge() {
+    let sym = |x: &Tensor| -> Result<Tensor> { x.add(&x.mH()?) };
+    check_fwd("eigh", &[r(&[2, 4, 4], 41)], |x| {
+        let e = linalg::eigh(&sym(&x[0])?, Uplo::Lower)?;
+        Ok(vec![e.eigenvalues, e.eigenvectors])
+    });
+    // complex eigenvectors directly (forward mode follows the gauge), and a
+    // phase-invariant function of them through forward-over-reverse
+    check_fwd_only("eigh c", &[c(&[4, 4], 42)], |x| {
+        let e = linalg::eigh(&sym(&x[0])?, Uplo::Lower)?;
+        Ok(vec![e.eigenvalues, e.eigenvectors])
+    });
+    check_fwd("eigh c |V|²", &[c(&[4, 4], 42)], |x| {
+        let e = linalg::eigh(&sym(&x[0])?, Uplo::Lower)?;
+        Ok(vec![e.eigenvalues, e.eigenvectors.abs()?.square()?])
+    });
+    check_fwd("eigvalsh", &[r(&[3, 3], 43)], |x| {
+        Ok(vec![linalg::eigvalsh(&sym(&x[0])?, Uplo::Upper)?])
+    });
+    for (name, x) in [("eig", r(&[2, 4, 4], 44)), ("eig c", c(&[4, 4], 45))] {
+        check_fwd_only(name, std::slice::from_ref(&x), |x| {
+            let e = linalg::eig(&x[0])?;
+            Ok(vec![e.eigenvalues, e.eigenvectors])
+        });
+        check_fwd(name, &[x], |x| {
+            let e = linalg::eig(&x[0])?;
+            Ok(vec![e.eigenvalues, e.eigenvectors.abs()?.square()?])
+        });
+    }
+    check_fwd("eigvals", &[r(&[3, 3], 46)], |x| Ok(vec![linalg::eigvals(&x[0])?]));
+    // at a repeated eigenvalue the eigenvalues' tangent is diag(Vᵀ dA V) for the forward's
+    // V (PyTorch's; the sorted eigenvalues are only directionally differentiable there, but
+    // every symmetric function of them is differentiable: Σ dw = tr dA); the eigenvectors'
+    // tangent is NaN exactly where the perturbation splits the repeated eigenvalue
+    let a = Tensor::eye(3, DType::F64).unwrap();
+    let da = sym(&common::randn(&[3, 3], 47)).unwrap();
+    let _level = dual_level();
+    let e = linalg::eigh(&make_dual(&a, &da).unwrap(), Uplo::Lower).unwrap();
+    let dw = unpack_dual(&e.eigenvalues).unwrap().1.unwrap();
+    let v = unpack_dual(&e.eigenvectors).unwrap().0;
+    let want =
+        v.mT().unwrap().matmul(&da).unwrap().matmul(&v).unwrap().diagonal(0, -2, -1).unwrap();
+    common::assert_close(&dw, &want, 1e-14);
+    let tr = da.diagonal(0, -2, -1).unwrap().sum().unwrap().item::<f64>().unwrap();
+    assert!((dw.sum().unwrap().item::<f64>().unwrap() - tr).abs() < 1e-13);
+    let dv = unpack_dual(&e.eigenvectors).unwrap().1.unwrap();
+    assert!(dv.to_vec::<f64>().unwrap().iter().any(|x| x.is_nan()));
+}
