@@ -184,3 +184,78 @@ fn eigendecompositions_in_their_gauge() {
     let dv = unpack_dual(&e.eigenvectors).unwrap().1.unwrap();
     assert!(dv.to_vec::<f64>().unwrap().iter().any(|x| x.is_nan()));
 }
+
+#[test]
+fn svd_in_its_gauge() {
+    for (shape, full) in
+        [(vec![2, 4, 3], false), (vec![3, 5], false), (vec![4, 4], true), (vec![4, 2], true)]
+    {
+        // (with full matrices and m ≠ n the completion's tangent is zero, as PyTorch's:
+        // it is not a function of A, so only the first k vectors are compared)
+        check_fwd_only("svd", &[r(&shape, 51)], |x| {
+            let f = linalg::svd(&x[0], full)?;
+            let k = f.s.dims()[f.s.rank() - 1];
+            Ok(vec![f.u.narrow(-1, 0, k)?, f.s, f.vh.narrow(-2, 0, k)?])
+        });
+        // the reconstruction (gauge-free) through forward-over-reverse too
+        check_fwd("svd U S Vh", &[r(&shape, 52)], |x| {
+            let f = linalg::svd(&x[0], false)?;
+            Ok(vec![f.u.mul(&f.s.unsqueeze(-2)?)?.matmul(&f.vh)?, f.s])
+        });
+    }
+    for shape in [vec![4, 3], vec![3, 4], vec![2, 3, 3]] {
+        check_fwd_only("svd c", &[c(&shape, 53)], |x| {
+            let f = linalg::svd(&x[0], false)?;
+            Ok(vec![f.u, f.s, f.vh])
+        });
+        check_fwd("svd c |U|², S, |Vh|²", &[c(&shape, 54)], |x| {
+            let f = linalg::svd(&x[0], false)?;
+            Ok(vec![f.u.abs()?.square()?, f.s, f.vh.abs()?.square()?])
+        });
+    }
+    check_fwd("svdvals", &[r(&[3, 4], 55)], |x| Ok(vec![linalg::svdvals(&x[0])?]));
+    // svdvals without requires_grad still carries the tangent (it used to take the
+    // values-only kernel, which records nothing)
+    let a = common::randn(&[3, 3], 56);
+    let da = common::randn(&[3, 3], 57);
+    let _level = dual_level();
+    let s = linalg::svdvals(&make_dual(&a, &da).unwrap()).unwrap();
+    let f = linalg::svd(&a, false).unwrap();
+    let want = f.u.mT().unwrap().matmul(&da).unwrap().matmul(&f.vh.mT().unwrap()).unwrap();
+    common::assert_close(
+        &unpack_dual(&s).unwrap().1.unwrap(),
+        &want.diagonal(0, -2, -1).unwrap(),
+        1e-13,
+    );
+}
+
+#[test]
+fn qr_and_lu() {
+    for shape in [vec![2, 4, 3], vec![3, 3], vec![3, 5]] {
+        check_fwd("qr", &[r(&shape, 61)], |x| {
+            let f = linalg::qr(&x[0], linalg::QrMode::Reduced)?;
+            Ok(vec![f.q, f.r])
+        });
+        check_fwd("qr c", &[c(&shape, 62)], |x| {
+            let f = linalg::qr(&x[0], linalg::QrMode::Reduced)?;
+            Ok(vec![f.q, f.r])
+        });
+        check_fwd("lu_factor", &[r(&shape, 63)], |x| Ok(vec![linalg::lu_factor(&x[0], true)?.lu]));
+        check_fwd("lu_factor c", &[c(&shape, 64)], |x| {
+            Ok(vec![linalg::lu_factor(&x[0], true)?.lu])
+        });
+    }
+    let well = |x: &Tensor| -> Result<Tensor> {
+        x.add(&Tensor::eye(3, DType::F64)?.mul_scalar(3.0)?.to_dtype(x.dtype())?)
+    };
+    for adjoint in [false, true] {
+        check_fwd("lu_solve", &[r(&[2, 3, 3], 65), r(&[2, 3, 2], 66)], |x| {
+            let f = linalg::lu_factor(&well(&x[0])?, true)?;
+            Ok(vec![linalg::lu_solve(&f.lu, &f.pivots, &x[1], Side::Left, adjoint)?])
+        });
+        check_fwd("lu_solve c", &[c(&[3, 3], 67), c(&[3, 2], 68)], |x| {
+            let f = linalg::lu_factor(&well(&x[0])?, true)?;
+            Ok(vec![linalg::lu_solve(&f.lu, &f.pivots, &x[1], Side::Left, adjoint)?])
+        });
+    }
+}

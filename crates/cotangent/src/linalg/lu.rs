@@ -13,6 +13,7 @@ use super::util::{
     from_kernel,
 };
 use super::{solve_triangular, Diag, Side, Uplo};
+use crate::autograd::forward::JvpCtx;
 use crate::autograd::node::{record, record1, Op, VjpCtx};
 use crate::dtype::DType;
 use crate::error::{Error, Result};
@@ -177,6 +178,43 @@ impl Op for LuFactorOp {
         let gu = g.narrow(-2, 0, k)?.triu(0)?;
         let ga = lu_backward(&gl, &gu, &l, &u)?;
         Ok(vec![Some(permute_rows(&ga, &pivots, false)?)])
+    }
+
+    // Pᵀ dA = dL U + L dU (PyTorch's linalg_lu_jvp). With k = min(m, n), the leading
+    // k x k blocks L₁, U₁ and X = L₁⁻¹ (Pᵀ dA)₁₁ U₁⁻¹: dL₁ = L₁ tril(X, −1), dU₁ =
+    // triu(X) U₁; wide: dU₂ = L₁⁻¹ ((Pᵀ dA)₁₂ − dL₁ U₂); tall: dL₂ = ((Pᵀ dA)₂₁ − L₂ dU₁)
+    // U₁⁻¹. The packed tangent is tril(dL, −1) + triu(dU).
+    fn jvp(&self, cx: &JvpCtx<'_>, t: &[Option<Tensor>]) -> Result<Vec<Option<Tensor>>> {
+        let Some(da) = &t[0] else { return Ok(vec![None, None, None]) };
+        let (lu, pivots) = (cx.output(0), cx.output(1));
+        let (l, u) = unpack_lu(lu)?;
+        let r = lu.rank();
+        let (m, n) = (lu.dims()[r - 2], lu.dims()[r - 1]);
+        let k = m.min(n);
+        let pda = permute_rows(da, pivots, true)?;
+        let (l1, u1) = (l.narrow(-2, 0, k)?, u.narrow(-1, 0, k)?);
+        let x = pda.narrow(-2, 0, k)?.narrow(-1, 0, k)?;
+        let x = solve_triangular(&l1, &x, Uplo::Lower, Side::Left, Diag::Unit)?;
+        let x = solve_triangular(&u1, &x, Uplo::Upper, Side::Right, Diag::NonUnit)?;
+        let dl1 = l1.matmul(&x.tril(-1)?)?;
+        let du1 = x.triu(0)?.matmul(&u1)?;
+        let top = dl1.tril(-1)?.add(&du1)?;
+        let dlu = match m.cmp(&n) {
+            std::cmp::Ordering::Equal => top,
+            std::cmp::Ordering::Less => {
+                let u2 = u.narrow(-1, k, n - k)?;
+                let rhs = pda.narrow(-1, k, n - k)?.sub(&dl1.matmul(&u2)?)?;
+                let du2 = solve_triangular(&l1, &rhs, Uplo::Lower, Side::Left, Diag::Unit)?;
+                Tensor::cat(&[&top, &du2], -1)?
+            }
+            std::cmp::Ordering::Greater => {
+                let l2 = l.narrow(-2, k, m - k)?;
+                let rhs = pda.narrow(-2, k, m - k)?.sub(&l2.matmul(&du1)?)?;
+                let dl2 = solve_triangular(&u1, &rhs, Uplo::Upper, Side::Right, Diag::NonUnit)?;
+                Tensor::cat(&[&top, &dl2], -2)?
+            }
+        };
+        Ok(vec![Some(dlu), None, None])
     }
 }
 
@@ -423,6 +461,27 @@ impl Op for LuSolveOp {
             None
         };
         Ok(vec![glu, cx.needs_input_grad(1).then_some(gb)])
+    }
+
+    // dX = A⁻¹ (dB − dA X) (adjoint: A⁻ᴴ (dB − dAᴴ X)), dA = P (dL U + L dU) with
+    // dL = tril(dLU, −1), dU = triu(dLU) (PyTorch's linalg_lu_solve_jvp); the solve with
+    // the same factors, through this op again
+    fn jvp(&self, cx: &JvpCtx<'_>, t: &[Option<Tensor>]) -> Result<Vec<Option<Tensor>>> {
+        let (lu, x) = (cx.input(0), cx.output(0));
+        let mut rhs = t[1].clone();
+        if let Some(dlu) = &t[0] {
+            let (l, u) = unpack_lu(lu)?;
+            let inner = dlu.tril(-1)?.matmul(&u)?.add(&l.matmul(&dlu.triu(0)?)?)?;
+            let da = permute_rows(&inner, &self.pivots, false)?;
+            let da = if self.adjoint { da.mH()? } else { da };
+            let p = da.matmul(x)?.neg()?;
+            rhs = Some(match rhs {
+                Some(db) => db.add(&p)?,
+                None => p,
+            });
+        }
+        let Some(rhs) = rhs else { return Ok(vec![None]) };
+        Ok(vec![Some(lu_solve(lu, &self.pivots, &rhs, Side::Left, self.adjoint)?)])
     }
 }
 

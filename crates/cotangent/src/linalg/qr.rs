@@ -3,6 +3,7 @@
 
 use super::util::{batch_of, check_float_or_complex, check_matrix, from_kernel};
 use super::{solve_triangular, Diag, Side, Uplo};
+use crate::autograd::forward::JvpCtx;
 use crate::autograd::node::{record, Op, VjpCtx};
 use crate::backend::QrSpec;
 use crate::dtype::DType;
@@ -157,6 +158,48 @@ impl Op for QrOp {
             Tensor::zeros(dims, gx.dtype())?
         };
         Ok(vec![Some(Tensor::cat(&[&gx, &gy], -1)?)])
+    }
+
+    // Tall or square: C = Qᴴ dA R⁻¹, dR = Φ(C) R, dQ = dA R⁻¹ − Q Φ(C) (Φ as in the VJP
+    // above: the part of C that is dR R⁻¹). Wide, A = [X | Y]: (dQ, dR₁) from dX by that
+    // rule, and dR₂ = dQᴴ Y + Qᴴ dY. The modes the VJP refuses are refused alike.
+    fn jvp(&self, cx: &JvpCtx<'_>, t: &[Option<Tensor>]) -> Result<Vec<Option<Tensor>>> {
+        let Some(da) = &t[0] else { return Ok(vec![None, None]) };
+        let (m, n) = (self.m, self.n);
+        if self.mode == QrMode::R || (self.mode == QrMode::Complete && m > n) {
+            return Err(match self.mode {
+                QrMode::R => Error::NotDifferentiable {
+                    op: OP,
+                    reason: "the derivative depends on Q, which mode R does not compute; use \
+                             QrMode::Reduced to differentiate",
+                },
+                _ => Error::NotDifferentiable {
+                    op: OP,
+                    reason: "QR is not differentiable in complete mode when rows > columns",
+                },
+            });
+        }
+        let (q, r) = (cx.output(0), cx.output(1));
+        let (dx, r1) = if m >= n {
+            (da.clone(), r.clone())
+        } else {
+            (da.narrow(-1, 0, m)?, r.narrow(-1, 0, m)?)
+        };
+        let dar = solve_triangular(&r1, &dx, Uplo::Upper, Side::Right, Diag::NonUnit)?;
+        let c = q.mH()?.matmul(&dar)?;
+        let mut phi = c.triu(1)?.add(&c.tril(-1)?.mH()?)?;
+        let d = c.diagonal(0, -2, -1)?;
+        let d = if d.dtype().is_complex() { d.real()?.to_dtype(d.dtype())? } else { d };
+        phi = phi.add(&d.diag_embed(0, -2, -1)?)?;
+        let dq = dar.sub(&q.matmul(&phi)?)?;
+        let dr1 = phi.matmul(&r1)?;
+        if m >= n {
+            return Ok(vec![Some(dq), Some(dr1)]);
+        }
+        let y = cx.input(0).narrow(-1, m, n - m)?;
+        let dy = da.narrow(-1, m, n - m)?;
+        let dr2 = dq.mH()?.matmul(&y)?.add(&q.mH()?.matmul(&dy)?)?;
+        Ok(vec![Some(dq), Some(Tensor::cat(&[&dr1, &dr2], -1)?)])
     }
 }
 

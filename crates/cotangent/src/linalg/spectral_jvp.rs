@@ -61,8 +61,16 @@ pub(crate) fn gap_quotient(num: &Tensor, gap: &Tensor, tol: &[f64], eps: f64) ->
 /// positive): `θ_j = −Im(dv_pj) / V_pj` at that component `p`. Real `v` is returned as
 /// it is (its sign gauge is discrete).
 pub(crate) fn keep_phase_gauge(v: &Tensor, dv: &Tensor) -> Result<Tensor> {
+    match gauge_rotation(v, dv)? {
+        Some(itheta) => dv.add(&v.mul(&itheta)?),
+        None => Ok(dv.clone()),
+    }
+}
+
+/// The `iθ` of [`keep_phase_gauge`], as a complex `(*, 1, k)` tensor; `None` for real `v`.
+pub(crate) fn gauge_rotation(v: &Tensor, dv: &Tensor) -> Result<Option<Tensor>> {
     if !v.dtype().is_complex() {
-        return Ok(dv.clone());
+        return Ok(None);
     }
     let (m, k) = (v.dims()[v.rank() - 2], v.dims()[v.rank() - 1]);
     let moduli = v.detach().abs()?.to_vec_f64();
@@ -84,6 +92,5 @@ pub(crate) fn keep_phase_gauge(v: &Tensor, dv: &Tensor) -> Result<Tensor> {
     let p = Tensor::from_vec(pivots, dims)?;
     let vp = v.gather(-2, &p)?.real()?;
     let theta = dv.gather(-2, &p)?.imag()?.div(&vp)?.neg()?;
-    let itheta = Tensor::complex(&theta.zeros_like()?, &theta)?;
-    dv.add(&v.mul(&itheta)?)
+    Ok(Some(Tensor::complex(&theta.zeros_like()?, &theta)?))
 }

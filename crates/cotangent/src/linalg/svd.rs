@@ -1,9 +1,10 @@
 //! `linalg.svd` (a primitive with a hand-written VJP) and `linalg.svdvals` (its singular
 //! values; the VJP `U diag(gS) Vᵀ` needs no gap).
 
+use super::spectral_jvp::{gap_quotient, gauge_rotation};
 use super::util::{check_float_or_complex, check_matrix, from_kernel};
-use crate::autograd::mode::is_grad_enabled;
-use crate::autograd::node::{record, Op, VjpCtx};
+use crate::autograd::forward::JvpCtx;
+use crate::autograd::node::{record, should_record, Op, VjpCtx};
 use crate::backend::SvdGradFail;
 use crate::dtype::DType;
 use crate::error::{Error, Result};
@@ -362,6 +363,79 @@ impl Op for SvdOp {
         };
         Ok(vec![Some(ga)])
     }
+
+    // With P = Uᴴ dA V (k x k, reduced factors, k = min(m, n)):
+    //   dS = Re diag(P),
+    //   Uᴴ dU = Ω_U = (P S + S Pᴴ) / E,  Vᴴ dV = Ω_V = (S P + Pᴴ S) / E off the diagonal
+    //   (E_ij = s_j² − s_i²),
+    //   dU += (I − U Uᴴ) dA V S⁻¹ (m > k),  dV += (I − V Vᴴ) dAᴴ U S⁻¹ (n > k),
+    // PyTorch's linalg_svd_jvp. Complex: diag(Ω_U) = iθ keeps the forward's gauge (U's
+    // component of largest modulus real), and diag(Ω_V) = iθ − i Im(diag P) / S (the
+    // pair's relative phase is fixed by A; PyTorch splits it evenly instead). Full
+    // matrices: the completion's tangent is zero, as PyTorch's. At a repeated singular
+    // value see `gap_quotient`.
+    fn jvp(&self, cx: &JvpCtx<'_>, t: &[Option<Tensor>]) -> Result<Vec<Option<Tensor>>> {
+        let Some(da) = &t[0] else { return Ok(vec![None, None, None]) };
+        let (m, n) = (self.m, self.n);
+        let k = m.min(n);
+        let (mut u, s, mut vh) = (cx.output(0).clone(), cx.output(1).clone(), cx.output(2).clone());
+        if self.full {
+            u = u.narrow(-1, 0, k)?;
+            vh = vh.narrow(-2, 0, k)?;
+        }
+        if k == 0 {
+            let z = |x: &Tensor| x.zeros_like();
+            return Ok(vec![Some(z(cx.output(0))?), Some(z(&s)?), Some(z(cx.output(2))?)]);
+        }
+        let v = vh.mH()?;
+        let dt = u.dtype();
+        let sc = s.to_dtype(dt)?;
+        let p = u.mH()?.matmul(&da.matmul(&v)?)?;
+        let pd = p.diagonal(0, -2, -1)?;
+        let ds = if pd.dtype().is_complex() { pd.real()? } else { pd.clone() };
+        let (row, col) = (sc.unsqueeze(-2)?, sc.unsqueeze(-1)?); // s_j, s_i
+        let ph = p.mH()?;
+        let s2 = s.mul(&s)?;
+        let e = s2.unsqueeze(-2)?.sub(&s2.unsqueeze(-1)?)?;
+        let eps = eps_of(s.dtype());
+        let tol: Vec<f64> = s
+            .detach()
+            .to_vec_f64()
+            .chunks_exact(k)
+            .map(|sb| 16.0 * k as f64 * eps * sb[0] * sb[0])
+            .collect();
+        let omega_u = gap_quotient(&p.mul(&row)?.add(&col.mul(&ph)?)?, &e, &tol, eps)?;
+        let omega_v = gap_quotient(&col.mul(&p)?.add(&ph.mul(&row)?)?, &e, &tol, eps)?;
+        let mut du = u.matmul(&omega_u)?;
+        let mut dv = v.matmul(&omega_v)?;
+        if m > k {
+            let x = da.matmul(&v.div(&row)?)?;
+            du = du.add(&x.sub(&u.matmul(&u.mH()?.matmul(&x)?)?)?)?;
+        }
+        if n > k {
+            let x = da.mH()?.matmul(&u.div(&row)?)?;
+            dv = dv.add(&x.sub(&v.matmul(&v.mH()?.matmul(&x)?)?)?)?;
+        }
+        if let Some(itheta) = gauge_rotation(&u, &du)? {
+            // V's diagonal: iθ − i Im(P_jj) / s_j
+            let rel = pd.imag()?.div(&s)?.unsqueeze(-2)?;
+            let irel = Tensor::complex(&rel.zeros_like()?, &rel)?;
+            du = du.add(&u.mul(&itheta)?)?;
+            dv = dv.add(&v.mul(&itheta.sub(&irel)?)?)?;
+        }
+        let mut dvh = dv.mH()?;
+        if self.full {
+            let pad = |x: &Tensor, dim: isize, len: usize| -> Result<Tensor> {
+                let mut dims = x.dims().to_vec();
+                let d = (dims.len() as isize + dim) as usize;
+                dims[d] = len;
+                Tensor::cat(&[x, &Tensor::zeros(dims, x.dtype())?], dim)
+            };
+            du = pad(&du, -1, m - k)?;
+            dvh = pad(&dvh, -2, n - k)?;
+        }
+        Ok(vec![Some(du), Some(ds), Some(dvh)])
+    }
 }
 
 /// `U diag(gS) Vh` for reduced factors.
@@ -507,7 +581,7 @@ pub fn svdvals(a: &Tensor) -> Result<Tensor> {
     }
     check_matrix(OP_VALS, a)?;
     check_float_or_complex(OP_VALS, a)?;
-    if a.requires_grad() && is_grad_enabled() {
+    if should_record(&[a]) {
         return Ok(svd(a, false)?.s);
     }
     if a.dtype().is_half() {
