@@ -259,3 +259,91 @@ fn qr_and_lu() {
         });
     }
 }
+
+#[test]
+fn least_squares_pinv_and_ldl() {
+    for (a, b) in [([5, 3], [5, 2]), ([3, 5], [3, 2])] {
+        for driver in [linalg::LstsqDriver::Gelsd, linalg::LstsqDriver::Gels] {
+            check_fwd("lstsq", &[r(&a, 71), r(&b, 72)], |x| {
+                let l = linalg::lstsq(&x[0], &x[1], None, Some(driver))?;
+                let mut out = vec![l.solution];
+                if l.residuals.numel() > 0 {
+                    out.push(l.residuals);
+                }
+                Ok(out)
+            });
+        }
+    }
+    check_fwd("lstsq c", &[c(&[5, 3], 73), c(&[5, 2], 74)], |x| {
+        let l = linalg::lstsq(&x[0], &x[1], None, None)?;
+        Ok(vec![l.solution, l.residuals])
+    });
+    for shape in [vec![4, 3], vec![3, 4], vec![2, 3, 3]] {
+        check_fwd("pinv", &[r(&shape, 75)], |x| Ok(vec![linalg::pinv(&x[0], None, None, false)?]));
+        check_fwd("pinv c", &[c(&shape, 76)], |x| {
+            Ok(vec![linalg::pinv(&x[0], None, None, false)?])
+        });
+    }
+    // rank-deficient (constant rank 2 along the perturbation: A = X Y)
+    check_fwd("pinv rank 2", &[r(&[4, 2], 77), r(&[2, 5], 78)], |x| {
+        Ok(vec![linalg::pinv(&x[0].matmul(&x[1])?, None, None, false)?])
+    });
+    // hermitian: of a symmetric matrix (the rules' convention, as PyTorch's: the tangent
+    // of a symmetric input is symmetric)
+    check_fwd("pinv hermitian", &[r(&[3, 3], 79)], |x| {
+        Ok(vec![linalg::pinv(&x[0].add(&x[0].mT()?)?, None, None, true)?])
+    });
+    // ldl_solve: differentiable in B only (as PyTorch)
+    let a = r(&[3, 3], 80).detach();
+    let a = a.add(&a.mT().unwrap()).unwrap();
+    let f = linalg::ldl_factor(&a, false).unwrap();
+    let (ld, piv) = (f.ld.clone(), f.pivots.clone());
+    let (ld, piv) = (&ld, &piv);
+    check_fwd("ldl_solve", &[r(&[3, 2], 81)], |x| {
+        Ok(vec![linalg::ldl_solve(ld, piv, &x[0], false)?])
+    });
+    let _level = dual_level();
+    let d = make_dual(&a, &a).unwrap();
+    match linalg::ldl_factor(&d, false) {
+        Err(cotangent::Error::NotDifferentiable { op: "linalg.ldl_factor", .. }) => {}
+        other => panic!("expected NotDifferentiable, got {other:?}"),
+    }
+}
+
+#[test]
+fn matrix_functions_and_norms() {
+    check_fwd("matrix_exp", &[r(&[2, 3, 3], 91)], |x| Ok(vec![linalg::matrix_exp(&x[0])?]));
+    check_fwd("matrix_exp c", &[c(&[3, 3], 92)], |x| Ok(vec![linalg::matrix_exp(&x[0])?]));
+    for p in [1.0, 2.0, 3.0, 0.5, f64::INFINITY] {
+        check_fwd("vector_norm", &[r(&[3, 4], 93)], |x| {
+            Ok(vec![linalg::vector_norm(&x[0], p, Some(&[-1]), false)?])
+        });
+    }
+    check_fwd("vector_norm c", &[c(&[3, 4], 94)], |x| {
+        Ok(vec![linalg::vector_norm(&x[0], 2.0, None, false)?])
+    });
+    for ord in [
+        linalg::NormOrd::Fro,
+        linalg::NormOrd::Nuc,
+        linalg::NormOrd::P(2.0),
+        linalg::NormOrd::P(1.0),
+    ] {
+        check_fwd("matrix_norm", &[r(&[2, 3, 4], 95)], |x| {
+            Ok(vec![linalg::matrix_norm(&x[0], ord, [-2, -1], false)?])
+        });
+    }
+    check_fwd("cond", &[r(&[3, 3], 96)], |x| Ok(vec![linalg::cond(&x[0], None)?]));
+    check_fwd("logdet of an spd", &[r(&[3, 3], 97)], |x| {
+        let a = x[0].matmul(&x[0].mT()?)?.add(&Tensor::eye(3, DType::F64)?)?;
+        Ok(vec![linalg::logdet(&a)?])
+    });
+    check_fwd("matrix_power -2", &[r(&[3, 3], 98)], |x| {
+        Ok(vec![x[0].add(&Tensor::eye(3, DType::F64)?.mul_scalar(3.0)?)?.matrix_power(-2)?])
+    });
+    check_fwd("multi_dot", &[r(&[2, 3], 99), r(&[3, 4], 100), r(&[4, 2], 101)], |x| {
+        Ok(vec![Tensor::multi_dot(&[&x[0], &x[1], &x[2]])?])
+    });
+    check_fwd("householder_product", &[r(&[4, 3], 102), r(&[3], 103)], |x| {
+        Ok(vec![linalg::householder_product(&x[0], &x[1])?])
+    });
+}

@@ -6,6 +6,7 @@
 use super::util::{
     broadcast_batch, check_float_or_complex, check_matrix, check_square, from_kernel,
 };
+use crate::autograd::forward::JvpCtx;
 use crate::autograd::node::{record, record1, Op, VjpCtx};
 use crate::dtype::DType;
 use crate::error::{Error, Result};
@@ -54,11 +55,21 @@ impl Op for LdlFactorOp {
     // pivot choices; PyTorch defines no derivative for them, and neither do we: a named
     // error, never a silent zero.
     fn vjp(&self, _: &VjpCtx<'_>, _: &[Option<Tensor>]) -> Result<Vec<Option<Tensor>>> {
-        Err(Error::NotDifferentiable {
-            op: OP_FACTOR,
-            reason: "the compact LDL factors have no derivative (as PyTorch); differentiate \
-                     linalg.solve or cholesky instead",
-        })
+        Err(no_factor_derivative())
+    }
+
+    // neither mode: the same error
+    fn jvp(&self, _: &JvpCtx<'_>, _: &[Option<Tensor>]) -> Result<Vec<Option<Tensor>>> {
+        Err(no_factor_derivative())
+    }
+}
+
+/// The compact factors' missing derivative, in both modes.
+fn no_factor_derivative() -> Error {
+    Error::NotDifferentiable {
+        op: OP_FACTOR,
+        reason: "the compact LDL factors have no derivative (as PyTorch); differentiate \
+                 linalg.solve or cholesky instead",
     }
 }
 
@@ -190,6 +201,19 @@ impl Op for LdlSolveOp {
             ldl_solve(ld, &self.pivots, g, self.hermitian)?
         };
         Ok(vec![None, Some(gb)])
+    }
+
+    // linear in B: dX = A⁻¹ dB, a solve with the same factors; none w.r.t. LD (as the VJP)
+    fn jvp(&self, cx: &JvpCtx<'_>, t: &[Option<Tensor>]) -> Result<Vec<Option<Tensor>>> {
+        if t[0].is_some() {
+            return Err(Error::NotDifferentiable {
+                op: OP_SOLVE,
+                reason: "no derivative w.r.t. the compact factors LD (as PyTorch; B's is \
+                         defined): differentiate linalg.solve instead",
+            });
+        }
+        let Some(db) = &t[1] else { return Ok(vec![None]) };
+        Ok(vec![Some(ldl_solve(cx.input(0), &self.pivots, db, self.hermitian)?)])
     }
 }
 

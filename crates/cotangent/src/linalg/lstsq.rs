@@ -1,9 +1,10 @@
 //! `linalg.lstsq` (an explicit composite: forward by QR or the SVD, per driver; the
 //! solution's VJP is PyTorch's, through the pseudo-inverse).
 
-use super::pinv::{pinv, pinv_backward, pinv_detached};
+use super::pinv::{pinv, pinv_backward, pinv_detached, pinv_jvp};
 use super::util::{broadcast_batch, check_float_or_complex, check_same_dtype};
 use super::{qr, solve_triangular, Diag, QrMode, Side, Uplo};
+use crate::autograd::forward::JvpCtx;
 use crate::autograd::mode::no_grad;
 use crate::autograd::node::{record1, Op, VjpCtx};
 use crate::dtype::DType;
@@ -81,6 +82,21 @@ impl Op for LstsqOp {
         let gb = if cx.needs_input_grad(1) { Some(p.mH()?.matmul(g)?) } else { None };
         Ok(vec![ga, gb])
     }
+
+    // X = pinv(A) B as the VJP differentiates it: dX = dP B + P dB with dP pinv's tangent
+    fn jvp(&self, cx: &JvpCtx<'_>, t: &[Option<Tensor>]) -> Result<Vec<Option<Tensor>>> {
+        let (a, b) = (cx.input(0), cx.input(1));
+        let p = pinv(a, None, None, false)?;
+        let mut dx = t[1].as_ref().map(|db| p.matmul(db)).transpose()?;
+        if let Some(da) = &t[0] {
+            let term = pinv_jvp(a, &p, da, false)?.matmul(b)?;
+            dx = Some(match dx {
+                Some(x) => x.add(&term)?,
+                None => term,
+            });
+        }
+        Ok(vec![dx])
+    }
 }
 
 /// The residuals `ρ_j = ‖A x_j − b_j‖²` of a least-squares solution `X` (full column rank,
@@ -107,6 +123,34 @@ impl Op for ResidualsOp {
         let ga = cx.needs_input_grad(0).then(|| rg.matmul(&x.mH()?)).transpose()?;
         let gb = cx.needs_input_grad(1).then(|| rg.neg()).transpose()?;
         Ok(vec![ga, gb, None])
+    }
+
+    // dρ_j = 2 Re(r_jᴴ dr_j), dR = dA X + A dX − dB (the A dX term vanishes at the
+    // least-squares solution, as the VJP uses; kept here, as the tangent of X is at hand)
+    fn jvp(&self, cx: &JvpCtx<'_>, t: &[Option<Tensor>]) -> Result<Vec<Option<Tensor>>> {
+        let (a, x) = (cx.input(0), cx.input(2));
+        let r = a.matmul(x)?.sub(cx.input(1))?;
+        let mut dr: Option<Tensor> = None;
+        let mut add = |d: Tensor| -> Result<()> {
+            dr = Some(match dr.take() {
+                Some(s) => s.add(&d)?,
+                None => d,
+            });
+            Ok(())
+        };
+        if let Some(da) = &t[0] {
+            add(da.matmul(x)?)?;
+        }
+        if let Some(db) = &t[1] {
+            add(db.neg()?)?;
+        }
+        if let Some(dx) = &t[2] {
+            add(a.matmul(dx)?)?;
+        }
+        let Some(dr) = dr else { return Ok(vec![None]) };
+        let p = r.conj()?.mul(&dr)?;
+        let p = if p.dtype().is_complex() { p.real()? } else { p };
+        Ok(vec![Some(p.sum_dims(&[-2], false)?.mul_scalar(2.0)?)])
     }
 }
 

@@ -2,6 +2,7 @@
 //! to a block matrix).
 
 use super::util::{check_float_or_complex, check_matrix, check_square, from_kernel};
+use crate::autograd::forward::JvpCtx;
 use crate::autograd::node::{record1, Op, VjpCtx};
 use crate::dtype::DType;
 use crate::error::Result;
@@ -32,6 +33,12 @@ impl Op for MatrixExp {
     fn vjp(&self, cx: &VjpCtx<'_>, g: &[Option<Tensor>]) -> Result<Vec<Option<Tensor>>> {
         let Some(g) = &g[0] else { return Ok(vec![None]) };
         Ok(vec![Some(exp_frechet(&cx.input(0).mH()?, g)?)])
+    }
+
+    // d exp(A) = L(A, dA)
+    fn jvp(&self, cx: &JvpCtx<'_>, t: &[Option<Tensor>]) -> Result<Vec<Option<Tensor>>> {
+        let Some(da) = &t[0] else { return Ok(vec![None]) };
+        Ok(vec![Some(exp_frechet(cx.input(0), da)?)])
     }
 }
 
@@ -100,6 +107,19 @@ impl Op for ExpFrechet {
         let ge =
             cx.needs_input_grad(1).then(|| gm.narrow(-2, 0, n)?.narrow(-1, n, n)).transpose()?;
         Ok(vec![gx, ge])
+    }
+
+    // L(X, E) = [exp(M)]₁₂ with M = [[X, E], [0, X]], so dL = [L(M, dM)]₁₂ with
+    // dM = [[dX, dE], [0, dX]] (zeros for a missing tangent)
+    fn jvp(&self, cx: &JvpCtx<'_>, t: &[Option<Tensor>]) -> Result<Vec<Option<Tensor>>> {
+        let n = self.n;
+        let (x, e) = (cx.input(0), cx.input(1));
+        let z = x.zeros_like()?;
+        let dx = t[0].clone().map_or_else(|| x.zeros_like(), Ok)?;
+        let de = t[1].clone().map_or_else(|| e.zeros_like(), Ok)?;
+        let m = blocks(x, e, &z, x)?;
+        let dm = blocks(&dx, &de, &z, &dx)?;
+        Ok(vec![Some(exp_frechet(&m, &dm)?.narrow(-2, 0, n)?.narrow(-1, n, n)?)])
     }
 }
 

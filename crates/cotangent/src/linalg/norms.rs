@@ -13,6 +13,7 @@
 //! singular values).
 
 use super::util::{batch_of, check_float, check_float_or_complex, check_matrix, check_square};
+use crate::autograd::forward::JvpCtx;
 use crate::autograd::node::{record1, Op, VjpCtx};
 use crate::dtype::DType;
 use crate::error::{Error, Result};
@@ -113,6 +114,33 @@ impl Op for VectorNorm {
                 return Ok(vec![Some(Tensor::from_storage(s, x.shape().clone()))]);
             }
         }
+        Ok(vec![Some(self.rule(x, &y, &g)?)])
+    }
+
+    // ẏ = Σ Re(conj(∂) ẋ) over the reduced dims, ∂ = ∂y/∂x as the VJP writes it (its
+    // value at g = 1: the rule is linear in g), so every case and mask is the VJP's
+    fn jvp(&self, cx: &JvpCtx<'_>, t: &[Option<Tensor>]) -> Result<Vec<Option<Tensor>>> {
+        let Some(dx) = &t[0] else { return Ok(vec![None]) };
+        let (x, y) = (cx.input(0), cx.output(0));
+        if self.ord == 0.0 {
+            return Ok(vec![Some(y.zeros_like()?)]);
+        }
+        let yk = y.reshape(self.keep.clone())?;
+        let d = self.rule(x, &yk, &yk.ones_like()?)?;
+        let dims: Vec<isize> = self.dims.iter().map(|&d| d as isize).collect();
+        let prod = d.conj()?.mul(dx)?;
+        let prod = if prod.dtype().is_complex() { prod.real()? } else { prod };
+        Ok(vec![Some(prod.sum_dims(&dims, true)?.reshape(y.shape().clone())?)])
+    }
+}
+
+impl VectorNorm {
+    /// The VJP in tensor ops (`ord ≠ 0`): `g ∂y/∂x` for `y` and `g` of the keepdim shape.
+    fn rule(&self, x: &Tensor, y: &Tensor, g: &Tensor) -> Result<Tensor> {
+        let p = self.ord;
+        if p == 1.0 {
+            return x.sign()?.mul(g);
+        }
         let gx = if p.is_infinite() {
             let ax = x.detach().abs()?;
             let yd = y.detach();
@@ -124,15 +152,15 @@ impl Op for VectorNorm {
             sgn.mul(&hit)?.mul(&g.div(&count)?)?
         } else if p == 2.0 {
             let y0 = y.eq_scalar(0.0)?;
-            x.mul(&zero_where(&y0, &g.div(&one_where(&y0, &y)?)?)?)?
+            x.mul(&zero_where(&y0, &g.div(&one_where(&y0, y)?)?)?)?
         } else if p < 1.0 {
             let x0 = x.eq_scalar(0.0)?;
             let ax = one_where(&x0, &x.abs()?)?;
             let scaled = zero_where(&x0, &x.sign()?.mul(&ax.pow_scalar(p - 1.0)?)?)?;
-            scaled.mul(&g)?.mul(&y.pow_scalar(1.0 - p)?)?
+            scaled.mul(g)?.mul(&y.pow_scalar(1.0 - p)?)?
         } else {
             let y0 = y.eq_scalar(0.0)?;
-            let scale = zero_where(&y0, &g.div(&one_where(&y0, &y)?.pow_scalar(p - 1.0)?)?)?;
+            let scale = zero_where(&y0, &g.div(&one_where(&y0, y)?.pow_scalar(p - 1.0)?)?)?;
             let scaled = if p < 2.0 {
                 x.sign()?.mul(&x.abs()?.pow_scalar(p - 1.0)?)?
             } else {
@@ -140,7 +168,7 @@ impl Op for VectorNorm {
             };
             scaled.mul(&scale)?
         };
-        Ok(vec![Some(gx)])
+        Ok(gx)
     }
 }
 

@@ -4,6 +4,7 @@
 use super::svd::{svd, svdvals};
 use super::util::{check_float_or_complex, check_matrix, check_square};
 use super::{qr, solve_triangular, Diag, QrMode, Side, Uplo};
+use crate::autograd::forward::JvpCtx;
 use crate::autograd::mode::no_grad;
 use crate::autograd::node::{record1, Op, VjpCtx};
 use crate::dtype::DType;
@@ -93,6 +94,36 @@ impl Op for PinvOp {
         let p = cx.output(0)?;
         Ok(vec![Some(pinv_backward(g, &p, &a, self.full_rank)?)])
     }
+
+    // dP as above (Golub–Pereyra; PyTorch's pinv_jvp); hermitian: the general tangent
+    // at the symmetric matrix of the lower triangle, along dA as given (the adjoint of
+    // the VJP's convention; a symmetric dA is the tangent of a symmetric A)
+    fn jvp(&self, cx: &JvpCtx<'_>, t: &[Option<Tensor>]) -> Result<Vec<Option<Tensor>>> {
+        let Some(da) = &t[0] else { return Ok(vec![None]) };
+        let a = if self.hermitian { sym_lower(cx.input(0))? } else { cx.input(0).clone() };
+        Ok(vec![Some(pinv_jvp(&a, cx.output(0), da, self.full_rank)?)])
+    }
+}
+
+/// The tangent of `P = A⁺` along `dA` (constant rank):
+/// `dP = −P dA P + P Pᴴ dAᴴ (I − A P) + (I − P A) dAᴴ Pᴴ P`, the projector terms left
+/// out where `full_rank` makes them zero (as in [`pinv_backward`]).
+pub(crate) fn pinv_jvp(a: &Tensor, p: &Tensor, da: &Tensor, full_rank: bool) -> Result<Tensor> {
+    let r = a.rank();
+    let (m, n) = (a.dims()[r - 2], a.dims()[r - 1]);
+    let (ph, dah) = (p.mH()?, da.mH()?);
+    let mut dp = p.matmul(da)?.matmul(p)?.neg()?;
+    if !(full_rank && m <= n) {
+        // P Pᴴ (dAᴴ − (dAᴴ A) P)
+        let x = dah.sub(&dah.matmul(a)?.matmul(p)?)?;
+        dp = dp.add(&p.matmul(&ph.matmul(&x)?)?)?;
+    }
+    if !(full_rank && m >= n) {
+        // (dAᴴ − P (A dAᴴ)) Pᴴ P
+        let x = dah.sub(&p.matmul(&a.matmul(&dah)?)?)?;
+        dp = dp.add(&x.matmul(&ph.matmul(p)?)?)?;
+    }
+    Ok(dp)
 }
 
 /// PyTorch's `pinv_backward(grad, pinvA, A)`, in tensor ops; `full_rank`: every matrix
