@@ -101,13 +101,27 @@ pub fn max_abs(t: &Tensor) -> f64 {
     t.to_vec_f64().iter().fold(0.0, |m, v| m.max(v.abs()))
 }
 
-/// gradcheck and gradgradcheck of `f` at `inputs` (f64, finite differences).
+/// gradcheck, gradgradcheck and the forward-mode check of `f` at `inputs` (f64, finite
+/// differences; JVPs also against the VJPs).
 pub fn check2(name: &str, inputs: &[Tensor], f: impl Fn(&[Tensor]) -> Result<Vec<Tensor>> + Copy) {
     let o = GradcheckOptions::default();
     let r = gradcheck(f, inputs, &o).unwrap();
     assert!(r.passed, "{name}: {r}");
     let r = gradgradcheck(f, inputs, &o).unwrap();
     assert!(r.passed, "{name} (2nd order): {r}");
+    check_fwd_only_reverse(name, inputs, f);
+}
+
+/// Forward mode of `f` (its JVPs against finite differences and against its VJPs), the
+/// part of [`check2`] that checks every row in forward mode too.
+fn check_fwd_only_reverse(
+    name: &str,
+    inputs: &[Tensor],
+    f: impl Fn(&[Tensor]) -> Result<Vec<Tensor>> + Copy,
+) {
+    let r = cotangent::autograd::gradcheck_forward(f, inputs, &GradcheckOptions::default());
+    let r = r.unwrap();
+    assert!(r.passed, "{name} (forward): {r}");
 }
 
 /// Forward mode of `f` at `inputs` (f64) against finite differences only: for outputs
