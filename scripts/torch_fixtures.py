@@ -2254,7 +2254,129 @@ def generate(op, case, dtype, rng):
     expected["delta"] = {"outputs": d_out}
     if d_grad is not None:
         expected["delta"]["grads"] = d_grad
+    forward = op not in NO_FORWARD_FIXTURES and (op, case.label) not in NO_FORWARD_CASES
+    if case.grad and case.autocast is None and forward:
+        fwd = forward_case(op, case, built, cid)
+        if fwd is not None:
+            proto["tangents"], expected["jvps"], expected["delta"]["jvps"] = fwd
     return {"case": proto, "expected": expected}
+
+
+# forward mode: the outputs whose tangent the runner reports as null besides integer and
+# boolean ones (parity-protocol.md, "Forward mode"), and the ops without forward cases:
+# those with a gauge (their tangents would need aligning through the gauge's own
+# derivative; the library's tests check them in its gauge) and those PyTorch refuses
+JVP_NULL = {("linalg.lu", 0), ("lu_unpack", 0), ("linalg.lstsq", 3), ("linalg.slogdet", 0)}
+NO_FORWARD_FIXTURES = {"linalg.qr", "linalg.svd", "linalg.eigh", "linalg.eig", "linalg.eigvals"}
+
+
+def cholesky_inverse_reference(xs, attrs):
+    """(T Tᴴ)⁻¹ ((Tᴴ T)⁻¹ for upper) with T the triangle of the factor that
+    cholesky_inverse reads: the function it computes, differentiated by rules that are
+    right. PyTorch's own cholesky_inverse JVP is wrong (the library's rule is checked
+    against finite differences in its tests)."""
+    upper = bool(attrs and attrs.get("upper"))
+    t = xs[0].triu() if upper else xs[0].tril()
+    return [torch.linalg.inv(t.mH @ t if upper else t @ t.mH)]
+
+
+def pow_reference(xs, attrs):
+    """pow with a real tensor beside a complex one promoted first: PyTorch's JVP takes
+    the real part of a real exponent's (or base's) share of the complex tangent (its
+    backward's rule for a real input), which drops the imaginary part of the
+    directional derivative; a complex operand's JVP has no such step."""
+    if len(xs) == 2 and all(isinstance(x, torch.Tensor) for x in xs):
+        a, b = xs
+        if a.dtype.is_complex != b.dtype.is_complex:
+            c = torch.promote_types(a.dtype, b.dtype)
+            return call_torch("pow", [a.to(c), b.to(c)], attrs)
+    return call_torch("pow", xs, attrs)
+
+
+# the functions torch.func.jvp differentiates for the forward fixtures where PyTorch's own
+# forward rule is wrong: the same mathematics through rules that are right
+JVP_REFERENCE = {"cholesky_inverse": cholesky_inverse_reference, "pow": pow_reference}
+# cases whose directional derivative depends on the basis PyTorch's and the library's
+# solvers pick within a degenerate subspace (not a difference of the rules)
+NO_FORWARD_CASES = {("linalg.eigvalsh", "repeated")}
+
+
+def jvps_of(op, inputs, tangents, attrs):
+    """torch.func.jvp of the op along `tangents` (shaped as the inputs, None for a
+    constant input): one entry per output, None where the runner reports null."""
+    slots = []
+    for i, x in enumerate(inputs):
+        if isinstance(x, list):
+            slots += [(i, j) for j, t in enumerate(tangents[i]) if t is not None]
+        elif tangents[i] is not None:
+            slots.append((i, None))
+
+    def at(xs, slot):
+        i, j = slot
+        return xs[i] if j is None else xs[i][j]
+
+    primals = tuple(at(inputs, s).detach() for s in slots)
+    tans = tuple(at(tangents, s) for s in slots)
+
+    def f(*ps):
+        rebuilt = [[y.detach() for y in x] if isinstance(x, list) else x.detach() for x in inputs]
+        for s, p in zip(slots, ps):
+            i, j = s
+            if j is None:
+                rebuilt[i] = p
+            else:
+                rebuilt[i][j] = p
+        fn = JVP_REFERENCE.get(op)
+        return tuple(fn(rebuilt, attrs) if fn else call_torch(op, rebuilt, attrs))
+
+    outs, ds = torch.func.jvp(f, primals, tans)
+    return [
+        None if not (o.dtype.is_floating_point or o.dtype.is_complex) or (op, k) in JVP_NULL else d
+        for k, (o, d) in enumerate(zip(outs, ds))
+    ]
+
+
+def forward_case(op, case, built, cid):
+    """The tangents (JSON, shaped as the inputs), the jvps (JSON) and their precision
+    deltas of a case, or None where PyTorch has no forward mode for it. The tangents are
+    drawn from their own generator (seeded by the case id), so the other cases' inputs
+    stay as they were."""
+    rng = np.random.default_rng(zlib.crc32(("tangents:" + cid).encode()))
+    main, alt = leaves_of(built, 0), leaves_of(built, 1)
+
+    def tangent(x):
+        if not x.requires_grad:
+            return None
+        v = np.round(rng.standard_normal(tuple(x.shape)), 4)
+        if x.dtype.is_complex:
+            v = v + 1j * np.round(rng.standard_normal(tuple(x.shape)), 4)
+        return torch.tensor(v, dtype=x.dtype)
+
+    tans = [[tangent(y) for y in x] if isinstance(x, list) else tangent(x) for x in main]
+    if all(t is None for x in tans for t in (x if isinstance(x, list) else [x])):
+        return None
+    try:
+        jv = jvps_of(op, main, tans, case.attrs)
+    except (NotImplementedError, RuntimeError):
+        return None
+
+    def like(t, x):
+        return None if t is None else t.to(x.dtype)
+
+    alt_tans = [
+        [like(t, y) for t, y in zip(ts, x)] if isinstance(x, list) else like(ts, x) for ts, x in zip(tans, alt)
+    ]
+    try:
+        alt_jv = jvps_of(op, alt, alt_tans, case.attrs)
+        deltas = [None if a is None or b is None else max_delta(a, b) for a, b in zip(jv, alt_jv)]
+    except Exception:  # noqa: BLE001 - no estimate: the test uses its base tolerance
+        deltas = [None] * len(jv)
+
+    def tj(t):
+        return None if t is None else tensor_json(t)
+
+    tangents_json = [[tj(t) for t in ts] if isinstance(ts, list) else tj(ts) for ts in tans]
+    return tangents_json, [tj(j) for j in jv], deltas
 
 
 def eig_bounds(a):

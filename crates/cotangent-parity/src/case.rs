@@ -65,9 +65,13 @@ fn evaluate(v: &Value) -> Res<String> {
         return Err(bad("a case must be a JSON object"));
     };
     for k in obj.keys() {
-        if !matches!(k.as_str(), "id" | "op" | "inputs" | "attrs" | "cotangents" | "autocast") {
+        if !matches!(
+            k.as_str(),
+            "id" | "op" | "inputs" | "attrs" | "cotangents" | "tangents" | "autocast"
+        ) {
             return Err(bad(format!(
-                "unknown key `{k}` (a case has id, op, inputs, attrs, cotangents, autocast)"
+                "unknown key `{k}` (a case has id, op, inputs, attrs, cotangents, tangents, \
+                 autocast)"
             )));
         }
     }
@@ -111,6 +115,10 @@ fn evaluate(v: &Value) -> Res<String> {
         ),
         Some(_) => return Err(bad(format!("{op}: `cotangents` must be a list"))),
     };
+    let tangents = match obj.get("tangents") {
+        None | Some(Value::Null) => None,
+        Some(v) => Some(parse_tangents(op, v, &inputs)?),
+    };
     let region = match obj.get("autocast") {
         None | Some(Value::Null) => None,
         Some(Value::String(d)) if d == "bf16" => Some(DType::Bf16),
@@ -140,6 +148,17 @@ fn evaluate(v: &Value) -> Res<String> {
         )));
     }
     let grads = cotangents.map(|c| gradients(op, &inputs, &outputs, &c)).transpose()?;
+    // forward mode: the op run again on dual inputs (each mode as if alone), outside any
+    // autocast region (the tangents of a region's casts are the casts of the tangents)
+    let jvps = match &tangents {
+        Some(t) => {
+            let level = cotangent::autograd::forward::dual_level();
+            let duals = dual_inputs(&level, &inputs, t)?;
+            let outs = (spec.run)(&Args::new(spec.name, &duals), &Attrs::new(spec.name, attrs))?;
+            Some(directional(op, &level, &outs)?)
+        }
+        None => None,
+    };
 
     let mut body = String::from("\"outputs\":[");
     for (i, t) in outputs.iter().enumerate() {
@@ -171,7 +190,114 @@ fn evaluate(v: &Value) -> Res<String> {
         }
         body.push(']');
     }
+    if let Some(jvps) = jvps {
+        body.push_str(",\"jvps\":[");
+        for (i, t) in jvps.iter().enumerate() {
+            if i > 0 {
+                body.push(',');
+            }
+            push_opt(&mut body, t.as_ref())?;
+        }
+        body.push(']');
+    }
     Ok(body)
+}
+
+/// The tangents of a case, shaped as its inputs: one entry per input (a list for a list
+/// input), `null` for an input held constant.
+fn parse_tangents(op: &str, v: &Value, inputs: &[Arg]) -> Res<Vec<Vec<Option<Tensor>>>> {
+    let Value::Array(items) = v else {
+        return Err(bad(format!("{op}: `tangents` must be a list")));
+    };
+    if items.len() != inputs.len() {
+        return Err(bad(format!(
+            "{op}: {} tangents for {} inputs (give one per input, null for none)",
+            items.len(),
+            inputs.len()
+        )));
+    }
+    let one = |t: &Value, x: &Tensor, what: String| -> Res<Option<Tensor>> {
+        if matches!(t, Value::Null) {
+            return Ok(None);
+        }
+        let t = parse_tensor(t, &what, Role::Cotangent)?;
+        if t.dtype() != x.dtype() || t.dims() != x.dims() {
+            return Err(bad(format!(
+                "{what} is {} {:?}, its input is {} {:?}",
+                t.dtype(),
+                t.dims(),
+                x.dtype(),
+                x.dims()
+            )));
+        }
+        Ok(Some(t))
+    };
+    items
+        .iter()
+        .zip(inputs)
+        .enumerate()
+        .map(|(i, (t, a))| match (a, t) {
+            (Arg::One(x), t) => Ok(vec![one(t, x, format!("{op}: tangent {i}"))?]),
+            (Arg::List(xs), Value::Array(ts)) if ts.len() == xs.len() => ts
+                .iter()
+                .zip(xs)
+                .enumerate()
+                .map(|(j, (t, x))| one(t, x, format!("{op}: tangent {i}[{j}]")))
+                .collect(),
+            (Arg::List(xs), Value::Null) => Ok(vec![None; xs.len()]),
+            (Arg::List(_), _) => Err(bad(format!(
+                "{op}: tangent {i} must be a list of one tangent per tensor of its input (or null)"
+            ))),
+        })
+        .collect()
+}
+
+/// The inputs with their tangents attached at `level` (detached from reverse mode: the
+/// forward run is its own).
+fn dual_inputs(
+    level: &cotangent::autograd::forward::DualLevel,
+    inputs: &[Arg],
+    tangents: &[Vec<Option<Tensor>>],
+) -> Res<Vec<Arg>> {
+    let dual = |x: &Tensor, t: &Option<Tensor>| -> Res<Tensor> {
+        Ok(match t {
+            Some(t) => level.make_dual(&x.detach(), t)?,
+            None => x.detach(),
+        })
+    };
+    inputs
+        .iter()
+        .zip(tangents)
+        .map(|(a, ts)| match a {
+            Arg::One(x) => Ok(Arg::One(dual(x, &ts[0])?)),
+            Arg::List(xs) => {
+                xs.iter().zip(ts).map(|(x, t)| dual(x, t)).collect::<Res<_>>().map(Arg::List)
+            }
+        })
+        .collect()
+}
+
+/// The directional derivative of each output (`torch.func.jvp`): its tangent, zeros for a
+/// differentiable output that does not depend on the tangents, `null` for integer and
+/// boolean outputs and those PyTorch does not differentiate.
+fn directional(
+    op: &str,
+    level: &cotangent::autograd::forward::DualLevel,
+    outputs: &[Tensor],
+) -> Res<Vec<Option<Tensor>>> {
+    outputs
+        .iter()
+        .enumerate()
+        .map(|(k, o)| {
+            if !o.dtype().is_differentiable() || NOT_DIFFERENTIATED.contains(&(op, k)) {
+                return Ok(None);
+            }
+            Ok(Some(match level.unpack_dual(o)?.1 {
+                Some(t) => t,
+                None => o.zeros_like()?,
+            }))
+        })
+        .collect()
 }
 
 fn push_opt(out: &mut String, t: Option<&Tensor>) -> Res<()> {

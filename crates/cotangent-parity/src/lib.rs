@@ -3,8 +3,10 @@
 //! The op runner of the parity protocol (`/work/shared/parity-protocol.md`, summarised in
 //! `docs/parity.md`): it reads cases as JSON Lines, evaluates each op of the library by its
 //! PyTorch name with PyTorch's defaults for absent attributes, computes input gradients
-//! from the given cotangents through [`cotangent::autograd::grad`], and answers one JSON
-//! line per case.
+//! from the given cotangents through [`cotangent::autograd::grad`] and, for a case with
+//! `tangents`, the outputs' directional derivatives (`jvps`) in forward mode (dual inputs
+//! at a [`cotangent::autograd::forward`] level, as `torch.func.jvp`), and answers one
+//! JSON line per case.
 //!
 //! - [`run_line`] answers one line (the whole protocol for one case, in process);
 //! - [`run`] answers a stream, line by line, flushing each answer;

@@ -201,3 +201,34 @@ fn cotangents_on_outputs_pytorch_does_not_differentiate_are_ignored() {
     assert!(r["error"].is_null(), "{r}");
     assert_eq!(data(&r["grads"][0]), ["0.0", "0.0"]);
 }
+
+#[test]
+fn tangents_give_jvps_beside_grads() {
+    // y = x * w: ẏ = ẋ w + x ẇ; the constant input's tangent is null; an integer output's
+    // jvp is null; cotangents and tangents together give both, each as if alone
+    let r = run(r#"{"id": "t", "op": "mul", "inputs": [
+        {"dtype": "f64", "shape": [2], "data": [1, 2]},
+        {"dtype": "f64", "shape": [2], "data": [3, 4]}],
+        "tangents": [{"dtype": "f64", "shape": [2], "data": [1, 0]}, null],
+        "cotangents": [{"dtype": "f64", "shape": [2], "data": [1, 1]}]}"#);
+    assert_eq!(data(&r["jvps"][0]), ["3.0", "0.0"]);
+    assert_eq!(data(&r["grads"][0]), ["3.0", "4.0"]);
+    let r = run(r#"{"id": "l", "op": "linalg.lu_factor", "inputs": [
+        {"dtype": "f64", "shape": [2, 2], "data": [1, 2, 3, 4]}],
+        "tangents": [{"dtype": "f64", "shape": [2, 2], "data": [1, 0, 0, 1]}]}"#);
+    assert!(r["jvps"][0].is_object(), "{r}");
+    assert!(r["jvps"][1].is_null(), "{r}");
+    // malformed tangents: named errors
+    for (tangents, what) in [
+        ("[]", "tangents for"),
+        (r#"[{"dtype": "f32", "shape": [2], "data": [1, 0]}]"#, "its input is"),
+        (r#"{"a": 1}"#, "must be a list"),
+    ] {
+        let r = run(&format!(
+            r#"{{"id": "m", "op": "neg", "inputs": [{{"dtype": "f64", "shape": [2], "data": [1, 2]}}],
+            "tangents": {tangents}}}"#
+        ));
+        let msg = r["error"]["message"].as_str().unwrap_or_default().to_string();
+        assert!(msg.contains(what), "{tangents}: {r}");
+    }
+}

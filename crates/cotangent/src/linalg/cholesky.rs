@@ -380,11 +380,18 @@ impl Op for CholeskyInverse {
         Ok(vec![Some(gl)])
     }
 
-    // dX = −X dA X, dA = dL Lᴴ + L dLᴴ (Upper: dUᴴ U + Uᴴ dU)
+    // dX = −X dA X, dA = dL Lᴴ + L dLᴴ (Upper: dUᴴ U + Uᴴ dU), with L and dL the
+    // triangle read: the derivative of the function computed (PyTorch's own JVP here is
+    // wrong, and its VJP, which the one above follows, takes the factor as a full
+    // matrix; the two agree for a triangular factor and tangent)
     fn jvp(&self, cx: &JvpCtx<'_>, t: &[Option<Tensor>]) -> Result<Vec<Option<Tensor>>> {
         let Some(dl) = &t[0] else { return Ok(vec![None]) };
         let x = cx.output(0);
-        let da = factor_tangent(cx.input(0), dl, self.uplo)?;
+        let tri = |m: &Tensor| match self.uplo {
+            Uplo::Lower => m.tril(0),
+            Uplo::Upper => m.triu(0),
+        };
+        let da = factor_tangent(&tri(cx.input(0))?, &tri(dl)?, self.uplo)?;
         Ok(vec![Some(x.matmul(&da)?.matmul(x)?.neg()?)])
     }
 }
