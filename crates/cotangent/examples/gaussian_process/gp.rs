@@ -149,6 +149,36 @@ pub fn lml_and_grad(theta: &[f64], data: &Data) -> Result<(f64, Vec<f64>)> {
     Ok((-l.item::<f64>()?, g.iter().map(|v| -v).collect()))
 }
 
+/// The Hessian of the log marginal likelihood with respect to `theta` (logs), 11 x 11
+/// row-major in theta's order, by forward-over-reverse (`func::hessian`: one JVP of the
+/// gradient per hyperparameter, through the Cholesky factorisation's forward and
+/// backward rules).
+#[allow(dead_code)] // used by the example's --hessian and by the tests
+pub fn lml_hessian(theta: &[f64], data: &Data) -> Result<Vec<f64>> {
+    let (x, y) = tensors(data)?;
+    let g = Geometry::new(&x, &x)?;
+    let t = Tensor::from_vec(theta.to_vec(), theta.len())?;
+    let h = cotangent::func::hessian(|p: &[Tensor]| Ok(vec![nlml(&p[0], &g, &y)?.neg()?]), &[t])?;
+    Ok(h[0][0][0].to_vec_f64())
+}
+
+/// The standard errors of `theta` (logs) from the Laplace approximation at a maximum of
+/// the likelihood: the square roots of the diagonal of `(−H)⁻¹`, `H` the Hessian of the
+/// log marginal likelihood ([`lml_hessian`]); NaN where `−H` is not positive definite
+/// there (not a maximum), with `Err` only for malformed input.
+#[allow(dead_code)]
+pub fn standard_errors(hessian: &[f64], n: usize) -> Result<Vec<f64>> {
+    let h = Tensor::from_vec(hessian.to_vec(), (n, n))?.neg()?;
+    let h = h.add(&h.mT()?)?.mul_scalar(0.5)?;
+    match cotangent::linalg::cholesky_ex(&h, Uplo::Lower) {
+        Ok(f) if f.info.to_vec::<i64>()?.iter().all(|&i| i == 0) => {
+            let cov = cotangent::linalg::cholesky_inverse(&f.l, Uplo::Lower)?;
+            Ok(cov.diagonal(0, 0, 1)?.to_vec_f64().iter().map(|v| v.sqrt()).collect())
+        }
+        _ => Ok(vec![f64::NAN; n]),
+    }
+}
+
 /// Progress of the fit: the iteration, the negative log marginal likelihood after it.
 pub type Progress<'a> = &'a mut dyn FnMut(usize, f64);
 

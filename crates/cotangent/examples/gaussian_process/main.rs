@@ -2,10 +2,13 @@
 //! kernel of Rasmussen and Williams (2006, section 5.4.3), eleven hyperparameters fitted
 //! by maximising the exact log marginal likelihood (gradients by autograd through a
 //! Cholesky factorisation), then a monthly forecast to 2030 with a 95% band and a PNG plot.
+//! With `--hessian`, the Hessian of the log marginal likelihood at the optimum
+//! (forward-over-reverse through the Cholesky factorisation) and each hyperparameter's
+//! standard error from the Laplace approximation.
 //!
 //! ```sh
 //! cargo run --release --example gaussian_process -- [--points N] [--theta v1,...,v11]
-//!     [--eval-only] [--json] [--plot PATH] [--max-iter N]
+//!     [--eval-only] [--json] [--plot PATH] [--max-iter N] [--hessian]
 //! ```
 #![allow(clippy::print_stdout, clippy::print_stderr)]
 
@@ -24,6 +27,7 @@ struct Args {
     json: bool,
     plot: String,
     max_iter: usize,
+    hessian: bool,
 }
 
 fn parse() -> Result<Args, String> {
@@ -34,6 +38,7 @@ fn parse() -> Result<Args, String> {
         json: false,
         plot: "co2_forecast.png".into(),
         max_iter: 100,
+        hessian: false,
     };
     let mut it = std::env::args().skip(1);
     while let Some(flag) = it.next() {
@@ -55,11 +60,12 @@ fn parse() -> Result<Args, String> {
             }
             "--eval-only" => a.eval_only = true,
             "--json" => a.json = true,
+            "--hessian" => a.hessian = true,
             "--plot" => a.plot = value()?,
             "-h" | "--help" => {
                 println!(
                     "usage: gaussian_process [--points N] [--theta v1,...,v11] [--eval-only] \
-                     [--json] [--plot PATH] [--max-iter N]"
+                     [--json] [--plot PATH] [--max-iter N] [--hessian]"
                 );
                 std::process::exit(0);
             }
@@ -124,9 +130,28 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
     if tty && !quiet {
         eprintln!();
     }
+    // the Hessian at the optimum and the Laplace standard errors
+    let laplace = if args.hessian {
+        let t1 = Instant::now();
+        let h = gp::lml_hessian(&fit.theta, &data)?;
+        let se = gp::standard_errors(&h, fit.theta.len())?;
+        Some((h, se, t1.elapsed().as_secs_f64()))
+    } else {
+        None
+    };
     if args.json {
+        let extra = match &laplace {
+            Some((h, se, hs)) => {
+                format!(
+                    ",\"hessian\":{},\"stderr\":{},\"hessian_seconds\":{hs:.3}",
+                    list(h),
+                    list(se)
+                )
+            }
+            None => String::new(),
+        };
         println!(
-            "{{\"points\":{},\"theta\":{},\"lml\":{:.17e},\"iterations\":{},\"evaluations\":{},\"seconds\":{secs:.3}}}",
+            "{{\"points\":{},\"theta\":{},\"lml\":{:.17e},\"iterations\":{},\"evaluations\":{},\"seconds\":{secs:.3}{extra}}}",
             data.x.len(),
             list(&fit.theta),
             fit.lml,
@@ -160,6 +185,24 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
             p[9] * 365.25,
             p[10].sqrt()
         );
+        if let Some((_, se, hs)) = &laplace {
+            println!(
+                "Laplace approximation at the optimum (Hessian by forward-over-reverse, {hs:.1} s):"
+            );
+            println!(
+                "  {:<11} {:>12} {:>12} {:>24}",
+                "theta", "log value", "std. error", "value (95% interval)"
+            );
+            for (i, name) in gp::NAMES.iter().enumerate() {
+                let (t, s) = (fit.theta[i], se[i]);
+                println!(
+                    "  {name:<11} {t:>12.4} {s:>12.4} {:>10.4} [{:.4}, {:.4}]",
+                    t.exp(),
+                    (t - 1.96 * s).exp(),
+                    (t + 1.96 * s).exp()
+                );
+            }
+        }
     }
     // monthly forecast from the first observation to 2030
     let months: Vec<f64> = (0..=12 * (2030 - 1958))
