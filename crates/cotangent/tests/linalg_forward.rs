@@ -347,3 +347,73 @@ fn matrix_functions_and_norms() {
         Ok(vec![linalg::householder_product(&x[0], &x[1])?])
     });
 }
+
+#[test]
+fn jacfwd_equals_jacrev_on_every_linalg_op() {
+    // the whole Jacobian both ways, f64, for each op of the linear algebra (gauge-free
+    // outputs of the spectral ones, real input: jacrev/jacfwd are real transforms)
+    type F = fn(&[Tensor]) -> Result<Vec<Tensor>>;
+    let rows: Vec<(&str, Vec<Tensor>, F)> = vec![
+        ("cholesky", vec![r(&[3, 3], 111)], |x| {
+            let a = x[0].matmul(&x[0].mT()?)?.add(&Tensor::eye(3, DType::F64)?)?;
+            Ok(vec![linalg::cholesky(&a, Uplo::Lower)?])
+        }),
+        ("solve", vec![r(&[3, 3], 112), r(&[3, 2], 113)], |x| {
+            let a = x[0].add(&Tensor::eye(3, DType::F64)?.mul_scalar(3.0)?)?;
+            Ok(vec![linalg::solve(&a, &x[1], Side::Left)?])
+        }),
+        ("inv", vec![r(&[3, 3], 114)], |x| {
+            Ok(vec![linalg::inv(&x[0].add(&Tensor::eye(3, DType::F64)?.mul_scalar(3.0)?)?)?])
+        }),
+        ("det, slogdet", vec![r(&[3, 3], 115)], |x| {
+            Ok(vec![linalg::det(&x[0])?, linalg::slogdet(&x[0])?.logabsdet])
+        }),
+        ("qr", vec![r(&[4, 3], 116)], |x| {
+            let f = linalg::qr(&x[0], linalg::QrMode::Reduced)?;
+            Ok(vec![f.q, f.r])
+        }),
+        ("lu_factor", vec![r(&[3, 3], 117)], |x| Ok(vec![linalg::lu_factor(&x[0], true)?.lu])),
+        ("eigh", vec![r(&[3, 3], 118)], |x| {
+            let e = linalg::eigh(&x[0].add(&x[0].mT()?)?, Uplo::Lower)?;
+            Ok(vec![e.eigenvalues, e.eigenvectors])
+        }),
+        ("svd", vec![r(&[4, 3], 119)], |x| {
+            let f = linalg::svd(&x[0], false)?;
+            Ok(vec![f.u, f.s, f.vh])
+        }),
+        ("eig |V|²", vec![r(&[3, 3], 120)], |x| {
+            let e = linalg::eig(&x[0])?;
+            Ok(vec![e.eigenvalues.real()?, e.eigenvectors.abs()?.square()?])
+        }),
+        ("pinv, lstsq", vec![r(&[4, 3], 121), r(&[4, 2], 122)], |x| {
+            Ok(vec![
+                linalg::pinv(&x[0], None, None, false)?,
+                linalg::lstsq(&x[0], &x[1], None, None)?.solution,
+            ])
+        }),
+        ("matrix_exp, norms", vec![r(&[3, 3], 123)], |x| {
+            Ok(vec![
+                linalg::matrix_exp(&x[0])?,
+                linalg::matrix_norm(&x[0], linalg::NormOrd::Nuc, [-2, -1], false)?,
+                linalg::vector_norm(&x[0], 3.0, None, false)?,
+            ])
+        }),
+        ("solve_triangular, cholesky_inverse", vec![r(&[3, 3], 124)], |x| {
+            let t = x[0].tril(0)?.add(&Tensor::eye(3, DType::F64)?.mul_scalar(3.0)?)?;
+            Ok(vec![
+                linalg::solve_triangular(&t, &x[0], Uplo::Lower, Side::Left, Diag::NonUnit)?,
+                linalg::cholesky_inverse(&t, Uplo::Lower)?,
+            ])
+        }),
+    ];
+    for (name, xs, f) in rows {
+        let jf = cotangent::func::jacfwd(f, &xs).unwrap();
+        let jr = cotangent::func::jacrev(f, &xs).unwrap();
+        for (a, b) in jf.iter().flatten().zip(jr.iter().flatten()) {
+            assert_eq!(a.dims(), b.dims(), "{name}");
+            let scale = 1.0 + common::max_abs(b);
+            let d = common::max_abs(&a.sub(b).unwrap());
+            assert!(d <= 1e-10 * scale, "{name}: jacfwd and jacrev differ by {d}");
+        }
+    }
+}
