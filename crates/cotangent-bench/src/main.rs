@@ -6,8 +6,12 @@
 //! ```text
 //! cargo run --release -p cotangent-bench -- --out cotangent.json [--ops mm bmm]
 //!     [--dtypes float64] [--sizes 4 256] [--no-batched | --batched 4096x4 64x12]
-//!     [--threads 2] [--quick]
+//!     [--threads 2] [--quick] [--jvp]
 //! ```
+//!
+//! With `--jvp` the second mode is `jvp` instead of `fwdbwd`: the forward on dual inputs
+//! (every input with a random tangent) and the outputs' tangents read back, paired with
+//! `torch.func.jvp` by `scripts/bench_jvp_torch.py`.
 //!
 //! Ops not implemented yet are skipped; the op table grows with the library.
 //!
@@ -63,6 +67,9 @@ struct Args {
     min_reps: usize,
     max_reps: usize,
     max_call_s: f64,
+    /// Time forward mode too (`jvp`: the forward on dual inputs, every input with a
+    /// tangent, as `torch.func.jvp`), beside `fwd`, instead of `fwdbwd`.
+    jvp: bool,
 }
 
 fn parse_args() -> std::result::Result<Args, String> {
@@ -78,6 +85,7 @@ fn parse_args() -> std::result::Result<Args, String> {
         min_reps: 7,
         max_reps: 41,
         max_call_s: 2.0,
+        jvp: false,
     };
     let argv: Vec<String> = std::env::args().skip(1).collect();
     let mut i = 0;
@@ -121,6 +129,7 @@ fn parse_args() -> std::result::Result<Args, String> {
                 a.threads =
                     argv.get(i).and_then(|s| s.parse().ok()).ok_or("--threads needs a number")?;
             }
+            "--jvp" => a.jvp = true,
             "--quick" => {
                 a.min_time = 0.01;
                 a.min_reps = 2;
@@ -375,9 +384,28 @@ fn run(args: &Args) -> Result<Vec<serde_json::Value>> {
                     let refs: Vec<&Tensor> = leaves.iter().collect();
                     autograd::grad(&[&l], &[None], &refs, GradOptions::default()).map(drop)
                 };
-                for (mode, f) in
-                    [("fwd", &mut fwd as &mut dyn FnMut() -> Result<()>), ("fwdbwd", &mut fwdbwd)]
-                {
+                let tangents: Vec<Tensor> = xs
+                    .iter()
+                    .map(|x| Tensor::randn(x.shape().clone(), x.dtype(), &mut gen))
+                    .collect::<Result<_>>()?;
+                // torch.func.jvp's work: the forward on dual inputs, then every output's
+                // tangent read back
+                let mut jvp = || -> Result<()> {
+                    let _g = autograd::no_grad();
+                    let level = autograd::forward::dual_level();
+                    let duals: Vec<Tensor> = xs
+                        .iter()
+                        .zip(&tangents)
+                        .map(|(x, t)| level.make_dual(x, t))
+                        .collect::<Result<_>>()?;
+                    for y in forward(op, &duals)? {
+                        drop(level.unpack_dual(&y)?);
+                    }
+                    Ok(())
+                };
+                let second: (&str, &mut dyn FnMut() -> Result<()>) =
+                    if args.jvp { ("jvp", &mut jvp) } else { ("fwdbwd", &mut fwdbwd) };
+                for (mode, f) in [("fwd", &mut fwd as &mut dyn FnMut() -> Result<()>), second] {
                     let t = bench(args, f)?;
                     let _ = writeln!(
                         stdout,
