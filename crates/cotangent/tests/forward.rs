@@ -281,3 +281,22 @@ fn transforms_work_inside_no_grad() {
     let g = func::grad(|x: &[Tensor]| x[0].pow_scalar(3.0)?.sum(), &[x]).unwrap();
     assert_close(&g[0], &t(&[3.0, 12.0]), 0.0);
 }
+
+#[test]
+fn the_checks_pass_right_derivatives_and_catch_wrong_ones() {
+    use cotangent::autograd::{gradcheck, gradcheck_forward, GradcheckOptions};
+    // both modes of comparison: the full Jacobian, and random projections (max_full 0)
+    let x = common::randn(&[3, 2], 61).with_requires_grad(true).unwrap();
+    let right = |xs: &[Tensor]| -> Result<Vec<Tensor>> { Ok(vec![xs[0].sin()?.mul(&xs[0])?]) };
+    // x·detach(x): its derivative loses the detached factor's share, so autograd's
+    // answer (x) is wrong against the function's (2x): every check must see it
+    let wrong = |xs: &[Tensor]| -> Result<Vec<Tensor>> { Ok(vec![xs[0].mul(&xs[0].detach())?]) };
+    for max_full in [40_000, 0] {
+        let o = GradcheckOptions { max_full, ..GradcheckOptions::default() };
+        assert!(gradcheck(right, std::slice::from_ref(&x), &o).unwrap().passed);
+        assert!(gradcheck_forward(right, std::slice::from_ref(&x), &o).unwrap().passed);
+        assert!(!gradcheck(wrong, std::slice::from_ref(&x), &o).unwrap().passed, "{max_full}");
+        let r = gradcheck_forward(wrong, std::slice::from_ref(&x), &o).unwrap();
+        assert!(!r.passed, "{max_full}: {r}");
+    }
+}

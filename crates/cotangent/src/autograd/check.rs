@@ -275,52 +275,16 @@ fn check_real(
                         }
                     })
                     .collect();
-            let shifted = |sign: f64| -> Result<Vec<Vec<f64>>> {
-                let mut xs = inputs.to_vec();
-                for (r, &i) in in_pos.iter().enumerate() {
-                    let v: Vec<f64> = inputs[i]
-                        .to_vec_f64()
-                        .iter()
-                        .zip(&vs[r])
-                        .map(|(x, d)| x + sign * opts.eps * d)
-                        .collect();
-                    xs[i] = with_values(&inputs[i], v)?;
-                }
-                eval(&xs)
-            };
-            let (p, m) = (shifted(1.0)?, shifted(-1.0)?);
+            let diff = directional_difference(&eval, inputs, &in_pos, &vs, opts.eps)?;
             let mut numerical = 0.0;
             for (k, u) in us.iter().enumerate() {
                 for (e, &uu) in u.iter().enumerate() {
-                    numerical += uu * (p[k][e] - m[k][e]) / (2.0 * opts.eps);
+                    numerical += uu * diff[k][e];
                 }
             }
-            let mut outs = Vec::new();
-            let mut gos = Vec::new();
-            for (k, y) in outputs.iter().enumerate() {
-                if y.requires_grad() {
-                    outs.push(y);
-                    gos.push(
-                        Tensor::from_vec(us[k].clone(), y.shape().clone())?.to_dtype(y.dtype())?,
-                    );
-                }
-            }
-            let mut analytical = 0.0;
-            if !outs.is_empty() {
-                let go_refs: Vec<Option<&Tensor>> = gos.iter().map(Some).collect();
-                let g = grad(
-                    &outs,
-                    &go_refs,
-                    &grad_inputs,
-                    GradOptions { create_graph: false, allow_unused: true },
-                )?;
-                for (r, gr) in g.iter().enumerate() {
-                    if let Some(gr) = gr {
-                        analytical +=
-                            gr.to_vec_f64().iter().zip(&vs[r]).map(|(a, b)| a * b).sum::<f64>();
-                    }
-                }
-            }
+            let floating: Vec<bool> =
+                outputs.iter().map(|t| t.dtype().is_floating_point()).collect();
+            let analytical = reverse_projection(&outputs, &floating, &us, &grad_inputs, &vs)?;
             w.add(
                 Mismatch {
                     input: 0,
@@ -339,6 +303,68 @@ fn check_real(
 
 /// The values of each floating output of `f` (empty for the others).
 type Eval<'a> = dyn Fn(&[Tensor]) -> Result<Vec<Vec<f64>>> + 'a;
+
+/// The central difference of `eval` along the directions `vs` of the inputs at `in_pos`:
+/// `(f(x + eps v) − f(x − eps v)) / 2 eps`, per output.
+fn directional_difference(
+    eval: &Eval<'_>,
+    inputs: &[Tensor],
+    in_pos: &[usize],
+    vs: &[Vec<f64>],
+    eps: f64,
+) -> Result<Vec<Vec<f64>>> {
+    let shifted = |sign: f64| -> Result<Vec<Vec<f64>>> {
+        let mut xs = inputs.to_vec();
+        for (r, &i) in in_pos.iter().enumerate() {
+            let v: Vec<f64> = inputs[i]
+                .to_vec_f64()
+                .iter()
+                .zip(&vs[r])
+                .map(|(x, d)| x + sign * eps * d)
+                .collect();
+            xs[i] = with_values(&inputs[i], v)?;
+        }
+        eval(&xs)
+    };
+    let (p, m) = (shifted(1.0)?, shifted(-1.0)?);
+    Ok(p.iter()
+        .zip(&m)
+        .map(|(a, b)| a.iter().zip(b).map(|(x, y)| (x - y) / (2.0 * eps)).collect())
+        .collect())
+}
+
+/// `⟨Jᵀ u, v⟩` by reverse mode: the cotangents `us` of the outputs that require grad
+/// (`floating` marks the outputs compared), pulled back to `targets` and projected on
+/// their directions `vs`.
+fn reverse_projection(
+    outputs: &[Tensor],
+    floating: &[bool],
+    us: &[Vec<f64>],
+    targets: &[&Tensor],
+    vs: &[Vec<f64>],
+) -> Result<f64> {
+    let mut outs = Vec::new();
+    let mut gos = Vec::new();
+    for (k, y) in outputs.iter().enumerate() {
+        if y.requires_grad() && floating[k] {
+            outs.push(y);
+            gos.push(Tensor::from_vec(us[k].clone(), y.shape().clone())?.to_dtype(y.dtype())?);
+        }
+    }
+    if outs.is_empty() || targets.is_empty() {
+        return Ok(0.0);
+    }
+    let go_refs: Vec<Option<&Tensor>> = gos.iter().map(Some).collect();
+    let g =
+        grad(&outs, &go_refs, targets, GradOptions { create_graph: false, allow_unused: true })?;
+    let mut total = 0.0;
+    for (r, gr) in g.iter().enumerate() {
+        if let Some(gr) = gr {
+            total += gr.to_vec_f64().iter().zip(&vs[r]).map(|(a, b)| a * b).sum::<f64>();
+        }
+    }
+    Ok(total)
+}
 
 /// The central-difference Jacobian of `eval` with respect to the inputs at `in_pos`,
 /// column by column: `[input][element][output][output element]`.
@@ -492,25 +518,7 @@ fn forward_real(
         };
         let forward = dot(&us, &jvp(&vs)?);
         if !full {
-            let shifted = |sign: f64| -> Result<Vec<Vec<f64>>> {
-                let mut xs = inputs.to_vec();
-                for (r, &i) in in_pos.iter().enumerate() {
-                    let v: Vec<f64> = inputs[i]
-                        .to_vec_f64()
-                        .iter()
-                        .zip(&vs[r])
-                        .map(|(x, d)| x + sign * opts.eps * d)
-                        .collect();
-                    xs[i] = with_values(&inputs[i], v)?;
-                }
-                eval(&xs)
-            };
-            let (p, m) = (shifted(1.0)?, shifted(-1.0)?);
-            let diff: Vec<Vec<f64>> = p
-                .iter()
-                .zip(&m)
-                .map(|(a, b)| a.iter().zip(b).map(|(x, y)| (x - y) / (2.0 * opts.eps)).collect())
-                .collect();
+            let diff = directional_difference(&eval, inputs, &in_pos, &vs, opts.eps)?;
             let numerical = dot(&us, &diff);
             let m_ = Mismatch {
                 input: 0,
@@ -526,25 +534,7 @@ fn forward_real(
             continue;
         }
         // reverse mode along the same directions: ⟨Jᵀ u, v⟩
-        let mut outs = Vec::new();
-        let mut gos = Vec::new();
-        for (k, y) in outputs.iter().enumerate() {
-            if y.requires_grad() && floating[k] {
-                outs.push(y);
-                gos.push(Tensor::from_vec(us[k].clone(), y.shape().clone())?.to_dtype(y.dtype())?);
-            }
-        }
-        let mut reverse = 0.0;
-        if !outs.is_empty() && !grad_inputs.is_empty() {
-            let go_refs: Vec<Option<&Tensor>> = gos.iter().map(Some).collect();
-            let opts_g = GradOptions { create_graph: false, allow_unused: true };
-            let g = grad(&outs, &go_refs, &grad_inputs, opts_g)?;
-            for (r, gr) in g.iter().enumerate() {
-                if let Some(gr) = gr {
-                    reverse += gr.to_vec_f64().iter().zip(&vs[r]).map(|(a, b)| a * b).sum::<f64>();
-                }
-            }
-        }
+        let reverse = reverse_projection(&outputs, &floating, &us, &grad_inputs, &vs)?;
         let m_ = Mismatch {
             input: 0,
             output: 0,
