@@ -93,6 +93,14 @@ pub fn grad(f: impl Fn(&[Tensor]) -> Result<Tensor>, primals: &[Tensor]) -> Resu
 /// [`grad`] and the function's value (`torch.func.grad_and_value`).
 ///
 /// Errors: as [`grad`].
+///
+/// ```
+/// use cotangent::{func, Tensor};
+/// let x = Tensor::from_vec(vec![3.0f64], 1)?;
+/// let (g, y) = func::grad_and_value(|x: &[Tensor]| x[0].square()?.sum(), &[x])?;
+/// assert_eq!((g[0].to_vec::<f64>()?, y.item::<f64>()?), (vec![6.0], 9.0));
+/// # Ok::<(), cotangent::Error>(())
+/// ```
 pub fn grad_and_value(
     f: impl Fn(&[Tensor]) -> Result<Tensor>,
     primals: &[Tensor],
@@ -376,6 +384,16 @@ pub fn jacfwd(
 /// Real dtypes only.
 ///
 /// Errors: as [`jacfwd`] and [`jacrev`].
+///
+/// ```
+/// use cotangent::{func, Tensor};
+/// // f(x, y) = x² y: ∂²f/∂x² = 2y, ∂²f/∂x∂y = 2x, ∂²f/∂y² = 0
+/// let (x, y) = (Tensor::scalar(3.0f64), Tensor::scalar(5.0f64));
+/// let h = func::hessian(|p: &[Tensor]| Ok(vec![p[0].square()?.mul(&p[1])?]), &[x, y])?;
+/// let at = |i: usize, j: usize| h[0][i][j].item::<f64>();
+/// assert_eq!((at(0, 0)?, at(0, 1)?, at(1, 0)?, at(1, 1)?), (10.0, 6.0, 6.0, 0.0));
+/// # Ok::<(), cotangent::Error>(())
+/// ```
 pub fn hessian(
     f: impl Fn(&[Tensor]) -> Result<Vec<Tensor>>,
     primals: &[Tensor],
