@@ -150,6 +150,7 @@ pub mod func;
 mod host;
 pub mod layout;
 pub mod linalg;
+pub mod memory;
 mod ops;
 pub mod optim;
 pub mod shape;

@@ -6,8 +6,9 @@
 //! in the kernel: glibc serves allocations above its mmap threshold (at most 32 MiB) with
 //! fresh `mmap`s, whose pages fault in one by one and are zeroed, and returns them with
 //! `munmap` on free. Profiles showed much of such a program's time in page faults. The
-//! buffers of dropped storages are kept here (up to [`MAX_BYTES`] per dtype) and handed
-//! to the next kernel that needs one of a similar size; buffers below [`SMALL_BYTES`] are
+//! buffers of dropped storages are kept here (up to [`limit`] bytes, all dtypes together)
+//! and handed to the next kernel that needs one of a similar size; buffers below
+//! [`SMALL_BYTES`] are
 //! left to the allocator, which serves them well. (Glibc's default mmap threshold is 128
 //! KiB, and even below its dynamic one, freeing a buffer at the top of the heap trims
 //! it: a batch of 4,096 4 x 4 matrices, 512 KiB, faulted its pages in on every use.)
@@ -23,8 +24,14 @@
 //! (a larger buffer freed earlier raises glibc's dynamic thresholds), so the same
 //! benchmark ran at either speed from one run to the next. Kept apart from the large
 //! buffers so that they never evict one.
+//!
+//! The bound: a quarter of the machine's memory by default. A forward-over-reverse pass
+//! over 2,000-point kernel matrices keeps a few gigabytes of 40 MB temporaries alive at
+//! its peak; with a cache smaller than that working set, every pass faulted the excess in
+//! again (a fixed 1 GiB did). Users set it with `cotangent::memory::set_cache_limit`.
 
-use std::sync::Mutex;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Mutex, OnceLock};
 
 use half::{bf16, f16};
 use num_complex::Complex;
@@ -36,10 +43,77 @@ const MIN_BYTES: usize = 1 << 17;
 const SMALL_BYTES: usize = 1 << 14;
 /// At most this many middle-sized buffers are cached per dtype (at most 4 MiB).
 const MAX_SMALL_BUFFERS: usize = 32;
-/// At most this many bytes are cached per dtype.
-const MAX_BYTES: usize = 1 << 30;
-/// At most this many buffers are cached per dtype.
-const MAX_BUFFERS: usize = 64;
+/// At most this many large buffers are cached per dtype.
+const MAX_BUFFERS: usize = 256;
+/// The bound where the machine's memory is not known.
+const FALLBACK_LIMIT: usize = 1 << 30;
+
+/// The bound on the bytes cached, all caches together; `usize::MAX` until set.
+static LIMIT: AtomicUsize = AtomicUsize::new(usize::MAX);
+/// The bytes in all caches (updated under each cache's lock, so exact once they are
+/// released; two caches filling at once may overshoot the bound by a buffer each).
+static CACHED: AtomicUsize = AtomicUsize::new(0);
+
+/// The bound on the bytes the caches hold, all dtypes together: what [`set_limit`] set,
+/// else a quarter of the memory available to the process (the machine's, or its
+/// cgroup's if lower; Linux), else 1 GiB.
+pub(crate) fn limit() -> usize {
+    static DEFAULT: OnceLock<usize> = OnceLock::new();
+    match LIMIT.load(Ordering::Relaxed) {
+        usize::MAX => *DEFAULT.get_or_init(|| memory_bytes().map_or(FALLBACK_LIMIT, |b| b / 4)),
+        set => set,
+    }
+}
+
+/// Sets the bound (bytes, all dtypes together) and gives back to the system what the
+/// caches hold beyond it, oldest first; 0 turns caching off.
+pub(crate) fn set_limit(bytes: usize) {
+    LIMIT.store(bytes.min(usize::MAX - 1), Ordering::Relaxed);
+    trim_to(limit());
+}
+
+/// Gives every cached buffer back to the system (the bound stays).
+pub(crate) fn empty() {
+    trim_to(0);
+}
+
+/// Evicts the oldest buffers of each cache until at most `target` bytes are cached.
+fn trim_to(target: usize) {
+    fn trim<T: Pooled>(target: usize) {
+        let Some(pool) = T::pool() else { return };
+        for cache in [&pool.large, &pool.small] {
+            let Ok(mut p) = cache.lock() else { continue };
+            while !p.is_empty() && CACHED.load(Ordering::Relaxed) > target {
+                let old = p.remove(0);
+                CACHED.fetch_sub(bytes::<T>(old.capacity()), Ordering::Relaxed);
+            }
+        }
+    }
+    trim::<f64>(target);
+    trim::<f32>(target);
+    trim::<i64>(target);
+    trim::<Complex<f64>>(target);
+    trim::<Complex<f32>>(target);
+}
+
+/// The bytes the caches hold now.
+pub(crate) fn cached_bytes() -> usize {
+    CACHED.load(Ordering::Relaxed)
+}
+
+/// The memory available to the process, where known: the machine's (`MemTotal` of
+/// `/proc/meminfo`) or its cgroup's limit (`memory.max`, cgroup v2) if lower.
+fn memory_bytes() -> Option<usize> {
+    let total = std::fs::read_to_string("/proc/meminfo").ok().and_then(|s| {
+        let line = s.lines().find(|l| l.starts_with("MemTotal:"))?;
+        let kb: usize = line.split_whitespace().nth(1)?.parse().ok()?;
+        kb.checked_mul(1024)
+    })?;
+    let cgroup = std::fs::read_to_string("/sys/fs/cgroup/memory.max")
+        .ok()
+        .and_then(|s| s.trim().parse::<usize>().ok());
+    Some(cgroup.map_or(total, |c| c.min(total)))
+}
 
 /// A cache: the large buffers and the middle-sized ones.
 pub(crate) struct Caches<T> {
@@ -110,7 +184,7 @@ fn bytes<T>(n: usize) -> usize {
 /// such buffers are not cached.
 fn cache_of<T: Pooled>(size: usize) -> Option<(&'static Mutex<Vec<Vec<T>>>, usize)> {
     let pool = T::pool()?;
-    if (MIN_BYTES..=MAX_BYTES).contains(&size) {
+    if size >= MIN_BYTES {
         Some((&pool.large, MAX_BUFFERS))
     } else if (SMALL_BYTES..MIN_BYTES).contains(&size) {
         Some((&pool.small, MAX_SMALL_BUFFERS))
@@ -152,7 +226,9 @@ fn reuse<T: Pooled>(n: usize) -> Vec<T> {
                 .min_by_key(|(_, v)| v.capacity())
                 .map(|(i, _)| i);
             if let Some(i) = best {
-                return p.swap_remove(i);
+                let v = p.swap_remove(i);
+                CACHED.fetch_sub(bytes::<T>(v.capacity()), Ordering::Relaxed);
+                return v;
             }
         }
     }
@@ -176,18 +252,26 @@ pub(crate) fn reserve<T: Pooled>(v: &mut Vec<T>, n: usize) {
     }
 }
 
-/// Returns a buffer to the cache (or to the allocator, if small or the cache is full;
-/// the oldest buffers are evicted first).
+/// Returns a buffer to the cache, evicting the cache's oldest buffers to stay within
+/// [`limit`]; to the allocator if it is small, larger than the bound, or the bound is
+/// reached with nothing of this cache left to evict.
 pub(crate) fn give<T: Pooled>(v: Vec<T>) {
     let size = bytes::<T>(v.capacity());
     let Some((pool, max_buffers)) = cache_of::<T>(size) else { return };
-    let Ok(mut p) = pool.lock() else { return };
-    let mut total: usize = p.iter().map(|b| bytes::<T>(b.capacity())).sum();
-    while !p.is_empty() && (total + size > MAX_BYTES || p.len() >= max_buffers) {
-        let old = p.remove(0);
-        total -= bytes::<T>(old.capacity());
+    let limit = limit();
+    if size > limit {
+        return;
     }
-    p.push(v);
+    let Ok(mut p) = pool.lock() else { return };
+    while !p.is_empty() && (CACHED.load(Ordering::Relaxed) + size > limit || p.len() >= max_buffers)
+    {
+        let old = p.remove(0);
+        CACHED.fetch_sub(bytes::<T>(old.capacity()), Ordering::Relaxed);
+    }
+    if CACHED.load(Ordering::Relaxed) + size <= limit {
+        CACHED.fetch_add(size, Ordering::Relaxed);
+        p.push(v);
+    }
 }
 
 #[cfg(test)]
