@@ -24,6 +24,11 @@ sys.path.insert(0, SHARED)
 import torch_linalg as tl  # noqa: E402  (the shared script, for its inputs and timing)
 
 
+# ops whose input is symmetric (Hermitian): their tangents are made so, as
+# cotangent-bench --jvp makes them
+SYMMETRIC = ("cholesky", "eigh", "eigvalsh")
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--out-json", default="torch_jvp.json")
@@ -52,6 +57,9 @@ def main():
                     continue
                 xs = tl.make_inputs(op, batch, n, dt, gen)
                 ts = [torch.randn(x.shape, dtype=x.dtype, generator=gen) for x in xs]
+                if op in SYMMETRIC:
+                    # the tangent of a symmetric (Hermitian) input is symmetric
+                    ts = [t + t.mH for t in ts]
 
                 def fwd():
                     with torch.no_grad():

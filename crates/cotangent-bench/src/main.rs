@@ -384,9 +384,19 @@ fn run(args: &Args) -> Result<Vec<serde_json::Value>> {
                     let refs: Vec<&Tensor> = leaves.iter().collect();
                     autograd::grad(&[&l], &[None], &refs, GradOptions::default()).map(drop)
                 };
+                // the tangent of a symmetric (Hermitian) input is symmetric (as
+                // bench_jvp_torch.py makes them)
+                let symmetric = matches!(op.as_str(), "cholesky" | "eigh" | "eigvalsh");
                 let tangents: Vec<Tensor> = xs
                     .iter()
-                    .map(|x| Tensor::randn(x.shape().clone(), x.dtype(), &mut gen))
+                    .map(|x| {
+                        let t = Tensor::randn(x.shape().clone(), x.dtype(), &mut gen)?;
+                        if symmetric {
+                            t.add(&t.mH()?)
+                        } else {
+                            Ok(t)
+                        }
+                    })
                     .collect::<Result<_>>()?;
                 // torch.func.jvp's work: the forward on dual inputs, then every output's
                 // tangent read back
