@@ -303,6 +303,19 @@ pub(crate) trait FastPaths: BackendStorage {
         Ok(None)
     }
 
+    /// The JVP of [`BackendStorage::cholesky`] for factors `self: (*, n, n)` (`L`, or `U`
+    /// if `upper`) and symmetric tangents `da` of `A`: `dL` (or `dU`), fused; `Ok(None)`
+    /// where the device has no kernel or some `dA` is not exactly symmetric.
+    fn cholesky_jvp(
+        &self,
+        _l: &Layout,
+        _da: &Self,
+        _dal: &Layout,
+        _upper: bool,
+    ) -> Result<Option<(Self, Layout)>> {
+        Ok(None)
+    }
+
     /// The inverse of each square matrix whose transpose is `self: (*, n, n)` (layout
     /// `l`), and the `info` of `self`'s LU (`I64`), in one fused pass (column-major
     /// result).

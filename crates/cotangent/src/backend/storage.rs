@@ -493,6 +493,22 @@ impl Storage {
         }
     }
 
+    /// See [`FastPaths::cholesky_jvp`].
+    pub(crate) fn cholesky_jvp(
+        &self,
+        l: &Layout,
+        da: &Storage,
+        dal: &Layout,
+        upper: bool,
+    ) -> Result<Option<(Storage, Layout)>> {
+        if !fast_paths() || self.dtype().is_complex() {
+            return Ok(None);
+        }
+        match self {
+            Storage::Cpu(s) => Ok(s.cholesky_jvp(l, cpu(da), dal, upper)?.map(on_cpu)),
+        }
+    }
+
     /// See [`FastPaths::lu_inv`].
     #[allow(clippy::type_complexity)]
     pub(crate) fn lu_inv(&self, l: &Layout) -> Result<Option<(Storage, Layout, Storage)>> {

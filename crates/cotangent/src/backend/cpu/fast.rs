@@ -62,6 +62,21 @@ impl FastPaths for CpuStorage {
         })))
     }
 
+    fn cholesky_jvp(
+        &self,
+        l: &Layout,
+        da: &CpuStorage,
+        dal: &Layout,
+        upper: bool,
+    ) -> Result<Option<(CpuStorage, Layout)>> {
+        let op = ("linalg.cholesky", self.dtype());
+        Ok(real!(op.0, self, [da], |f: T| {
+            let da = typed::<T>(op, da)?;
+            linalg::cholesky_jvp::cholesky_jvp(f, l, da, dal, upper)
+                .map(|(x, xl)| (T::into_host(x), xl))
+        }))
+    }
+
     fn lu_inv(&self, l: &Layout) -> Result<Option<(CpuStorage, Layout, CpuStorage)>> {
         Ok(real!("linalg.inv", self, [], |a: T| {
             linalg::lu::lu_inv(a, l).map(|(x, xl, i)| (T::into_host(x), xl, CpuStorage::I64(i)))

@@ -29,7 +29,7 @@ pub(crate) const DIRECT_MAX: usize = 48;
 /// Work (about n³ / 3 flops per matrix) per rayon task when the batch is split.
 const TASK_WORK: usize = 1 << 15;
 /// Order above which faer may use both threads on one matrix.
-const PAR_N: usize = 768;
+pub(super) const PAR_N: usize = 768;
 
 /// Matrices per rayon task: about [`TASK_WORK`] flops, but at least four tasks per thread
 /// (the batch splits evenly).
@@ -660,7 +660,7 @@ fn backward_faer<T: LinalgElem>(l: &[T], g: &[T], dst: &mut [T], n: usize, par: 
 }
 
 /// Loads the lower triangle of matrix `i` of `b` into `dst` (column-major, zero above).
-fn load_lower_cols<T: Copy>(b: &Batch, a: &[T], i: usize, dst: &mut [T], zero: T) {
+pub(super) fn load_lower_cols<T: Copy>(b: &Batch, a: &[T], i: usize, dst: &mut [T], zero: T) {
     let (n, off) = (b.n, b.offset(i));
     for c in 0..n {
         let base = off + c * b.cs;

@@ -14,6 +14,7 @@
 pub(crate) mod bidiag_dc;
 pub(crate) mod bidiag_split;
 pub(crate) mod cholesky;
+pub(crate) mod cholesky_jvp;
 pub(crate) mod complex;
 pub(crate) mod eigh;
 pub(crate) mod householder;
