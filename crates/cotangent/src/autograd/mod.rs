@@ -211,3 +211,23 @@ pub fn grad(
     }
     Ok(res)
 }
+
+/// The number of autograd graph nodes alive in the process, all threads together: each
+/// recorded op application is one node, kept while a tensor of its history (an output,
+/// or a tensor computed from one) or a node depending on it lives. A diagnostic: a
+/// count that grows across iterations of a loop that should not keep history (a missing
+/// `detach` or `no_grad`) is a leak of graphs. Nodes are freed as soon as nothing refers
+/// to them (no collector).
+///
+/// ```
+/// use cotangent::{autograd, Tensor};
+/// let before = autograd::live_nodes();
+/// let x = Tensor::from_vec(vec![1.0f64, 2.0], 2)?.with_requires_grad(true)?;
+/// let y = x.exp()?.sum()?; // two nodes
+/// assert!(autograd::live_nodes() >= before + 2); // other threads may record too
+/// drop(y);
+/// # Ok::<(), cotangent::Error>(())
+/// ```
+pub fn live_nodes() -> usize {
+    node::LIVE.load(std::sync::atomic::Ordering::Relaxed)
+}

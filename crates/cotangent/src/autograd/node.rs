@@ -2,7 +2,7 @@
 //! application of an op, with several outputs), and [`record`], which links outputs to
 //! their node.
 
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock};
 
 use super::forward::{self, JvpCtx, Tangents};
@@ -169,6 +169,7 @@ impl Drop for Node {
     /// Drops long chains iteratively: a recursive drop of a 100,000-node chain would
     /// overflow the stack.
     fn drop(&mut self) {
+        LIVE.fetch_sub(1, Ordering::Relaxed);
         fn take(inputs: &mut Inputs, stack: &mut Vec<Arc<Node>>) {
             inputs.take_each(|t| {
                 if let Ok(imp) = Arc::try_unwrap(t.0) {
@@ -346,7 +347,11 @@ fn with_tangents(
     Ok(outputs)
 }
 
+/// Nodes alive, all threads together ([`super::live_nodes`]).
+pub(crate) static LIVE: AtomicUsize = AtomicUsize::new(0);
+
 fn new_node(op: impl Op, inputs: &[&Tensor], outputs: Outputs) -> Arc<Node> {
+    LIVE.fetch_add(1, Ordering::Relaxed);
     Arc::new(Node {
         op: Box::new(op),
         inputs: Inputs::new(inputs),

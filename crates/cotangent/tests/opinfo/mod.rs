@@ -16,6 +16,8 @@
 
 #![allow(dead_code)]
 
+pub mod core_rows;
+
 use std::rc::Rc;
 
 use cotangent::autograd::{
@@ -460,7 +462,7 @@ fn fail(op: &OpInfo, s: &Sample, what: &str, detail: impl std::fmt::Display) -> 
 }
 
 /// Inputs of a sample with every F64 input marked as requiring grad.
-fn with_grad(inputs: &[Tensor]) -> Result<Vec<Tensor>> {
+pub fn with_grad(inputs: &[Tensor]) -> Result<Vec<Tensor>> {
     inputs
         .iter()
         .map(|t| {
