@@ -7,7 +7,7 @@ mod common;
 
 use common::{assert_close, check2, max_abs, randn, rg};
 use cotangent::linalg::{eigh, matrix_exp, Uplo};
-use cotangent::{DType, Error, Tensor};
+use cotangent::{autograd, linalg, DType, Error, Tensor};
 
 /// `n x n` normal entries scaled to 1-norm about `norm`.
 fn scaled(shape: &[usize], norm: f64, seed: u64) -> Tensor {
@@ -243,4 +243,53 @@ fn gradients_of_unrolled_orders_and_large_cotangents() {
             Ok(vec![matrix_exp(&x[0])?.mul(w)?.sum()?])
         });
     }
+}
+
+/// Found by fuzzing (issue 49). Non-normal matrices of large norm: the squarings follow
+/// the norms of the powers (Al-Mohy and Higham 2009), so a nilpotent matrix with a huge
+/// entry gets `I + A` (it came out NaN from 1e20 on, as PyTorch gets it right), and a
+/// matrix whose column sums overflow gets an answer, not a hang (the squaring count was
+/// `i32::MAX`), forward and backward.
+#[test]
+fn large_non_normal_matrices_and_overflowing_norms() {
+    for big in [1e6, 1e20, 1e200, 1e300] {
+        for n in [2usize, 3, 5] {
+            // strictly lower triangular: nilpotent, exp = I + A + A²/2 + ...; with one
+            // entry below the diagonal, A² = 0
+            let mut v = vec![0.0; n * n];
+            v[(n - 1) * n] = big;
+            let a = Tensor::from_vec(v.clone(), (n, n)).unwrap();
+            let e = linalg::matrix_exp(&a).unwrap().to_vec::<f64>().unwrap();
+            for i in 0..n {
+                for j in 0..n {
+                    let want = v[i * n + j] + if i == j { 1.0 } else { 0.0 };
+                    let got = e[i * n + j];
+                    assert!(
+                        (got - want).abs() <= 4.0 * f64::EPSILON * want.abs(),
+                        "n = {n}, {big}: ({i}, {j}) {got} vs {want}"
+                    );
+                }
+            }
+        }
+    }
+    // a shifted Jordan block: exp(λI + N) = e^λ (I + N) for N² = 0
+    let a = Tensor::from_vec(vec![1.0, 1e5, 0.0, 1.0], (2, 2)).unwrap();
+    let e = linalg::matrix_exp(&a).unwrap().to_vec::<f64>().unwrap();
+    let want = [std::f64::consts::E, 1e5 * std::f64::consts::E, 0.0, std::f64::consts::E];
+    for (g, w) in e.iter().zip(want) {
+        assert!((g - w).abs() <= 1e-14 * w.abs(), "{g} vs {w}");
+    }
+    // column sums that overflow: exp is +inf everywhere (A = 1e308 J, J² = 2J)
+    let a = Tensor::from_vec(vec![1e308; 4], (2, 2)).unwrap();
+    let e = linalg::matrix_exp(&a).unwrap().to_vec::<f64>().unwrap();
+    assert!(e.iter().all(|&x| x == f64::INFINITY), "{e:?}");
+    // the backward with a cotangent of the largest finite values finishes
+    let a = Tensor::from_vec(vec![2.0, 0.7, 0.7, 2.0], (2, 2))
+        .unwrap()
+        .with_requires_grad(true)
+        .unwrap();
+    let y = linalg::matrix_exp(&a).unwrap();
+    let g = Tensor::from_vec(vec![f64::MAX; 4], (2, 2)).unwrap();
+    let ga = autograd::grad(&[&y], &[Some(&g)], &[&a], autograd::GradOptions::default()).unwrap();
+    assert!(ga[0].as_ref().unwrap().to_vec::<f64>().unwrap().iter().all(|x| !x.is_nan()));
 }

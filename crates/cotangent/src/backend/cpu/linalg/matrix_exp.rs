@@ -385,15 +385,118 @@ fn solve<T: LinalgElem + LaneBits, const N: usize, const K: usize>(
 }
 
 /// The Padé degree and the number of squarings for a (block) matrix of 1-norm `norm`.
+///
+/// A matrix of finite entries whose column sums overflow has an infinite `norm`: its true
+/// norm is below `n` times the largest finite value, so the squarings are capped at what
+/// that needs for any `n < 2⁶⁴` (an uncapped count, `i32::MAX`, ran for ever).
 pub(super) fn degree<T: LinalgElem>(norm: f64) -> (usize, i32) {
-    let thetas: &[(usize, f64)] = if T::EPSILON.to_f64() > 1e-10 { &THETA_F32 } else { &THETA_F64 };
+    let f32 = T::EPSILON.to_f64() > 1e-10;
+    let thetas: &[(usize, f64)] = if f32 { &THETA_F32 } else { &THETA_F64 };
     for &(deg, th) in thetas {
         if norm <= th {
             return (deg, 0);
         }
     }
     let (deg, th) = thetas[thetas.len() - 1];
-    (deg, (norm / th).log2().ceil().max(0.0) as i32)
+    let cap = if f32 { 128.0 + 64.0 } else { 1024.0 + 64.0 };
+    (deg, (norm / th).log2().ceil().clamp(0.0, cap) as i32)
+}
+
+/// The Padé degree and number of squarings of Al-Mohy and Higham (2009, "A new scaling
+/// and squaring algorithm for the matrix exponential", SIAM J. Matrix Anal. Appl. 31,
+/// Algorithm 5.1) for the `n x n` matrix `a`, or `None` where its powers overflow. The
+/// degrees and the squarings follow `d_k = ‖Aᵏ‖₁^{1/k}` (k = 4, 6, 8, 10) instead of
+/// `‖A‖₁`: a degree `m` below the largest where `max(d₄, d₆)` (`max(d₆, d₈)` above 5)
+/// is within `θ_m`, else the largest with `s = ⌈log₂(η / θ_m)⌉`,
+/// `η = min(max(d₆, d₈), max(d₈, d₁₀))`; each with `ℓ`, the squarings more that the
+/// bound on the Padé error's leading term, `|c_{2m+1}| ‖|2⁻ˢA|^{2m+1}‖₁ / ‖2⁻ˢA‖₁ ≤ u`,
+/// asks for (a lower degree is taken only where `ℓ = 0`).
+///
+/// Why: `‖A‖₁` overestimates how far a non-normal matrix must be scaled (a nilpotent `A`
+/// with a large entry needs no scaling at all), and each squaring doubles the rounding
+/// error of the scaled approximant's diagonal: `exp([[0, 0], [1e20, 0]])` came out NaN
+/// (as PyTorch gets `I + A`); with the `d_k` (zero from `k = 2`) it is `I + A` to the
+/// last bit or two.
+fn squarings<T: LinalgElem + LaneBits, const N: usize>(
+    a: &[T],
+    n: usize,
+    tmp: &mut [T],
+    par: Par,
+) -> Option<(usize, i32)> {
+    let nn = n * n;
+    let (a2, rest) = tmp.split_at_mut(nn);
+    let (a4, rest) = rest.split_at_mut(nn);
+    let (a6, rest) = rest.split_at_mut(nn);
+    let (a8, rest) = rest.split_at_mut(nn);
+    let a10 = &mut rest[..nn];
+    mm::<T, N>(a2, &a[..nn], &a[..nn], n, false, par);
+    mm::<T, N>(a4, a2, a2, n, false, par);
+    mm::<T, N>(a6, a4, a2, n, false, par);
+    mm::<T, N>(a8, a4, a4, n, false, par);
+    mm::<T, N>(a10, a6, a4, n, false, par);
+    let d = |x: &[T], k: i32| col_sums(x, n, None).powf(1.0 / f64::from(k));
+    let (d4, d6, d8, d10) = (d(a4, 4), d(a6, 6), d(a8, 8), d(a10, 10));
+    if ![d4, d6, d8, d10].iter().all(|x| x.is_finite()) {
+        return None;
+    }
+    let norm = col_sums(a, n, None);
+    if norm == 0.0 || !norm.is_finite() {
+        return None;
+    }
+    // log₂ ‖|A|ᵖ‖₁: the largest entry of 1ᵀ|A|ᵖ (non-negative), by p products with |A|,
+    // rescaled as it goes; −inf where it is zero
+    let log_abs_pow = |p: usize| -> f64 {
+        let mut v = vec![1.0f64; n];
+        let mut log_scale = 0.0f64;
+        for _ in 0..p {
+            let w: Vec<f64> =
+                (0..n).map(|j| (0..n).map(|i| v[i] * a[j * n + i].abs().to_f64()).sum()).collect();
+            let top = w.iter().fold(0.0f64, |x, &y| x.max(y));
+            if top == 0.0 {
+                return f64::NEG_INFINITY;
+            }
+            log_scale += top.log2();
+            v = w.iter().map(|x| x / top).collect();
+        }
+        log_scale
+    };
+    let log_u = (T::EPSILON.to_f64() / 2.0).log2();
+    // ℓ for degree m after s squarings
+    let ell = |m: usize, s: i32| -> f64 {
+        let p = 2 * m + 1;
+        // log₂ |c_{2m+1}| = log₂ (m!)² / ((2m)! (2m+1)!)
+        let lf = |k: usize| (1..=k).map(|i| (i as f64).log2()).sum::<f64>();
+        let log_c = 2.0 * lf(m) - lf(2 * m) - lf(p);
+        let log_alpha = log_c + log_abs_pow(p) - norm.log2() - f64::from(s) * (p as f64 - 1.0);
+        ((log_alpha - log_u) / (2.0 * m as f64)).ceil().max(0.0)
+    };
+    let thetas: &[(usize, f64)] = if T::EPSILON.to_f64() > 1e-10 { &THETA_F32 } else { &THETA_F64 };
+    let (&(top, th), lower) = thetas.split_last()?;
+    for &(m, th_m) in lower {
+        let eta = if m <= 5 { d4.max(d6) } else { d6.max(d8) };
+        if eta <= th_m && ell(m, 0) == 0.0 {
+            return Some((m, 0));
+        }
+    }
+    let eta = d6.max(d8).min(d8.max(d10));
+    let s = if eta > th { (eta / th).log2().ceil() as i32 } else { 0 };
+    let more = ell(top, s);
+    more.is_finite().then(|| (top, s + more as i32))
+}
+
+/// Multiplies `a` by `2⁻ˢ` exactly (but for underflow), in steps whose factors are normal
+/// numbers of `T` (a single factor of `2⁻¹¹⁰⁰` would be zero).
+fn scale_down<T: LinalgElem>(a: &mut [T], s: i32) {
+    let step = if T::EPSILON.to_f64() > 1e-10 { 100 } else { 1000 };
+    let mut left = s;
+    while left > 0 {
+        let k = left.min(step);
+        let f = T::of(2.0f64.powi(-k));
+        for x in a.iter_mut() {
+            *x *= f;
+        }
+        left -= k;
+    }
 }
 
 /// `exp` of the `K`-part value `a` (finite, of block 1-norm `norm`) in place, by scaling
@@ -408,13 +511,15 @@ fn pade<T: LinalgElem + LaneBits, const N: usize, const K: usize>(
 ) {
     let n = if N > 0 { N } else { n };
     let sz = K * n * n;
-    let (m, s) = degree::<T>(norm);
-    if s > 0 {
-        let f = T::of(2.0f64.powi(-s));
-        for x in a.iter_mut() {
-            *x *= f;
+    let (mut m, mut s) = degree::<T>(norm);
+    if K == 1 && s > 0 {
+        if let Some((m2, s2)) = squarings::<T, N>(a, n, tmp, par) {
+            if s2 < s {
+                (m, s) = (m2, s2);
+            }
         }
     }
+    scale_down(a, s);
     let (a2, rest) = tmp.split_at_mut(sz);
     let (a4, rest) = rest.split_at_mut(sz);
     let (a6, rest) = rest.split_at_mut(sz);
@@ -543,8 +648,16 @@ fn frechet_one<T: LinalgElem + LaneBits, const N: usize>(
     for y in e.iter_mut() {
         *y *= T::of(f);
     }
-    // the block matrix's 1-norm: its column j + n sums column j of E and of X
-    let norm = sx.iter().zip(&se[..n]).fold(0.0f64, |m, (a, b)| m.max(a + b * f));
+    // the block matrix's 1-norm: its column j + n sums column j of E and of X (E's sums
+    // again after the scaling where they overflowed before it)
+    if ne.is_finite() {
+        for v in &mut se[..n] {
+            *v *= f;
+        }
+    } else {
+        col_sums(e, n, Some(&mut se[..n]));
+    }
+    let norm = sx.iter().zip(&se[..n]).fold(0.0f64, |m, (a, b)| m.max(a + b));
     pade::<T, N, 2>(xe, n, norm, tmp, par);
     let back = T::of(2.0f64.powi(k));
     for (d, &y) in dst.iter_mut().zip(&xe[nn..]) {

@@ -50,11 +50,17 @@ fn expm_one<T: ComplexElem>(a: &mut [T], n: usize, par: Par) {
         .map(|c| (0..n).map(|r| Element::to_f64(a[c * n + r].abs())).sum::<f64>())
         .fold(0.0f64, f64::max);
     let (m, s) = degree::<R<T>>(norm);
-    if s > 0 {
-        let f = <R<T> as Float>::of(2f64.powi(-s));
+    // 2⁻ˢ in steps whose factors are normal numbers (s may exceed the exponent range
+    // when the norm overflowed, see `degree`)
+    let step = if <R<T> as Float>::EPSILON.to_f64() > 1e-10 { 100 } else { 1000 };
+    let mut left = s;
+    while left > 0 {
+        let k = left.min(step);
+        let f = <R<T> as Float>::of(2f64.powi(-k));
         for z in a.iter_mut() {
             *z = z.scale(f);
         }
+        left -= k;
     }
     let b = coefficients(m);
     // the even powers A², A⁴, …, A^(m−1) (m odd)
