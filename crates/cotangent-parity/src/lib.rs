@@ -20,6 +20,7 @@
 
 mod case;
 mod dispatch;
+pub mod fuzz;
 mod json;
 mod methods;
 mod solvers;
