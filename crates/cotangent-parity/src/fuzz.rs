@@ -249,7 +249,8 @@ pub fn adversarial_lines(data: &[u8]) -> Result<Vec<String>, String> {
     let mut c = Choices { data, at: 0 };
     let case = adversarial_case(&mut c);
     let mut lines = vec![case.to_string()];
-    let answer = check_answer(&crate::run_line(&lines[0]))?;
+    let answer = check_answer(&crate::run_line(&lines[0]))
+        .map_err(|e| format!("{e}\n  the case: {}", lines[0]))?;
     let Some(outputs) = answer.get("outputs").and_then(Value::as_array) else { return Ok(lines) };
     let outputs: Vec<&Value> = outputs.iter().collect();
     let mut with_cot = case.clone();

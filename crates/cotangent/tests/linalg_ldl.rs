@@ -243,3 +243,44 @@ fn errors_name_the_op() {
         assert_eq!(op(&e), "linalg.ldl_solve", "{e:?}");
     }
 }
+
+/// Found by fuzzing (issue 49): a NaN on the diagonal of the last column took the 2 x 2
+/// pivot branch past the matrix's end (an index out of bounds). As the LAPACK behind
+/// PyTorch: a NaN diagonal beside a zero column is a zero 1 x 1 block (`info` set); one
+/// beside a non-zero column pivots. Values, pivots and `info` from PyTorch 2.15's
+/// `ldl_factor_ex`.
+#[test]
+fn nan_diagonals_are_one_by_one_blocks() {
+    let nan = f64::NAN;
+    // (A row-major, n, LD, pivots, info)
+    type Case = (Vec<f64>, usize, Vec<f64>, Vec<i64>, i64);
+    let cases: [Case; 4] = [
+        (vec![nan, 1.0, 1.0, 2.0], 2, vec![2.0, 0.0, 0.5, nan], vec![2, 2], 2),
+        (vec![nan, 0.0, 0.0, nan], 2, vec![nan, 0.0, 0.0, nan], vec![1, 2], 1),
+        (vec![2.0, 1.0, 1.0, nan], 2, vec![2.0, 0.0, 0.5, nan], vec![1, 2], 2),
+        (
+            vec![4.0, 1.0, 0.0, 1.0, 3.0, 1.0, 0.0, 1.0, nan],
+            3,
+            vec![4.0, 0.0, 0.0, 0.25, 2.75, 0.0, 0.0, 0.36363636363636365, nan],
+            vec![1, 2, 3],
+            3,
+        ),
+    ];
+    for (a, n, ld, pivots, info) in cases {
+        for dt in [DType::F64, DType::F32, DType::C128] {
+            let t = Tensor::from_vec(a.clone(), (n, n)).unwrap().to_dtype(dt).unwrap();
+            let f = ldl_factor_ex(&t, false).unwrap();
+            let got = f.ld.to_dtype(DType::F64).unwrap_or_else(|_| f.ld.real().unwrap());
+            let got = got.to_vec::<f64>().unwrap();
+            for (g, w) in got.iter().zip(&ld) {
+                let tol = if dt == DType::F32 { 1e-6 } else { 1e-15 };
+                assert!(
+                    (g.is_nan() && w.is_nan()) || (g - w).abs() <= tol,
+                    "{dt:?}: {got:?} vs {ld:?}"
+                );
+            }
+            assert_eq!(f.pivots.to_vec::<i64>().unwrap(), pivots, "{dt:?}");
+            assert_eq!(f.info.to_vec::<i64>().unwrap(), vec![info], "{dt:?}");
+        }
+    }
+}

@@ -52,7 +52,12 @@ pub(crate) fn sytf2_lower<T: LinalgElem>(a: &mut [T], n: usize, ipiv: &mut [i64]
             (k, T::ZERO)
         };
         let mut kp = k;
-        if absakk == T::ZERO && colmax == T::ZERO {
+        // Fortran's MAX(ABSAKK, COLMAX) of the LAPACK behind PyTorch (the second
+        // operand when the first is NaN): a NaN diagonal beside a zero column counts as
+        // zero, as there (a NaN diagonal at the last column took the 2 x 2 branch below,
+        // past the matrix's end)
+        let most = if absakk > colmax { absakk } else { colmax };
+        if most == T::ZERO {
             // the column is zero: D's block is zero, nothing to eliminate
             if info == 0 {
                 info = k as i64 + 1;

@@ -513,8 +513,11 @@ fn pade<T: LinalgElem + LaneBits, const N: usize, const K: usize>(
     let sz = K * n * n;
     let (mut m, mut s) = degree::<T>(norm);
     if K == 1 && s > 0 {
+        // taken where it saves more than two squarings: the matrices whose norm misleads
+        // (a squaring or two less changes the last bits of ordinary results, not their
+        // accuracy, and those bits are what the PyTorch fixtures compare)
         if let Some((m2, s2)) = squarings::<T, N>(a, n, tmp, par) {
-            if s2 < s {
+            if s2 + 2 < s {
                 (m, s) = (m2, s2);
             }
         }

@@ -78,7 +78,9 @@ pub(crate) fn sytf2_lower<T: ComplexElem>(
             (k, rzero)
         };
         let mut kp = k;
-        if absakk == rzero && colmax == rzero {
+        // Fortran's MAX, as the real kernel (a NaN diagonal beside a zero column is zero)
+        let most = if absakk > colmax { absakk } else { colmax };
+        if most == rzero {
             // the column is zero: D's block is zero, nothing to eliminate
             if info == 0 {
                 info = k as i64 + 1;
