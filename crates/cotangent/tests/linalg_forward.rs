@@ -457,6 +457,12 @@ fn cholesky_fused_jvp_matches_the_tensor_rule() -> Result<()> {
             }
         }
     }
+    // empty matrices and empty batches
+    for shape in [[9usize, 0, 0], [0, 3, 3]] {
+        let e = Tensor::zeros(shape.to_vec(), DType::F64)?;
+        let t = cholesky_tangent(&e, &e, Uplo::Lower, false)?;
+        assert_eq!(t.dims(), &shape[..]);
+    }
     // a tangent that is not symmetric: the tensor-op rule, L Φ(L⁻¹ dA L⁻ᵀ), as PyTorch's
     let a = hpd(&common::randn(&[6, 6], 7))?;
     let da = common::randn(&[6, 6], 8);

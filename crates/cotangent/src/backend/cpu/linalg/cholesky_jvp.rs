@@ -83,6 +83,9 @@ pub(crate) fn cholesky_jvp<T: LinalgElem>(
     };
     // every element is written (the strict upper triangle zeroed last)
     let mut out = pool::overwritten(bf.len() * size, T::ZERO);
+    if out.is_empty() {
+        return Some((out, layout));
+    }
     let asymmetric = AtomicBool::new(false);
     let sym = |i: usize| {
         let ok = symmetric(da, bd.offset(i), n, bd.rs, bd.cs);
