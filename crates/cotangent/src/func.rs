@@ -8,7 +8,11 @@
 //! [`grad`] is a Hessian (forward-over-reverse, as [`hessian`] computes it), `jacrev` of
 //! `jacrev` another one (reverse-over-reverse), and `jvp` of `jvp` a second directional
 //! derivative. Reverse mode runs the library's autograd engine; forward mode its dual
-//! tensors ([`crate::autograd::forward`]).
+//! tensors ([`crate::autograd::forward`]). [`jacfwd`] and [`hessian`] carry several
+//! directions through one call of the function, sharing its primal computation (as
+//! `torch.func` batches them with `vmap`; [`JacOptions`] sets how many). Forward mode
+//! records its tangents for reverse mode only where something could differentiate them:
+//! when a primal or a tangent of [`jvp`] requires grad.
 //!
 //! Shapes follow `torch.func`: the Jacobian of an output `y` with respect to a primal `x`
 //! has the shape of `y` followed by the shape of `x`; [`jacrev`] and [`jacfwd`] return,
@@ -26,7 +30,7 @@
 //! # Ok::<(), cotangent::Error>(())
 //! ```
 
-use crate::autograd::forward::dual_level;
+use crate::autograd::forward::{dual_levels, make_dual_at, unpack_at};
 use crate::autograd::{self, enable_grad, is_grad_enabled, GradOptions};
 use crate::error::{Error, Result};
 use crate::tensor::Tensor;
@@ -220,23 +224,51 @@ pub fn jvp(
             reason: "needs one tangent per primal",
         });
     }
-    let level = dual_level();
-    let duals = primals
-        .iter()
-        .zip(tangents)
-        .map(|(p, t)| level.make_dual(p, t))
-        .collect::<Result<Vec<_>>>()?;
-    let outputs = f(&duals)?;
-    let mut ys = Vec::with_capacity(outputs.len());
-    let mut dys = Vec::with_capacity(outputs.len());
-    for y in &outputs {
-        let (p, t) = level.unpack_dual(y)?;
-        dys.push(match t {
-            Some(t) => t,
-            None => p.zeros_like()?,
-        });
-        ys.push(p);
+    let (ys, mut dys) = jvp_many(f, primals, &[tangents])?;
+    Ok((ys, dys.pop().unwrap_or_default()))
+}
+
+/// [`jvp`] along several directions at once (`sets[d]` holds one tangent per primal):
+/// the outputs and, per direction, their tangents. One call of `f` on dual tensors with a
+/// sibling level per direction, so the primal computation is shared (`torch.func.jacfwd`
+/// shares it by `vmap`). Where neither the primals nor the tangents require grad, nothing
+/// can differentiate the tangents in reverse mode, and they are computed unrecorded.
+fn jvp_many(
+    f: impl Fn(&[Tensor]) -> Result<Vec<Tensor>>,
+    primals: &[Tensor],
+    sets: &[&[Tensor]],
+) -> Result<(Vec<Tensor>, Vec<Vec<Tensor>>)> {
+    let reverse =
+        primals.iter().chain(sets.iter().flat_map(|s| s.iter())).any(Tensor::requires_grad);
+    let levels = dual_levels(sets.len(), reverse);
+    let mut duals = primals.to_vec();
+    for (d, set) in sets.iter().enumerate() {
+        for (x, t) in duals.iter_mut().zip(set.iter()) {
+            *x = make_dual_at(levels.level(d), x, t)?;
+        }
     }
+    let mut ys = f(&duals)?;
+    let mut dys = Vec::with_capacity(sets.len());
+    for d in 0..sets.len() {
+        let mut per_output = Vec::with_capacity(ys.len());
+        for y in &mut ys {
+            let (p, t) = unpack_at(levels.level(d), y);
+            per_output.push(t);
+            *y = p;
+        }
+        dys.push(per_output);
+    }
+    // an output without a tangent does not depend on the primals: zeros
+    let dys = dys
+        .into_iter()
+        .map(|per_output| {
+            per_output
+                .into_iter()
+                .zip(&ys)
+                .map(|(t, y)| t.map_or_else(|| y.zeros_like(), Ok))
+                .collect::<Result<Vec<_>>>()
+        })
+        .collect::<Result<Vec<_>>>()?;
     Ok((ys, dys))
 }
 
@@ -309,8 +341,27 @@ pub fn jacrev(
     Ok(jac)
 }
 
+/// Options of the forward-mode Jacobian transforms ([`jacfwd_with`], [`hessian_with`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct JacOptions {
+    /// How many directions (one per primal element) one call of the function carries, as
+    /// `torch.func.jacrev`'s `chunk_size`: the directions of a call share its primal
+    /// computation, and each keeps its own tangents alive, so the time falls and the
+    /// memory grows with it. `None`: all directions in one call (`torch.func`'s `vmap`);
+    /// `Some(1)`: one call per direction. Default: `Some(4)`, which takes most of the
+    /// saving at a bounded memory.
+    pub chunk_size: Option<usize>,
+}
+
+impl Default for JacOptions {
+    fn default() -> Self {
+        Self { chunk_size: Some(4) }
+    }
+}
+
 /// The Jacobians of `f` at `primals` by forward mode (`torch.func.jacfwd`), one JVP per
-/// primal element: the same layout as [`jacrev`]. Real dtypes only.
+/// primal element, with the default [`JacOptions`]: the same layout as [`jacrev`]. Real
+/// dtypes only.
 ///
 /// Errors: `UnsupportedDType` for complex or integer primals or outputs;
 /// `NotDifferentiable` from an op without a forward-mode rule; those of `f`.
@@ -326,7 +377,35 @@ pub fn jacfwd(
     f: impl Fn(&[Tensor]) -> Result<Vec<Tensor>>,
     primals: &[Tensor],
 ) -> Result<Vec<Vec<Tensor>>> {
+    jacfwd_with(f, primals, JacOptions::default())
+}
+
+/// [`jacfwd`] with [`JacOptions`]: `chunk_size` directions per call of `f`.
+///
+/// Errors: as [`jacfwd`], and `InvalidArgument` for a `chunk_size` of 0.
+///
+/// ```
+/// use cotangent::func::{self, JacOptions};
+/// use cotangent::Tensor;
+/// let x = Tensor::from_vec(vec![1.0f64, 2.0, 3.0], 3)?;
+/// let opts = JacOptions { chunk_size: None }; // all three directions in one call
+/// let j = func::jacfwd_with(|x: &[Tensor]| Ok(vec![x[0].sum()?]), &[x], opts)?;
+/// assert_eq!(j[0][0].to_vec::<f64>()?, vec![1.0, 1.0, 1.0]);
+/// # Ok::<(), cotangent::Error>(())
+/// ```
+pub fn jacfwd_with(
+    f: impl Fn(&[Tensor]) -> Result<Vec<Tensor>>,
+    primals: &[Tensor],
+    opts: JacOptions,
+) -> Result<Vec<Vec<Tensor>>> {
     const OP: &str = "func.jacfwd";
+    if opts.chunk_size == Some(0) {
+        return Err(Error::InvalidArgument {
+            op: OP,
+            arg: "chunk_size",
+            reason: "must be at least 1 (or None for all directions at once)",
+        });
+    }
     real_only(OP, primals)?;
     for p in primals {
         if !p.dtype().is_differentiable() {
@@ -334,28 +413,36 @@ pub fn jacfwd(
         }
     }
     let zeros = primals.iter().map(Tensor::zeros_like).collect::<Result<Vec<_>>>()?;
-    // columns[j][k]: the output tangents for the k-th element of primal j
-    let mut columns: Vec<Vec<Vec<Tensor>>> = Vec::with_capacity(primals.len());
-    let mut outputs: Option<Vec<Tensor>> = None;
+    // one direction per element of each primal: a one-hot tangent there, zeros elsewhere
+    let mut sets: Vec<Vec<Tensor>> = Vec::new();
     for (j, x) in primals.iter().enumerate() {
         let n = x.numel();
-        let mut cols = Vec::with_capacity(n);
         for k in 0..n {
             let mut e = vec![0.0; n];
             e[k] = 1.0;
             let mut ts = zeros.clone();
             ts[j] = Tensor::from_vec(e, x.shape().clone())?.to_dtype(x.dtype())?;
-            let (ys, dys) = jvp(&f, primals, &ts)?;
-            outputs.get_or_insert(ys);
-            cols.push(dys);
+            sets.push(ts);
         }
-        columns.push(cols);
+    }
+    let chunk = opts.chunk_size.unwrap_or(sets.len()).max(1);
+    let mut outputs = None;
+    let mut dys = Vec::with_capacity(sets.len());
+    for c in sets.chunks(chunk) {
+        let refs: Vec<&[Tensor]> = c.iter().map(Vec::as_slice).collect();
+        let (ys, d) = jvp_many(&f, primals, &refs)?;
+        outputs.get_or_insert(ys);
+        dys.extend(d);
     }
     let outputs = match outputs {
         Some(o) => o,
         // no primal has an element: the outputs from one call, for their shapes
-        None => jvp(&f, primals, &zeros)?.0,
+        None => jvp_many(&f, primals, &[])?.0,
     };
+    // columns[j][k]: the output tangents for the k-th element of primal j
+    let mut dys = dys.into_iter();
+    let columns: Vec<Vec<Vec<Tensor>>> =
+        primals.iter().map(|x| dys.by_ref().take(x.numel()).collect()).collect();
     real_only(OP, &outputs)?;
     let mut jac = Vec::with_capacity(outputs.len());
     for (i, y) in outputs.iter().enumerate() {
@@ -398,12 +485,34 @@ pub fn hessian(
     f: impl Fn(&[Tensor]) -> Result<Vec<Tensor>>,
     primals: &[Tensor],
 ) -> Result<Vec<Vec<Vec<Tensor>>>> {
+    hessian_with(f, primals, JacOptions::default())
+}
+
+/// [`hessian`] with [`JacOptions`] for its forward-mode pass ([`jacfwd_with`]).
+///
+/// Errors: as [`hessian`], and `InvalidArgument` for a `chunk_size` of 0.
+///
+/// ```
+/// use cotangent::func::{self, JacOptions};
+/// use cotangent::Tensor;
+/// // f(x) = Σ x³: H = diag(6x)
+/// let x = Tensor::from_vec(vec![1.0f64, 2.0], 2)?;
+/// let f = |x: &[Tensor]| Ok(vec![x[0].pow_scalar(3.0)?.sum()?]);
+/// let h = func::hessian_with(f, &[x], JacOptions { chunk_size: Some(1) })?;
+/// assert_eq!(h[0][0][0].to_vec::<f64>()?, vec![6.0, 0.0, 0.0, 12.0]);
+/// # Ok::<(), cotangent::Error>(())
+/// ```
+pub fn hessian_with(
+    f: impl Fn(&[Tensor]) -> Result<Vec<Tensor>>,
+    primals: &[Tensor],
+    opts: JacOptions,
+) -> Result<Vec<Vec<Vec<Tensor>>>> {
     let n_in = primals.len();
     // the reverse Jacobians flattened as one output list: (k, i) at k * n_in + i
     let flat = |xs: &[Tensor]| -> Result<Vec<Tensor>> {
         Ok(jacrev(&f, xs)?.into_iter().flatten().collect())
     };
-    let j = jacfwd(flat, primals)?;
+    let j = jacfwd_with(flat, primals, opts)?;
     let mut out = Vec::with_capacity(j.len() / n_in.max(1));
     let mut it = j.into_iter();
     while let Some(first) = it.next() {

@@ -224,6 +224,41 @@ fn jacfwd_equals_jacrev_with_several_outputs_and_inputs() {
 }
 
 #[test]
+fn directions_sharing_one_call_give_the_bits_of_one_call_each() {
+    // jacfwd carries `chunk_size` directions through one call (sibling dual levels): the
+    // tangents of one must not leak into another's, so every chunking gives the same bits
+    let f = |p: &[Tensor]| -> Result<Vec<Tensor>> {
+        let (x, w) = (&p[0], &p[1]);
+        let y = x.matmul(w)?.tanh()?;
+        Ok(vec![y.mul(&y)?.sum_dims(&[1], false)?, w.exp()?.mul(&x.sum()?)?])
+    };
+    let ps = [randn(&[2, 3], 31), randn(&[3, 2], 32)];
+    let one = func::jacfwd_with(f, &ps, func::JacOptions { chunk_size: Some(1) }).unwrap();
+    for chunk in [Some(2), Some(5), Some(100), None] {
+        let j = func::jacfwd_with(f, &ps, func::JacOptions { chunk_size: chunk }).unwrap();
+        for (a, b) in j.iter().flatten().zip(one.iter().flatten()) {
+            assert_eq!(a.to_vec::<f64>().unwrap(), b.to_vec::<f64>().unwrap(), "{chunk:?}");
+        }
+    }
+    let e = func::jacfwd_with(f, &ps, func::JacOptions { chunk_size: Some(0) }).unwrap_err();
+    assert!(e.to_string().contains("func.jacfwd"), "{e}");
+    // nested groups of siblings: forward-over-forward and forward-over-reverse agree, the
+    // inner directions carrying the outer ones as mixed derivatives
+    let all = func::JacOptions { chunk_size: None };
+    let x = t(&[0.4, -1.2, 0.9]);
+    let x0 = [x.clone()];
+    let h_fr = func::hessian_with(|p: &[Tensor]| Ok(vec![rosenbrock(p)?]), &x0, all).unwrap();
+    let inner = |p: &[Tensor]| -> Result<Vec<Tensor>> {
+        Ok(func::jacfwd_with(|q: &[Tensor]| Ok(vec![rosenbrock(q)?]), p, all)?.remove(0))
+    };
+    let h_ff = func::jacfwd_with(inner, &x0, all).unwrap();
+    let (_, want) = rosenbrock_derivatives(&x.to_vec::<f64>().unwrap());
+    let want = Tensor::from_vec(want, (3, 3)).unwrap();
+    assert_close(&h_fr[0][0][0], &want, 1e-13);
+    assert_close(&h_ff[0][0], &want, 1e-13);
+}
+
+#[test]
 fn vjp_and_jvp_are_adjoint() {
     let f = |p: &[Tensor]| -> Result<Vec<Tensor>> {
         Ok(vec![p[0].sin()?.mul(&p[1])?, p[0].matmul(&p[1].mT()?)?])

@@ -150,15 +150,20 @@ pub fn lml_and_grad(theta: &[f64], data: &Data) -> Result<(f64, Vec<f64>)> {
 }
 
 /// The Hessian of the log marginal likelihood with respect to `theta` (logs), 11 x 11
-/// row-major in theta's order, by forward-over-reverse (`func::hessian`: one JVP of the
-/// gradient per hyperparameter, through the Cholesky factorisation's forward and
+/// row-major in theta's order, by forward-over-reverse (`func::hessian_with`: one JVP of
+/// the gradient per hyperparameter, through the Cholesky factorisation's forward and
 /// backward rules).
 #[allow(dead_code)] // used by the example's --hessian and by the tests
 pub fn lml_hessian(theta: &[f64], data: &Data) -> Result<Vec<f64>> {
     let (x, y) = tensors(data)?;
     let g = Geometry::new(&x, &x)?;
     let t = Tensor::from_vec(theta.to_vec(), theta.len())?;
-    let h = cotangent::func::hessian(|p: &[Tensor]| Ok(vec![nlml(&p[0], &g, &y)?.neg()?]), &[t])?;
+    // one direction per call: at thousands of points the tangents each direction keeps
+    // alive (n x n matrices of the backward pass), not the primal the directions could
+    // share, bound the time, and sharing it would double the memory
+    let opts = cotangent::func::JacOptions { chunk_size: Some(1) };
+    let f = |p: &[Tensor]| Ok(vec![nlml(&p[0], &g, &y)?.neg()?]);
+    let h = cotangent::func::hessian_with(f, &[t], opts)?;
     Ok(h[0][0][0].to_vec_f64())
 }
 

@@ -4,7 +4,9 @@
 //! Cholesky factorisation), then a monthly forecast to 2030 with a 95% band and a PNG plot.
 //! With `--hessian`, the Hessian of the log marginal likelihood at the optimum
 //! (forward-over-reverse through the Cholesky factorisation) and each hyperparameter's
-//! standard error from the Laplace approximation.
+//! standard error from the Laplace approximation. `--eval-only` evaluates the likelihood
+//! and its gradient at theta without fitting (with `--hessian`, the Hessian there too),
+//! printing one JSON line with the seconds each took.
 //!
 //! ```sh
 //! cargo run --release --example gaussian_process -- [--points N] [--theta v1,...,v11]
@@ -85,9 +87,23 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
     let data = gp::load(DATA, args.points)?;
     let start = args.theta.clone().unwrap_or_else(|| gp::START.iter().map(|v| v.ln()).collect());
     if args.eval_only {
+        let t0 = Instant::now();
         let (lml, grad) = gp::lml_and_grad(&start, &data)?;
+        let gs = t0.elapsed().as_secs_f64();
+        // with --hessian, the Hessian at theta too (no fit: for timing it)
+        let extra = if args.hessian {
+            let t1 = Instant::now();
+            let h = gp::lml_hessian(&start, &data)?;
+            format!(
+                ",\"hessian\":{},\"hessian_seconds\":{:.3}",
+                list(&h),
+                t1.elapsed().as_secs_f64()
+            )
+        } else {
+            String::new()
+        };
         println!(
-            "{{\"points\":{},\"theta\":{},\"lml\":{lml:.17e},\"grad\":{}}}",
+            "{{\"points\":{},\"theta\":{},\"lml\":{lml:.17e},\"grad\":{},\"grad_seconds\":{gs:.3}{extra}}}",
             data.x.len(),
             list(&start),
             list(&grad)

@@ -16,6 +16,9 @@
 //! the levels `< L` already attached, so the tangent at `L` carries the tangents of the
 //! outer levels (the mixed derivatives) and perturbations of different levels never mix
 //! (JAX's and functorch's nesting). Tangents of a level that has been closed are ignored.
+//! Levels opened together as siblings (the transforms of [`crate::func`] use them to
+//! share one primal computation among several directions, as `torch.func` does with
+//! `vmap`) are independent: the tangent at one is computed without those of the others.
 //!
 //! ```
 //! use cotangent::autograd::forward::{dual_level, make_dual, unpack_dual};
@@ -40,18 +43,51 @@ use crate::tensor::Tensor;
 /// The tangents a tensor carries, one per level, in ascending order of level.
 pub(crate) type Tangents = Option<Arc<[(u64, Tensor)]>>;
 
+/// An open level: its id, the first id of its group (levels opened together by
+/// [`dual_levels`] are siblings: independent directions whose tangents never mix; a level
+/// opened alone is its own group), and whether its tangents are recorded for reverse mode.
+#[derive(Clone, Copy, Debug)]
+struct Open {
+    id: u64,
+    group: u64,
+    reverse: bool,
+}
+
 thread_local! {
     /// The open levels of this thread, innermost last.
-    static LEVELS: RefCell<Vec<u64>> = const { RefCell::new(Vec::new()) };
+    static LEVELS: RefCell<Vec<Open>> = const { RefCell::new(Vec::new()) };
 }
+
+static NEXT: AtomicU64 = AtomicU64::new(1);
 
 /// True if a dual level is open on this thread (a cheap test on every recorded op).
 pub(crate) fn active() -> bool {
     LEVELS.with(|l| !l.borrow().is_empty())
 }
 
+fn find(level: u64) -> Option<Open> {
+    LEVELS.with(|l| l.borrow().iter().find(|o| o.id == level).copied())
+}
+
 fn is_open(level: u64) -> bool {
-    LEVELS.with(|l| l.borrow().contains(&level))
+    find(level).is_some()
+}
+
+/// Opens `k` levels at once, consecutive ids from the returned first one, with `group` set
+/// to that first id when `siblings` (else each its own group).
+fn open(k: usize, siblings: bool, reverse: bool) -> u64 {
+    let first = NEXT.fetch_add(k as u64, Ordering::Relaxed);
+    LEVELS.with(|l| {
+        let mut l = l.borrow_mut();
+        for id in first..first + k as u64 {
+            l.push(Open { id, group: if siblings { first } else { id }, reverse });
+        }
+    });
+    first
+}
+
+fn close(first: u64, k: usize) {
+    LEVELS.with(|l| l.borrow_mut().retain(|o| o.id < first || o.id >= first + k as u64));
 }
 
 /// An open dual level; closes it when dropped (PyTorch's `with dual_level():`). Returned
@@ -68,20 +104,55 @@ pub struct DualLevel {
 /// guard drops. [`make_dual`] and [`unpack_dual`] use the innermost open level;
 /// [`DualLevel::make_dual`] and [`DualLevel::unpack_dual`] name theirs.
 pub fn dual_level() -> DualLevel {
-    static NEXT: AtomicU64 = AtomicU64::new(1);
-    let id = NEXT.fetch_add(1, Ordering::Relaxed);
-    LEVELS.with(|l| l.borrow_mut().push(id));
+    let id = open(1, false, true);
     DualLevel { id, _not_send: std::marker::PhantomData }
 }
 
 impl Drop for DualLevel {
     fn drop(&mut self) {
-        LEVELS.with(|l| l.borrow_mut().retain(|&x| x != self.id));
+        close(self.id, 1);
+    }
+}
+
+/// Levels opened together by [`dual_levels`]; closes them when dropped.
+#[derive(Debug)]
+#[must_use = "the levels close when the guard drops"]
+pub(crate) struct DualLevels {
+    first: u64,
+    k: usize,
+    _not_send: std::marker::PhantomData<*const ()>,
+}
+
+/// Opens `k` sibling levels on this thread: `k` independent directions of one forward
+/// pass, as `torch.func.jacfwd` batches its basis vectors (`vmap` over `jvp`). The primal
+/// computation is shared; an op's tangent at one of them is computed from its inputs and
+/// outputs without the tangents of all of them (so they never mix: no mixed derivative
+/// between siblings), with those of enclosing levels kept.
+///
+/// With `reverse` false the tangents are not recorded for reverse mode (the JVP rules run
+/// without grad mode, so fused kernels apply and no graph of the tangents is kept): for a
+/// caller that never differentiates the tangents in reverse, as [`crate::func::jvp`] is
+/// when neither its primals nor its tangents require grad.
+pub(crate) fn dual_levels(k: usize, reverse: bool) -> DualLevels {
+    let first = open(k, true, reverse);
+    DualLevels { first, k, _not_send: std::marker::PhantomData }
+}
+
+impl DualLevels {
+    /// The `i`-th level's id.
+    pub(crate) fn level(&self, i: usize) -> u64 {
+        self.first + i as u64
+    }
+}
+
+impl Drop for DualLevels {
+    fn drop(&mut self) {
+        close(self.first, self.k);
     }
 }
 
 fn innermost(op: &'static str) -> Result<u64> {
-    LEVELS.with(|l| l.borrow().last().copied()).ok_or(Error::InvalidArgument {
+    LEVELS.with(|l| l.borrow().last().map(|o| o.id)).ok_or(Error::InvalidArgument {
         op,
         arg: "level",
         reason: "no dual level is open: call forward::dual_level() first",
@@ -140,7 +211,7 @@ impl Op for MakeDual {
     }
 }
 
-fn make_dual_at(level: u64, primal: &Tensor, tangent: &Tensor) -> Result<Tensor> {
+pub(crate) fn make_dual_at(level: u64, primal: &Tensor, tangent: &Tensor) -> Result<Tensor> {
     const OP: &str = "make_dual";
     if !primal.dtype().is_differentiable() {
         return Err(Error::UnsupportedDType { op: OP, dtype: primal.dtype() });
@@ -164,7 +235,7 @@ fn make_dual_at(level: u64, primal: &Tensor, tangent: &Tensor) -> Result<Tensor>
     Ok(out.with_tangents(Some(list.into())))
 }
 
-fn unpack_at(level: u64, t: &Tensor) -> (Tensor, Option<Tensor>) {
+pub(crate) fn unpack_at(level: u64, t: &Tensor) -> (Tensor, Option<Tensor>) {
     let tangent = if is_open(level) { t.tangent_at(level) } else { None };
     (t.without_levels(|l| l == level), tangent)
 }
@@ -196,15 +267,11 @@ pub(crate) fn levels_of(inputs: &[&Tensor]) -> Vec<u64> {
     if !active() {
         return Vec::new();
     }
-    let mut levels: Vec<u64> = Vec::new();
-    for t in inputs {
-        for (l, _) in t.tangent_list() {
-            if !levels.contains(l) && is_open(*l) {
-                levels.push(*l);
-            }
-        }
-    }
+    let mut levels: Vec<u64> =
+        inputs.iter().flat_map(|t| t.tangent_list().iter().map(|(l, _)| *l)).collect();
     levels.sort_unstable();
+    levels.dedup();
+    levels.retain(|&l| is_open(l));
     levels
 }
 
@@ -221,33 +288,54 @@ pub(crate) fn propagate(
     for out in &mut outputs {
         *out = out.without_levels(|l| levels.contains(&l));
     }
-    for &level in levels {
-        let keep = |l: u64| l >= level;
-        let ins: Vec<Tensor> = inputs.iter().map(|t| t.without_levels(keep)).collect();
-        let tangents: Vec<Option<Tensor>> =
-            inputs.iter().map(|t| t.tangent_at(level).map(|x| x.without_levels(keep))).collect();
-        if tangents.iter().all(Option::is_none) {
-            continue;
-        }
-        let outs: Vec<Tensor> = outputs.iter().map(|t| t.without_levels(keep)).collect();
-        let cx = JvpCtx { inputs: &ins, outputs: &outs };
-        let res = op.jvp(&cx, &tangents)?;
-        if res.len() != outputs.len() {
-            return Err(Error::Internal { op: op.name(), reason: "jvp returned wrong arity" });
-        }
-        for (out, t) in outputs.iter_mut().zip(res) {
-            let Some(mut t) = t else { continue };
-            if !out.dtype().is_differentiable() {
+    let opens: Vec<Open> = levels.iter().filter_map(|&l| find(l)).collect();
+    // one group of levels at a time (siblings share their stripped inputs and outputs),
+    // its tangents attached before the next group's are computed
+    for group in opens.chunk_by(|a, b| a.group == b.group) {
+        let first = group[0];
+        // the tangents of this group and of inner levels removed
+        let strip = |l: u64| l >= first.group;
+        let _mode = (!first.reverse).then(super::no_grad);
+        let ins: Vec<Tensor> = inputs.iter().map(|t| t.without_levels(strip)).collect();
+        let outs: Vec<Tensor> = outputs.iter().map(|t| t.without_levels(strip)).collect();
+        let mut added: Vec<Vec<(u64, Tensor)>> = vec![Vec::new(); outputs.len()];
+        for open in group {
+            let tangents: Vec<Option<Tensor>> = inputs
+                .iter()
+                .map(|t| t.tangent_at(open.id).map(|x| x.without_levels(strip)))
+                .collect();
+            if tangents.iter().all(Option::is_none) {
                 continue;
             }
-            if t.dims() != out.dims() {
-                return Err(Error::Internal { op: op.name(), reason: "jvp returned wrong shape" });
+            let cx = JvpCtx { inputs: &ins, outputs: &outs };
+            let res = op.jvp(&cx, &tangents)?;
+            if res.len() != outputs.len() {
+                return Err(Error::Internal { op: op.name(), reason: "jvp returned wrong arity" });
             }
-            if t.dtype() != out.dtype() {
-                t = t.to_dtype(out.dtype())?;
+            for ((out, t), add) in outputs.iter().zip(res).zip(&mut added) {
+                let Some(mut t) = t else { continue };
+                if !out.dtype().is_differentiable() {
+                    continue;
+                }
+                if t.dims() != out.dims() {
+                    return Err(Error::Internal {
+                        op: op.name(),
+                        reason: "jvp returned wrong shape",
+                    });
+                }
+                if t.dtype() != out.dtype() {
+                    t = t.to_dtype(out.dtype())?;
+                }
+                add.push((open.id, t));
+            }
+        }
+        for (out, add) in outputs.iter_mut().zip(added) {
+            if add.is_empty() {
+                continue;
             }
             let mut list: Vec<(u64, Tensor)> = out.tangent_list().to_vec();
-            list.push((level, t));
+            list.extend(add);
+            list.sort_by_key(|(l, _)| *l);
             *out = out.with_tangents(Some(list.into()));
         }
     }
