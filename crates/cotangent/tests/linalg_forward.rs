@@ -474,3 +474,53 @@ fn cholesky_fused_jvp_matches_the_tensor_rule() -> Result<()> {
     common::assert_close(&got, &l.matmul(&phi)?, 1e-12);
     Ok(())
 }
+
+/// The fused tangent of a batched product (`dA B + A dB` in one pass, for the shapes with
+/// unrolled kernels) gives the bits of the two products and their sum computed as tensor
+/// ops, for every such shape, f64 and f32, with transposed, expanded and offset tangents,
+/// one tangent only, and a batch of one and an empty batch.
+#[test]
+fn matmul_fused_jvp_gives_the_bits_of_the_tensor_rule() -> Result<()> {
+    let shapes =
+        [(1, 1, 1), (2, 2, 2), (3, 3, 3), (4, 4, 4), (2, 1, 2), (4, 1, 4), (3, 3, 1), (4, 4, 1)];
+    let tangent = |x: &Tensor, da: &Tensor, y: &Tensor, db: Option<&Tensor>| -> Result<Tensor> {
+        let _level = dual_level();
+        let y = match db {
+            Some(db) => make_dual(y, db)?,
+            None => y.clone(),
+        };
+        let c = make_dual(x, da)?.matmul(&y)?;
+        Ok(unpack_dual(&c)?.1.expect("a tangent"))
+    };
+    for (seed, &(m, k, n)) in (300u64..).zip(&shapes) {
+        for batch in [1usize, 7, 1100] {
+            for dt in [DType::F64, DType::F32] {
+                let r = |shape: &[usize], s: u64| common::randn(shape, s).to_dtype(dt);
+                let (a, b) = (r(&[batch, m, k], seed)?, r(&[batch, k, n], seed + 1)?);
+                // a transposed tangent of A, and a tangent of B expanded over the batch
+                let da = r(&[batch, k, m], seed + 2)?.mT()?;
+                let db =
+                    r(&[1, k, n], seed + 3)?.expand(&[batch as isize, k as isize, n as isize])?;
+                let want = da.matmul(&b)?.add(&a.matmul(&db)?)?;
+                let got = tangent(&a, &da, &b, Some(&db))?;
+                assert_eq!(got.dims(), want.dims());
+                assert_eq!(
+                    got.to_vec_f64(),
+                    want.to_vec_f64(),
+                    "{m}x{k}x{n}, batch {batch}, {dt:?}"
+                );
+                // one tangent: one product
+                let got = tangent(&a, &da, &b, None)?;
+                assert_eq!(got.to_vec_f64(), da.matmul(&b)?.to_vec_f64());
+                // an operand at an offset (a slice of a larger batch)
+                let big = r(&[batch + 2, m, k], seed + 4)?;
+                let a2 = big.narrow(0, 2, batch)?;
+                let want = da.matmul(&b)?.add(&a2.matmul(&db)?)?;
+                assert_eq!(tangent(&a2, &da, &b, Some(&db))?.to_vec_f64(), want.to_vec_f64());
+            }
+        }
+    }
+    let e = Tensor::zeros(vec![0, 4, 4], DType::F64)?;
+    assert_eq!(tangent(&e, &e, &e, Some(&e))?.dims(), &[0, 4, 4]);
+    Ok(())
+}

@@ -278,6 +278,19 @@ pub(crate) trait FastPaths: BackendStorage {
         Ok(None)
     }
 
+    /// The tangent of the batched product `self · b`: `da · b + self · db` (`self, da:
+    /// (*, m, k)`, `b, db: (*, k, n)`, equal batch dims, any strides), row-major, in one
+    /// pass; `Ok(None)` where the device has no kernel for the shape.
+    fn matmul_jvp(
+        &self,
+        _l: &Layout,
+        _b: (&Self, &Layout),
+        _da: (&Self, &Layout),
+        _db: (&Self, &Layout),
+    ) -> Result<Option<Self>> {
+        Ok(None)
+    }
+
     /// `alpha · Xᵀ G Xᵀ` for each square `X` of `self: (*, n, n)` and `G` of `g` (equal
     /// batch dims, any strides): the first-order gradient of the inverse (`alpha = −1`)
     /// in one pass, row-major.

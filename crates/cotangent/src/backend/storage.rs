@@ -461,6 +461,28 @@ impl Storage {
         }
     }
 
+    /// See [`FastPaths::matmul_jvp`].
+    pub(crate) fn matmul_jvp(
+        &self,
+        l: &Layout,
+        b: (&Storage, &Layout),
+        da: (&Storage, &Layout),
+        db: (&Storage, &Layout),
+    ) -> Result<Option<Storage>> {
+        let dtype = self.dtype();
+        if !fast_paths()
+            || dtype.is_complex()
+            || [b.0, da.0, db.0].iter().any(|s| s.dtype() != dtype)
+        {
+            return Ok(None);
+        }
+        match self {
+            Storage::Cpu(s) => Ok(s
+                .matmul_jvp(l, (cpu(b.0), b.1), (cpu(da.0), da.1), (cpu(db.0), db.1))?
+                .map(Storage::Cpu)),
+        }
+    }
+
     /// See [`FastPaths::inv_sandwich`].
     pub(crate) fn inv_sandwich(
         &self,

@@ -2,7 +2,7 @@
 //! it (`matmul` with every rank combination, `mm`, `bmm`, `mv`, `dot`).
 
 use crate::autograd::forward::JvpCtx;
-use crate::autograd::node::{record1, Op, VjpCtx};
+use crate::autograd::node::{record1, should_record, Op, VjpCtx};
 use crate::dtype::DType;
 use crate::error::{Error, Result};
 use crate::shape::{broadcast_shapes, Shape};
@@ -26,8 +26,26 @@ impl Op for MatMul {
         Ok(vec![ga, gb])
     }
     // Ċ = Ȧ B + A Ḃ
+    // (both tangents given and nothing recorded: the two products and their sum in one
+    // pass where the backend has a kernel for the shape; the same bits)
     fn jvp(&self, cx: &JvpCtx<'_>, t: &[Option<Tensor>]) -> Result<Vec<Option<Tensor>>> {
         let (a, b) = (cx.input(0), cx.input(1));
+        if let (Some(ta), Some(tb)) = (&t[0], &t[1]) {
+            if !should_record(&[a, b, ta, tb]) {
+                let fused = a.storage().matmul_jvp(
+                    a.layout(),
+                    (b.storage(), b.layout()),
+                    (ta.storage(), ta.layout()),
+                    (tb.storage(), tb.layout()),
+                )?;
+                if let Some(s) = fused {
+                    let r = a.rank();
+                    let mut dims = crate::shape::Dims::from_slice(&a.dims()[..r - 1]);
+                    dims.push(b.dims()[r - 1]);
+                    return Ok(vec![Some(Tensor::from_storage(s, Shape::of(dims)))]);
+                }
+            }
+        }
         let da = t[0].as_ref().map(|ta| batched(ta, b)).transpose()?;
         let db = t[1].as_ref().map(|tb| batched(a, tb)).transpose()?;
         Ok(vec![match (da, db) {

@@ -34,6 +34,20 @@ impl FastPaths for CpuStorage {
         })))
     }
 
+    fn matmul_jvp(
+        &self,
+        l: &Layout,
+        (b, bl): (&CpuStorage, &Layout),
+        (da, dal): (&CpuStorage, &Layout),
+        (db, dbl): (&CpuStorage, &Layout),
+    ) -> Result<Option<CpuStorage>> {
+        let op = ("matmul", self.dtype());
+        Ok(real!(op.0, self, [b, da, db], |a: T| {
+            let (b, da, db) = (typed::<T>(op, b)?, typed::<T>(op, da)?, typed::<T>(op, db)?);
+            matmul::matmul_jvp((a, l), (b, bl), (da, dal), (db, dbl)).map(T::into_host)
+        }))
+    }
+
     fn inv_sandwich(
         &self,
         l: &Layout,

@@ -336,6 +336,119 @@ fn fixed_dispatch<T: GemmElem, F: Fn(usize) -> (Mat, Mat)>(
     true
 }
 
+/// `out = da · b + a · db` for `M x K` and `K x N` matrices of any strides: the two
+/// products of [`fixed`] and their sum, entry by entry (so the bits of the two products
+/// rounded and then added, as the tensor ops would give them).
+#[inline(always)]
+fn fixed_jvp<T: GemmElem, const M: usize, const K: usize, const N: usize>(
+    (a, am): (&[T], Mat),
+    (b, bm): (&[T], Mat),
+    (da, dam): (&[T], Mat),
+    (db, dbm): (&[T], Mat),
+    out: &mut [T],
+) {
+    let x = product(&load::<T, M, K>(da, dam), &load::<T, K, N>(b, bm));
+    let y = product(&load::<T, M, K>(a, am), &load::<T, K, N>(db, dbm));
+    for ((o, xr), yr) in out.chunks_exact_mut(N).zip(&x).zip(&y) {
+        for j in 0..N {
+            o[j] = xr[j] + yr[j];
+        }
+    }
+}
+
+/// The operands of [`matmul_jvp`]: the primal pair, the tangent pair, and where each
+/// batch element's matrices lie (`(da, b)` and `(a, db)`).
+struct JvpOperands<'a, T> {
+    a: &'a [T],
+    b: &'a [T],
+    da: &'a [T],
+    db: &'a [T],
+    tangent_a: Placement,
+    tangent_b: Placement,
+}
+
+/// [`fixed_jvp`] over consecutive batch elements from `first` (as [`fixed_run`]).
+fn fixed_jvp_run<T: GemmElem, const M: usize, const K: usize, const N: usize>(
+    ops: &JvpOperands<'_, T>,
+    out: &mut [T],
+    first: usize,
+) {
+    struct Kernel<'a, 'b, T, const M: usize, const K: usize, const N: usize> {
+        ops: &'a JvpOperands<'b, T>,
+        out: &'a mut [T],
+        first: usize,
+    }
+    impl<T: GemmElem, const M: usize, const K: usize, const N: usize> pulp::WithSimd
+        for Kernel<'_, '_, T, M, K, N>
+    {
+        type Output = ();
+        #[inline(always)]
+        fn with_simd<S: pulp::Simd>(self, _: S) {
+            let Kernel { ops, out, first } = self;
+            for (j, o) in out.chunks_exact_mut(M * N).enumerate() {
+                let (dam, bm) = ops.tangent_a.mats(first + j);
+                let (am, dbm) = ops.tangent_b.mats(first + j);
+                fixed_jvp::<T, M, K, N>((ops.a, am), (ops.b, bm), (ops.da, dam), (ops.db, dbm), o);
+            }
+        }
+    }
+    crate::backend::cpu::simd::arch().dispatch(Kernel::<T, M, K, N> { ops, out, first });
+}
+
+/// The tangent of a batched product, `da · b + a · db` (`a, da: (*, m, k)`, `b, db:
+/// (*, k, n)`, equal batch dims), row-major `(*, m, n)`, in one pass over the four
+/// operands, for the shapes with an unrolled kernel ([`has_fixed`]): the same bits as the
+/// two products and their sum. `None` for other shapes (GEMM-sized products gain nothing
+/// from fusing the sum).
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn matmul_jvp<T: GemmElem>(
+    (a, al): (&[T], &Layout),
+    (b, bl): (&[T], &Layout),
+    (da, dal): (&[T], &Layout),
+    (db, dbl): (&[T], &Layout),
+) -> Option<Vec<T>> {
+    let r = al.rank();
+    let (m, k, n) = (al.dims()[r - 2], al.dims()[r - 1], bl.dims()[r - 1]);
+    if !has_fixed((m, k, n)) {
+        return None;
+    }
+    let batch: usize = al.dims()[..r - 2].iter().product();
+    // every kernel below writes its whole block
+    let mut out = super::pool::overwritten(batch * m * n, T::ZERO);
+    if out.is_empty() {
+        return Some(out);
+    }
+    let ops = JvpOperands {
+        a,
+        b,
+        da,
+        db,
+        tangent_a: Placement::of(dal, bl),
+        tangent_b: Placement::of(al, dbl),
+    };
+    let run = |o: &mut [T], first: usize| {
+        macro_rules! shapes {
+            ($(($m:literal, $k:literal, $n:literal))*) => {
+                match (m, k, n) {
+                    $(($m, $k, $n) => fixed_jvp_run::<T, $m, $k, $n>(&ops, o, first),)*
+                    _ => {}
+                }
+            };
+        }
+        shapes!((1, 1, 1)(2, 2, 2)(3, 3, 3)(4, 4, 4)(2, 1, 2)(3, 1, 3)(4, 1, 4)(2, 2, 1)(3, 3, 1)(
+            4, 4, 1
+        ));
+    };
+    let work = m * n * k;
+    if batch * work >= 1 << 14 {
+        let per_task = ((1usize << 13) / work).max(1);
+        super::par::for_each_chunk(&mut out, m * n * per_task, |t, o| run(o, t * per_task));
+    } else {
+        run(&mut out, 0);
+    }
+    Some(out)
+}
+
 /// `out[b] = a[b] · b[b]` for one batch element, into its row-major `m x n` block (every
 /// element written).
 fn one<T: GemmElem>(
