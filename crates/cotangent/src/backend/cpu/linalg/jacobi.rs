@@ -186,7 +186,10 @@ impl Pairs {
     }
 }
 
-/// A power of two within a factor 2 of `x > 0` (finite).
+/// A power of two within a factor 2 of `x > 0` (finite), but at least the smallest normal
+/// number: the callers divide by it or multiply by its reciprocal, which must be finite
+/// (for a subnormal `x` the power of two near it has none), and `x` over it is then at
+/// least `2⁻ᵖ` (`p` the precision), far from underflow in the squares they form.
 pub(crate) fn pow2_near<T: LinalgElem>(x: T) -> T {
     let mut s = T::ONE;
     let two = T::of(2.0);
@@ -195,7 +198,8 @@ pub(crate) fn pow2_near<T: LinalgElem>(x: T) -> T {
         y /= two;
         s *= two;
     }
-    while y < T::ONE {
+    let smallest = <T as faer::traits::RealField>::min_positive_impl();
+    while y < T::ONE && s > smallest {
         y *= two;
         s /= two;
     }

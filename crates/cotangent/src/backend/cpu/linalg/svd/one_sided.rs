@@ -30,13 +30,16 @@ const MIXED_SWEEPS: usize = 5;
 
 /// The power-of-two scale for the Jacobi kernels of a matrix whose largest entry in
 /// magnitude is `amax` (so that squared norms neither overflow nor underflow), and its
-/// inverse; `None` for a zero matrix.
+/// inverse; `None` for a zero matrix. For a subnormal `amax` the scale stops at the
+/// reciprocal of the smallest normal number (the exact power of two would overflow),
+/// which still brings the largest entry to at least `2⁻ᵖ` (`p` the precision).
 #[inline(always)]
 fn jacobi_scale<T: LinalgElem>(amax: T) -> Option<(T, T)> {
     if amax == T::ZERO {
         return None;
     }
-    let e = amax.to_f64().log2().floor() as i32;
+    let lowest = <T as faer::traits::RealField>::min_positive_impl().to_f64().log2() as i32;
+    let e = (amax.to_f64().log2().floor() as i32).max(lowest);
     Some((T::of(2f64.powi(-e)), T::of(2f64.powi(e))))
 }
 
