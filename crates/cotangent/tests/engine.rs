@@ -252,6 +252,33 @@ fn cotangents_of_the_wrong_shape_or_count_are_errors() {
     assert!(matches!(e, Error::InvalidArgument { arg: "grad_outputs", .. }), "{e:?}");
 }
 
+#[test]
+fn cotangents_of_another_real_dtype_are_cast_complex_ones_refused() {
+    // PyTorch casts a real cotangent (floating, integer or bool) to its real output's
+    // dtype, and refuses a mismatch where either is complex
+    let x = leaf(&[1.0, 2.0], 2);
+    let y = x.mul_scalar(3.0).unwrap().matmul(&x.diag_embed(0, 0, 1).unwrap()).unwrap();
+    let ones = Tensor::ones(2, DType::F64).unwrap();
+    let want = autograd::grad(&[&y], &[Some(&ones)], &[&x], PLAIN).unwrap()[0].clone().unwrap();
+    for dt in [DType::F32, DType::I64, DType::Bool, DType::Bf16] {
+        let g = Tensor::ones(2, dt).unwrap();
+        let got = autograd::grad(&[&y], &[Some(&g)], &[&x], PLAIN).unwrap()[0].clone().unwrap();
+        assert_eq!(got.dtype(), DType::F64);
+        assert_eq!(vals(&got), vals(&want), "{dt:?}");
+        let got = y.backward_with(&g).unwrap();
+        assert_eq!(vals(got.get(&x).unwrap()), vals(&want), "{dt:?}");
+    }
+    let c = Tensor::ones(2, DType::C128).unwrap();
+    let e = autograd::grad(&[&y], &[Some(&c)], &[&x], PLAIN).unwrap_err();
+    assert!(matches!(e, Error::DTypeMismatch { op: "autograd.grad", .. }), "{e:?}");
+    let z = y.to_dtype(DType::C128).unwrap();
+    for dt in [DType::C64, DType::F64] {
+        let g = Tensor::ones(2, dt).unwrap();
+        let e = z.backward_with(&g).unwrap_err();
+        assert!(matches!(e, Error::DTypeMismatch { op: "autograd.grad", .. }), "{dt:?}: {e:?}");
+    }
+}
+
 // ---------------------------------------------------------------------------------------
 // grad mode and detach
 

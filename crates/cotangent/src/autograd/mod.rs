@@ -77,15 +77,25 @@ fn check_output(index: usize, t: &Tensor) -> Result<()> {
     Ok(())
 }
 
-fn check_cotangent(t: &Tensor, g: &Tensor) -> Result<()> {
+/// The cotangent `g` of output `t`, in `t`'s dtype: a real cotangent of a real output is
+/// cast to it (integers and bools included), as PyTorch's engine casts; where either is
+/// complex the dtypes must be equal (PyTorch's rule).
+fn cotangent_for(t: &Tensor, g: &Tensor) -> Result<Tensor> {
+    const OP: &str = "autograd.grad";
     if t.dims() != g.dims() {
         return Err(Error::ShapeMismatch {
-            op: "autograd.grad",
+            op: OP,
             lhs: t.shape().clone(),
             rhs: g.shape().clone(),
         });
     }
-    Ok(())
+    if t.dtype() == g.dtype() {
+        return Ok(g.clone());
+    }
+    if t.dtype().is_complex() || g.dtype().is_complex() {
+        return Err(Error::DTypeMismatch { op: OP, lhs: t.dtype(), rhs: g.dtype() });
+    }
+    g.to_dtype(t.dtype())
 }
 
 impl Tensor {
@@ -112,15 +122,14 @@ impl Tensor {
         self.backward_with(&ones)
     }
 
-    /// Like [`Tensor::backward`] for any shape, with the output's cotangent given.
+    /// Like [`Tensor::backward`] for any shape, with the output's cotangent given (cast
+    /// to the output's dtype as [`grad`] casts it).
+    ///
+    /// Errors: as [`grad`].
     pub fn backward_with(&self, grad_output: &Tensor) -> Result<Gradients> {
         check_output(0, self)?;
-        check_cotangent(self, grad_output)?;
-        let out = engine::run(
-            &[(self.clone(), grad_output.clone())],
-            &engine::Targets::AllLeaves,
-            false,
-        )?;
+        let grad_output = cotangent_for(self, grad_output)?;
+        let out = engine::run(&[(self.clone(), grad_output)], &engine::Targets::AllLeaves, false)?;
         Ok(Gradients { map: out.leaves })
     }
 }
@@ -148,8 +157,10 @@ fn real_seed(op: &'static str, t: &Tensor) -> Result<()> {
 ///
 /// Errors: `NoGradFn` if an output does not require grad; `InputNoGrad` if an input does
 /// not; `UnusedInput` if an input is not reached and `allow_unused` is false;
-/// `ShapeMismatch` if a cotangent's shape differs from its output's; `NonScalarBackward`
-/// for a missing cotangent of a non-scalar output.
+/// `ShapeMismatch` if a cotangent's shape differs from its output's; `DTypeMismatch` if
+/// a cotangent's dtype differs from its complex output's, or is complex for a real output
+/// (a real cotangent of a real output is cast to its dtype, as PyTorch casts);
+/// `NonScalarBackward` for a missing cotangent of a non-scalar output.
 ///
 /// ```
 /// # use cotangent::{Tensor, autograd::{self, GradOptions}};
@@ -179,10 +190,7 @@ pub fn grad(
     for (k, (&t, g)) in outputs.iter().zip(grad_outputs).enumerate() {
         check_output(k, t)?;
         let g = match g {
-            Some(g) => {
-                check_cotangent(t, g)?;
-                (*g).clone()
-            }
+            Some(g) => cotangent_for(t, g)?,
             None if t.numel() == 1 => {
                 real_seed("grad", t)?;
                 Tensor::ones(t.shape().clone(), t.dtype())?

@@ -107,7 +107,8 @@ pub trait Optimizer {
     /// from the current parameter tensors (in `params` order). Returns the loss at the
     /// parameters the step started from (PyTorch's `step(closure)` return value).
     ///
-    /// Errors: whatever `loss` returns; `BadShape` if it is not one element;
+    /// Errors: whatever `loss` returns; `UnsupportedDType` if it is not floating-point;
+    /// `BadShape` if it is not one element;
     /// `InvalidArgument` if the parameters differ in number, shape or dtype from those of
     /// the first step (the state belongs to them); `NotDifferentiable` style errors of the
     /// backward pass.
@@ -125,7 +126,10 @@ where
     let _g = autograd::enable_grad();
     let xs: Vec<Tensor> = params.iter().map(|p| p.value.clone()).collect();
     let l = loss(&xs)?;
-    if l.numel() != 1 || !l.dtype().is_floating_point() {
+    if !l.dtype().is_floating_point() {
+        return Err(Error::UnsupportedDType { op: "optim.step", dtype: l.dtype() });
+    }
+    if l.numel() != 1 {
         return Err(Error::BadShape {
             op: "optim.step",
             expected: "a loss with one floating-point element",
