@@ -13,6 +13,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut out = std::io::stdout().lock();
     for path in std::env::args().skip(1) {
         let data = std::fs::read(&path)?;
+        // the first case before it runs (running it is how a hang shows)
+        eprintln!("{path}: {}", cotangent_parity::fuzz::adversarial_first_line(&data));
         match cotangent_parity::fuzz::adversarial_lines(&data) {
             Ok(lines) => {
                 for line in lines {

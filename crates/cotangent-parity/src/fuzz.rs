@@ -241,6 +241,12 @@ pub fn adversarial(data: &[u8]) -> Result<(), String> {
     Ok(())
 }
 
+/// The first case [`adversarial_lines`] makes of `data`, without running it (what to look
+/// at when running it hangs).
+pub fn adversarial_first_line(data: &[u8]) -> String {
+    adversarial_case(&mut Choices { data, at: 0 }).to_string()
+}
+
 /// The cases of the structure-aware target, as protocol lines: a case made from `data`
 /// (an op, its attributes and adversarial tensors) and, if it runs (it is run and its
 /// answer checked here), the same case with cotangents of its outputs and with tangents

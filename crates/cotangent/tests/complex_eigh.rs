@@ -90,6 +90,39 @@ fn only_the_triangle_is_read() {
 }
 
 #[test]
+fn non_finite_entries_of_the_unread_triangle_are_ignored() {
+    // an infinity or a NaN where the triangle is not read (and in the imaginary part of
+    // the diagonal) changes nothing; the scaling by the largest entry once took the
+    // unread triangle too and halved an infinity forever (a hang the fuzzer found)
+    let x = crandn(&[5, 5], 23);
+    let (re, im) =
+        (x.real().unwrap().to_vec::<f64>().unwrap(), x.imag().unwrap().to_vec::<f64>().unwrap());
+    for (uplo, bad) in [(Uplo::Lower, [3usize, 9, 18]), (Uplo::Upper, [15, 5, 18])] {
+        for value in [f64::INFINITY, f64::NAN, f64::MAX] {
+            let mut im2 = im.clone();
+            for &k in &bad {
+                im2[k] = value;
+            }
+            let mut re2 = re.clone();
+            re2[bad[0]] = -value;
+            let y = Tensor::complex(
+                &Tensor::from_vec(re2, (5, 5)).unwrap(),
+                &Tensor::from_vec(im2, (5, 5)).unwrap(),
+            )
+            .unwrap();
+            let want = eigh(&x, uplo).unwrap();
+            let got = eigh(&y, uplo).unwrap();
+            assert_eq!(
+                got.eigenvalues.to_vec::<f64>().unwrap(),
+                want.eigenvalues.to_vec::<f64>().unwrap(),
+                "{uplo:?} {value}"
+            );
+            assert_close(&got.eigenvectors, &want.eigenvectors, 0.0);
+        }
+    }
+}
+
+#[test]
 fn non_finite_input_is_refused() {
     let mut a = herm(&[3, 4, 4], 31).reshape(48).unwrap();
     let nan = Tensor::complex(

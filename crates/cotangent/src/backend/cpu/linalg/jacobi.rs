@@ -191,6 +191,10 @@ impl Pairs {
 /// (for a subnormal `x` the power of two near it has none), and `x` over it is then at
 /// least `2⁻ᵖ` (`p` the precision), far from underflow in the squares they form.
 pub(crate) fn pow2_near<T: LinalgElem>(x: T) -> T {
+    if !x.is_finite() {
+        // (a caller's broken promise: one, rather than halving an infinity forever)
+        return T::ONE;
+    }
     let mut s = T::ONE;
     let two = T::of(2.0);
     let mut y = x;

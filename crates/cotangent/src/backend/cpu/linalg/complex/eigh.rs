@@ -53,11 +53,15 @@ pub(crate) fn eigh<T: ComplexElem>(
     let size = n + if vectors { n * n } else { 0 };
     let mut out = pool::filled(len * size, zero::<T>());
     for_each_matrix(&mut out, size, n * n * n * 8, n >= PAR_N, |i, dst, m, par| {
-        // the Hermitian matrix's lower triangle, column-major, a real diagonal
+        // the Hermitian matrix's lower triangle, column-major, a real diagonal; the strict
+        // upper triangle zeroed (it is not read, and may hold anything, infinities included)
         m.resize(n * n, zero::<T>());
         ba.load(a, i, m);
         let mut finite = true;
         for c in 0..n {
+            for r in 0..c {
+                m[c * n + r] = zero::<T>();
+            }
             for r in c..n {
                 let v = if upper { m[r * n + c].conj() } else { m[c * n + r] };
                 let v = if r == c { T::new(v.re(), <R<T> as Float>::ZERO) } else { v };
