@@ -43,3 +43,17 @@ fn adversarial_corpus_replays_clean() {
         .collect();
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
+
+#[test]
+fn the_oracle_flags_internal_errors_not_echoed_text() {
+    use cotangent_parity::fuzz::check_answer;
+    // the library's internal error and a caught panic, as the runner answers them
+    let internal = r#"{"id":"a","error":{"kind":"Unsupported","message":"linalg.svd: internal error: arity"}}"#;
+    let panic = r#"{"id":"a","error":{"kind":"Unsupported","message":"sin: internal error: the library panicked (x); please report it"}}"#;
+    assert!(check_answer(internal).is_err());
+    assert!(check_answer(panic).is_err());
+    // a bad line whose echoed key says "internal error" (a finding of the run_line
+    // target: the fuzzer spliced its dictionary's words into a key) is no internal error
+    let echoed = r#"{"id":"a","error":{"kind":"BadCase","message":"unknown key `cotinternal errorangents` (a case has id, op, inputs)"}}"#;
+    assert!(check_answer(echoed).is_ok());
+}
