@@ -189,5 +189,38 @@ pub enum Error {
     },
 }
 
+impl Error {
+    /// The same error named for `op`: what a composite returns for a failure of the op it
+    /// is built on, so that the message names the function the user called. Internal
+    /// errors keep the op where the invariant broke, and the autograd variants their
+    /// fixed names.
+    pub(crate) fn in_op(self, op: &'static str) -> Error {
+        let mut e = self;
+        match &mut e {
+            Error::ShapeMismatch { op: o, .. }
+            | Error::BadShape { op: o, .. }
+            | Error::DimOutOfRange { op: o, .. }
+            | Error::IndexOutOfRange { op: o, .. }
+            | Error::DataLength { op: o, .. }
+            | Error::SizeOverflow { op: o, .. }
+            | Error::InvalidArgument { op: o, .. }
+            | Error::DTypeMismatch { op: o, .. }
+            | Error::UnsupportedDType { op: o, .. }
+            | Error::DeviceMismatch { op: o, .. }
+            | Error::Unsupported { op: o, .. }
+            | Error::NotPositiveDefinite { op: o, .. }
+            | Error::Singular { op: o, .. }
+            | Error::NoConvergence { op: o, .. }
+            | Error::NotDifferentiable { op: o, .. } => *o = op,
+            Error::NonScalarBackward { .. }
+            | Error::NoGradFn { .. }
+            | Error::InputNoGrad { .. }
+            | Error::UnusedInput { .. }
+            | Error::Internal { .. } => {}
+        }
+        e
+    }
+}
+
 /// The library's result type.
 pub type Result<T, E = Error> = std::result::Result<T, E>;

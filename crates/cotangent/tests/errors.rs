@@ -202,3 +202,18 @@ fn overflowing_shapes() {
     assert_err(huge.prod_dims(&[1], true), "prod");
     assert_err(huge.pad(&[1, 1]), "pad");
 }
+
+#[test]
+fn composites_name_the_function_called() {
+    // a failure of the op a composite is built on is reported under the composite's name
+    let i = |shape: &[usize]| Tensor::ones(shape.to_vec(), DType::I64).unwrap();
+    assert_err(ones(&[2, 3]).mm(&ones(&[4, 2])), "mm");
+    assert_err(i(&[2, 2]).mm(&i(&[2, 2])), "mm");
+    assert_err(ones(&[1, 2, 3]).bmm(&ones(&[1, 4, 2])), "bmm");
+    assert_err(ones(&[2, 3]).mv(&ones(&[4])), "mv");
+    assert_err(i(&[3]).dot(&i(&[3])), "dot");
+    assert_err(i(&[3]).vdot(&i(&[3])), "vdot");
+    assert_err(i(&[2, 3]).inner(&i(&[4, 3])), "inner");
+    assert_err(ones(&[2]).addmv(&ones(&[2, 3]), &ones(&[4]), 1.0, 1.0), "addmv");
+    assert_err(i(&[2, 2]).matrix_power(2), "linalg.matrix_power");
+}

@@ -159,7 +159,7 @@ impl Tensor {
                 });
             }
         }
-        self.matmul(other)
+        self.matmul(other).map_err(|e| e.in_op("mm"))
     }
 
     /// Batched matrix product of `(b, m, k)` and `(b, k, n)` (`torch.bmm`; no
@@ -181,7 +181,7 @@ impl Tensor {
                 rhs: other.shape().clone(),
             });
         }
-        self.matmul(other)
+        self.matmul(other).map_err(|e| e.in_op("bmm"))
     }
 
     /// Matrix-vector product of `(m, n)` and `(n,)` (`torch.mv`).
@@ -195,7 +195,7 @@ impl Tensor {
         }
         // (not on autocast's list, unlike matmul: PyTorch's mv keeps its inputs' dtype)
         let _plain = crate::autocast::suspend();
-        self.matmul(vec)
+        self.matmul(vec).map_err(|e| e.in_op("mv"))
     }
 
     /// Dot product of two 1-d tensors of the same length (`torch.dot`), a 0-d tensor.
@@ -216,6 +216,6 @@ impl Tensor {
         }
         // (not on autocast's list, as mv)
         let _plain = crate::autocast::suspend();
-        self.matmul(other)
+        self.matmul(other).map_err(|e| e.in_op("dot"))
     }
 }

@@ -51,7 +51,7 @@ impl Tensor {
     /// `Σ conj(x)·y` of two 1-d tensors (`torch.vdot`: the first argument conjugated;
     /// for real dtypes the same as [`Tensor::dot`]).
     pub fn vdot(&self, other: &Tensor) -> Result<Tensor> {
-        self.conj()?.dot(other)
+        self.conj()?.dot(other).map_err(|e| e.in_op("vdot"))
     }
 
     /// Inner product over the last dims (`torch.inner`): for `a: (*a, k)`, `b: (*b, k)`
@@ -79,7 +79,7 @@ impl Tensor {
         }
         let a = self.reshape_infer(&[-1, k as isize])?;
         let b = other.reshape_infer(&[-1, k as isize])?;
-        let c = a.matmul(&b.mT()?)?;
+        let c = a.matmul(&b.mT()?).map_err(|e| e.in_op(OP))?;
         let mut dims = self.dims()[..self.rank() - 1].to_vec();
         dims.extend_from_slice(&other.dims()[..other.rank() - 1]);
         c.reshape(dims)
@@ -159,7 +159,7 @@ impl Tensor {
 
     /// `beta · self + alpha · (mat @ vec)` (`torch.addmv`).
     pub fn addmv(&self, mat: &Tensor, vec: &Tensor, beta: f64, alpha: f64) -> Result<Tensor> {
-        affine("addmv", self, &mat.mv(vec)?, beta, alpha)
+        affine("addmv", self, &mat.mv(vec).map_err(|e| e.in_op("addmv"))?, beta, alpha)
     }
 
     /// `beta · self + alpha · outer(vec1, vec2)` (`torch.addr`).

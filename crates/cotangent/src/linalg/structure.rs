@@ -255,14 +255,14 @@ impl Tensor {
             if e & 1 == 1 {
                 result = Some(match result {
                     None => base.clone(),
-                    Some(r) => r.matmul(&base)?,
+                    Some(r) => r.matmul(&base).map_err(|err| err.in_op(OP))?,
                 });
             }
             e >>= 1;
             if e == 0 {
                 break;
             }
-            base = base.matmul(&base)?;
+            base = base.matmul(&base).map_err(|err| err.in_op(OP))?;
         }
         result.ok_or(Error::Internal { op: OP, reason: "empty power" })
     }
