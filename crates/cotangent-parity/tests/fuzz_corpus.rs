@@ -56,4 +56,9 @@ fn the_oracle_flags_internal_errors_not_echoed_text() {
     // target: the fuzzer spliced its dictionary's words into a key) is no internal error
     let echoed = r#"{"id":"a","error":{"kind":"BadCase","message":"unknown key `cotinternal errorangents` (a case has id, op, inputs)"}}"#;
     assert!(check_answer(echoed).is_ok());
+    // an echoed op with backquotes of its own (the second such finding)
+    let quoted = r#"{"id":"a","error":{"kind":"BadCase","message":"unknown op `nn.funct`ionainternal errorl.pad` (the runner's ops: neg)"}}"#;
+    assert!(check_answer(quoted).is_ok());
+    let other = r#"{"id":"a","error":{"kind":"InvalidArgument","message":"pad: bad `mode` `x`internal error`"}}"#;
+    assert!(check_answer(other).is_ok());
 }
