@@ -10,9 +10,12 @@
 //! derivative. Reverse mode runs the library's autograd engine; forward mode its dual
 //! tensors ([`crate::autograd::forward`]). [`jacfwd`] and [`hessian`] carry several
 //! directions through one call of the function, sharing its primal computation (as
-//! `torch.func` batches them with `vmap`; [`JacOptions`] sets how many). Forward mode
-//! records its tangents for reverse mode only where something could differentiate them:
-//! when a primal or a tangent of [`jvp`] requires grad.
+//! `torch.func` batches them with `vmap`; [`JacOptions`] sets how many). With grad mode on,
+//! forward mode records its tangents for reverse mode (the results stay differentiable,
+//! through the primals and through tensors the function captured); called inside
+//! [`no_grad`](crate::autograd::no_grad), the transforms still work (they turn grad mode on
+//! for their own reverse passes) but compute the tangents unrecorded: faster, and less
+//! memory, where the result need not be differentiated again.
 //!
 //! Shapes follow `torch.func`: the Jacobian of an output `y` with respect to a primal `x`
 //! has the shape of `y` followed by the shape of `x`; [`jacrev`] and [`jacfwd`] return,
@@ -231,15 +234,16 @@ pub fn jvp(
 /// [`jvp`] along several directions at once (`sets[d]` holds one tangent per primal):
 /// the outputs and, per direction, their tangents. One call of `f` on dual tensors with a
 /// sibling level per direction, so the primal computation is shared (`torch.func.jacfwd`
-/// shares it by `vmap`). Where neither the primals nor the tangents require grad, nothing
-/// can differentiate the tangents in reverse mode, and they are computed unrecorded.
+/// shares it by `vmap`). Called with grad mode off, the tangents are computed unrecorded
+/// for reverse mode (nothing outside can differentiate them).
 fn jvp_many(
     f: impl Fn(&[Tensor]) -> Result<Vec<Tensor>>,
     primals: &[Tensor],
     sets: &[&[Tensor]],
 ) -> Result<(Vec<Tensor>, Vec<Vec<Tensor>>)> {
-    let reverse =
-        primals.iter().chain(sets.iter().flat_map(|s| s.iter())).any(Tensor::requires_grad);
+    // (under no_grad nothing outside can differentiate the tangents, not even through a
+    // tensor the closure captured: they go unrecorded)
+    let reverse = is_grad_enabled();
     let levels = dual_levels(sets.len(), reverse);
     let mut duals = primals.to_vec();
     for (d, set) in sets.iter().enumerate() {

@@ -135,6 +135,13 @@ fn forward_over_reverse_and_reverse_over_forward() {
     let (_, dy) = func::jvp(|x: &[Tensor]| Ok(vec![f(x)?]), &[xr.clone()], &[v.clone()]).unwrap();
     let g = autograd::grad(&[&dy[0]], &[None], &[&xr], GradOptions::default()).unwrap();
     assert_close(g[0].as_ref().unwrap(), &h.mul(&v).unwrap(), 1e-13);
+    // through a tensor the function captured: d/dw ⟨∂(w·exp(x))/∂x, v⟩ = Σ exp(x) v
+    let w = Tensor::scalar(2.0f64).with_requires_grad(true).unwrap();
+    let fw = |x: &[Tensor]| Ok(vec![x[0].exp()?.mul(&w)?.sum()?]);
+    let (_, dy) = func::jvp(fw, &[x.clone()], &[v.clone()]).unwrap();
+    let g = autograd::grad(&[&dy[0]], &[None], &[&w], GradOptions::default()).unwrap();
+    let want = x.exp().unwrap().mul(&v).unwrap().sum().unwrap();
+    assert_close(g[0].as_ref().unwrap(), &want, 1e-13);
 }
 
 /// The Rosenbrock function `Σ 100 (x_{i+1} − x_i²)² + (1 − x_i)²`.

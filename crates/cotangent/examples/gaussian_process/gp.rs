@@ -163,6 +163,8 @@ pub fn lml_hessian(theta: &[f64], data: &Data) -> Result<Vec<f64>> {
     // share, bound the time, and sharing it would double the memory
     let opts = cotangent::func::JacOptions { chunk_size: Some(1) };
     let f = |p: &[Tensor]| Ok(vec![nlml(&p[0], &g, &y)?.neg()?]);
+    // (the Hessian is not differentiated again: its tangents go unrecorded)
+    let _no_grad = cotangent::autograd::no_grad();
     let h = cotangent::func::hessian_with(f, &[t], opts)?;
     Ok(h[0][0][0].to_vec_f64())
 }
