@@ -7,7 +7,7 @@
 //! ([`super::super::jacobi`]).
 
 use super::super::jacobi::{
-    rotate, rotate_lanes, rotation_tangent, sine_tau, tiny_pair, Pairs, JACOBI_ROOM,
+    pow2_near, rotate, rotate_lanes, rotation_tangent, sine_tau, tiny_pair, Pairs, JACOBI_ROOM,
 };
 use super::super::lanes::{load_lanes, LANES};
 use super::super::order::{by_order, by_order_simd};
@@ -30,17 +30,14 @@ const MIXED_SWEEPS: usize = 5;
 
 /// The power-of-two scale for the Jacobi kernels of a matrix whose largest entry in
 /// magnitude is `amax` (so that squared norms neither overflow nor underflow), and its
-/// inverse; `None` for a zero matrix. For a subnormal `amax` the scale stops at the
-/// reciprocal of the smallest normal number (the exact power of two would overflow),
-/// which still brings the largest entry to at least `2⁻ᵖ` (`p` the precision).
+/// inverse ([`pow2_near`]'s, whose reciprocal is always finite); `None` for a zero matrix.
 #[inline(always)]
 fn jacobi_scale<T: LinalgElem>(amax: T) -> Option<(T, T)> {
     if amax == T::ZERO {
         return None;
     }
-    let lowest = <T as faer::traits::RealField>::min_positive_impl().to_f64().log2() as i32;
-    let e = (amax.to_f64().log2().floor() as i32).max(lowest);
-    Some((T::of(2f64.powi(-e)), T::of(2f64.powi(e))))
+    let unscale = pow2_near(amax);
+    Some((T::ONE / unscale, unscale))
 }
 
 /// Copies the column-major `m x n` matrix `a` into `w` (`rows x cols` column-major, the
