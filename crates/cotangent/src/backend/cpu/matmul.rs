@@ -303,12 +303,37 @@ fn fixed_run<
     crate::backend::cpu::simd::arch().dispatch(Kernel::<T, F, M, K, N> { a, b, out, first, mats });
 }
 
+/// Matches `$shape` against the shapes with unrolled kernels (`m = k = n <= 4`, outer
+/// products `(n, 1, n)` and matrix-vector products `(n, n, 1)`, `n <= 4`): for each, `$body`
+/// with the consts `$m`, `$k`, `$n` set to it; `$other` for any other shape. The one list
+/// of those shapes, so that [`has_fixed`] and the kernels that dispatch on it agree.
+macro_rules! fixed_shapes {
+    ($shape:expr, $m:ident, $k:ident, $n:ident => $body:expr, _ => $other:expr) => {
+        fixed_shapes!(@arms $shape, $m, $k, $n, $body, $other;
+            (1, 1, 1) (2, 2, 2) (3, 3, 3) (4, 4, 4) (2, 1, 2) (3, 1, 3) (4, 1, 4) (2, 2, 1)
+            (3, 3, 1) (4, 4, 1))
+    };
+    (@arms $shape:expr, $m:ident, $k:ident, $n:ident, $body:expr, $other:expr;
+        $(($mv:literal, $kv:literal, $nv:literal))*) => {
+        match $shape {
+            $(($mv, $kv, $nv) => {
+                // unused where only the match matters ([`has_fixed`])
+                #[allow(dead_code)]
+                const $m: usize = $mv;
+                #[allow(dead_code)]
+                const $k: usize = $kv;
+                #[allow(dead_code)]
+                const $n: usize = $nv;
+                $body
+            })*
+            _ => $other,
+        }
+    };
+}
+
 /// Whether the shape `(m, k, n)` has an unrolled kernel in [`fixed_dispatch`].
-fn has_fixed((m, k, n): (usize, usize, usize)) -> bool {
-    let square = k == m && n == m;
-    let outer = k == 1 && n == m;
-    let matvec = k == m && n == 1;
-    (1..=4).contains(&m) && (square || outer || matvec)
+fn has_fixed(shape: (usize, usize, usize)) -> bool {
+    fixed_shapes!(shape, M, K, N => true, _ => false)
 }
 
 /// Runs [`fixed_run`] for the shape `(m, k, n)` if it has an instance (`m = k = n <= 4`,
@@ -322,17 +347,8 @@ fn fixed_dispatch<T: GemmElem, F: Fn(usize) -> (Mat, Mat)>(
     first: usize,
     mats: &F,
 ) -> bool {
-    macro_rules! shapes {
-        ($(($m:literal, $k:literal, $n:literal))*) => {
-            match shape {
-                $(($m, $k, $n) => fixed_run::<T, F, $m, $k, $n>(a, b, out, first, mats),)*
-                _ => return false,
-            }
-        };
-    }
-    shapes!((1, 1, 1)(2, 2, 2)(3, 3, 3)(4, 4, 4)(2, 1, 2)(3, 1, 3)(4, 1, 4)(2, 2, 1)(3, 3, 1)(
-        4, 4, 1
-    ));
+    fixed_shapes!(shape, M, K, N => fixed_run::<T, F, M, K, N>(a, b, out, first, mats),
+        _ => return false);
     true
 }
 
@@ -427,17 +443,8 @@ pub(crate) fn matmul_jvp<T: GemmElem>(
         tangent_b: Placement::of(al, dbl),
     };
     let run = |o: &mut [T], first: usize| {
-        macro_rules! shapes {
-            ($(($m:literal, $k:literal, $n:literal))*) => {
-                match (m, k, n) {
-                    $(($m, $k, $n) => fixed_jvp_run::<T, $m, $k, $n>(&ops, o, first),)*
-                    _ => {}
-                }
-            };
-        }
-        shapes!((1, 1, 1)(2, 2, 2)(3, 3, 3)(4, 4, 4)(2, 1, 2)(3, 1, 3)(4, 1, 4)(2, 2, 1)(3, 3, 1)(
-            4, 4, 1
-        ));
+        fixed_shapes!((m, k, n), M, K, N => fixed_jvp_run::<T, M, K, N>(&ops, o, first),
+            _ => {});
     };
     let work = m * n * k;
     if batch * work >= 1 << 14 {
