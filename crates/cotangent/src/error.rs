@@ -3,7 +3,8 @@
 //! Every fallible function of the library returns [`Result`]. Each variant names the
 //! operation (`op`, PyTorch's name where there is one) and carries the data a user needs to
 //! act on it: shapes, dtypes, dims, batch and pivot indices. There are no free-form message
-//! variants; a new kind of failure gets a new variant.
+//! variants; a new kind of failure gets a new variant. The one text a variant carries is
+//! [`Error::BadFile`]'s, a file format reader's own account of what is wrong with a file.
 
 use crate::device::Device;
 use crate::dtype::DType;
@@ -179,6 +180,28 @@ pub enum Error {
         /// The position of the input in the list.
         index: usize,
     },
+    /// Reading or writing a file failed in the operating system (not found, no
+    /// permission, disk full, ...).
+    #[error("{op}: {path}: {kind}")]
+    Io {
+        /// The operation.
+        op: &'static str,
+        /// The file.
+        path: String,
+        /// What the operating system answered.
+        kind: std::io::ErrorKind,
+    },
+    /// A file (or a buffer read as one) is not in the format the op reads, or holds
+    /// something the library has no counterpart for (an element type, a structured array).
+    #[error("{op}: {path}: {detail}")]
+    BadFile {
+        /// The operation.
+        op: &'static str,
+        /// The file, or `<memory>` for a buffer.
+        path: String,
+        /// What is wrong, as the format's reader reports it.
+        detail: String,
+    },
     /// A broken internal invariant: a bug in the library, reported instead of a panic.
     #[error("{op}: internal error: {reason}")]
     Internal {
@@ -211,7 +234,9 @@ impl Error {
             | Error::NotPositiveDefinite { op: o, .. }
             | Error::Singular { op: o, .. }
             | Error::NoConvergence { op: o, .. }
-            | Error::NotDifferentiable { op: o, .. } => *o = op,
+            | Error::NotDifferentiable { op: o, .. }
+            | Error::Io { op: o, .. }
+            | Error::BadFile { op: o, .. } => *o = op,
             Error::NonScalarBackward { .. }
             | Error::NoGradFn { .. }
             | Error::InputNoGrad { .. }

@@ -148,6 +148,8 @@ pub mod dtype;
 mod error;
 pub mod func;
 mod host;
+pub mod interop;
+pub mod io;
 pub mod layout;
 pub mod linalg;
 pub mod memory;

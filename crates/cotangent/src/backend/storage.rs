@@ -75,6 +75,15 @@ impl Storage {
         }
     }
 
+    /// The elements, borrowed, where the device keeps them in host memory as `T` (the
+    /// CPU); `None` for another dtype (or a device whose memory the host cannot read).
+    #[cfg(any(feature = "ndarray", feature = "nalgebra", feature = "faer"))]
+    pub(crate) fn host_slice<T: crate::dtype::Element>(&self) -> Option<&[T]> {
+        match self {
+            Storage::Cpu(s) => s.as_slice::<T>(),
+        }
+    }
+
     /// The host elements `h` as a buffer of the CPU device, where new tensors are made
     /// unless a device is named (the CPU keeps host memory as it is: no copy, no failure).
     pub(crate) fn host(h: HostBuffer) -> Storage {

@@ -274,6 +274,30 @@ impl Tensor {
         })
     }
 
+    /// The buffer behind this tensor and the layout of its elements in it, borrowed:
+    /// what the zero-copy views of the interop module are made of. `DTypeMismatch` (naming
+    /// `op`) unless `T` is the tensor's element type; `Unsupported` on a device whose
+    /// memory the host cannot read.
+    #[cfg(any(feature = "ndarray", feature = "nalgebra", feature = "faer"))]
+    pub(crate) fn host_parts<T: Element>(&self, op: &'static str) -> Result<(&[T], &Layout)> {
+        if T::DTYPE != self.dtype() {
+            return Err(Error::DTypeMismatch { op, lhs: self.dtype(), rhs: T::DTYPE });
+        }
+        let data = self
+            .0
+            .storage
+            .host_slice::<T>()
+            .ok_or(Error::Unsupported { op, device: self.device() })?;
+        Ok((data, &self.0.layout))
+    }
+
+    /// A tensor owning `data`, its elements at `layout` (which the caller has checked to
+    /// stay inside `data`): how an owned foreign buffer becomes a tensor without a copy.
+    #[cfg(feature = "ndarray")]
+    pub(crate) fn from_vec_layout<T: Element>(data: Vec<T>, layout: Layout) -> Tensor {
+        Tensor::from_storage_layout(Storage::host(T::into_host(data)), layout)
+    }
+
     /// The elements in row-major order converted to `f64` (real parts of complex values).
     pub fn to_vec_f64(&self) -> Vec<f64> {
         // the CPU's read cannot fail; a device whose read can fail needs this to return

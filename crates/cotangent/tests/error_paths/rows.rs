@@ -760,10 +760,64 @@ pub fn autograd_rows() -> Vec<Row> {
     ]
 }
 
+/// The rows of the interop conversions and the file formats (their features on).
+#[cfg(all(
+    feature = "ndarray",
+    feature = "nalgebra",
+    feature = "faer",
+    feature = "npy",
+    feature = "safetensors"
+))]
+pub fn interop_rows() -> Vec<Row> {
+    use cotangent::io::{npy, safetensors};
+    const MISSING: &str = "/nonexistent/cotangent/x.npy";
+    vec![
+        row!(DTypeMismatch, "to_ndarray", ones(&[2]).to_ndarray::<i64>()),
+        row!(DTypeMismatch, "as_ndarray" @ "tensor/mod.rs::host_parts", ones(&[2]).as_ndarray::<f32>()),
+        row!(BadShape, "to_dmatrix" @ "interop/mod.rs::matrix_parts", ones(&[2]).to_dmatrix::<f64>()),
+        row!(
+            InvalidArgument,
+            "as_faer",
+            ones(&[3, 4]).slice(1, 0, 4, 2)?.as_faer::<f64>().map(drop)
+        ),
+        row!(
+            InvalidArgument,
+            "as_nalgebra" @ "interop/mod.rs::distinct_elements",
+            ones(&[1, 3]).expand(&[2, 3])?.as_nalgebra::<f64>().map(drop)
+        ),
+        row!(BadFile, "npy.from_bytes" @ "io/mod.rs::bad_file", npy::from_bytes(b"not npy")),
+        row!(Io, "npy.load" @ "io/mod.rs::io_error", npy::load(MISSING)),
+        row!(UnsupportedDType, "npy.to_bytes" @ "io/npy.rs::put!", npy::to_bytes(&ones_as(&[2], DType::Bf16))),
+        row!(
+            InvalidArgument,
+            "npy.savez",
+            npy::savez(MISSING, [("a", &ones(&[1])), ("a", &ones(&[1]))])
+        ),
+        row!(
+            UnsupportedDType,
+            "safetensors.save" @ "io/safetensors.rs::entry",
+            safetensors::save([("z", &ones_as(&[1], DType::C128))])
+        ),
+        row!(
+            InvalidArgument,
+            "safetensors.save" @ "io/safetensors.rs::serialize",
+            safetensors::save([("a", &ones(&[1])), ("a", &ones(&[1]))])
+        ),
+    ]
+}
+
 /// Every row.
 pub fn rows() -> Vec<Row> {
     let mut all = tensor_rows();
     all.extend(linalg_rows());
     all.extend(autograd_rows());
+    #[cfg(all(
+        feature = "ndarray",
+        feature = "nalgebra",
+        feature = "faer",
+        feature = "npy",
+        feature = "safetensors"
+    ))]
+    all.extend(interop_rows());
     all
 }
