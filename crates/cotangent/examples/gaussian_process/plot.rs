@@ -1,259 +1,257 @@
-//! A small raster plot written as a PNG with no dependency: a canvas, lines, a shaded
-//! band, axes with ticks, a 5x7 bitmap font, and an uncompressed (stored-deflate) PNG
-//! encoder with its CRC-32 and Adler-32 checksums.
+//! The example's plot, drawn with plotters: the observations, the Gaussian process's mean
+//! over the training range and its forecast beyond it, the 95% predictive band, axes
+//! with labels, a title and a legend; above, the whole record and forecast, below, a
+//! detail of the years around the last observation. A PNG (plotters' bitmap backend) or
+//! an SVG, by the extension of the path. The text is drawn with the Open Sans font that the example
+//! ships (`OpenSans-Regular.ttf`, Apache-2.0, `OpenSans-LICENSE.txt`), so that the PNG
+//! needs no system font; the SVG names the family `sans-serif` and its viewer's fonts
+//! draw it.
 
-type Rgb = [u8; 3];
+use std::error::Error;
+use std::path::Path;
 
-/// An RGB canvas mapping data coordinates to pixels inside a frame.
-pub struct Plot {
-    w: usize,
-    h: usize,
-    px: Vec<Rgb>,
-    /// Data ranges (x0, x1, y0, y1) and the frame (left, top, right, bottom) in pixels.
-    range: (f64, f64, f64, f64),
-    frame: (usize, usize, usize, usize),
+use plotters::coord::Shift;
+use plotters::prelude::*;
+use plotters::style::{register_font, FontStyle};
+
+/// Open Sans Regular, embedded so that a machine without fonts draws the same text.
+const FONT: &[u8] = include_bytes!("OpenSans-Regular.ttf");
+
+/// The family the font is registered under, and the one the SVG's text names.
+const FAMILY: &str = "sans-serif";
+
+/// The image's size in pixels (the SVG's in user units).
+const SIZE: (u32, u32) = (1200, 1100);
+
+/// The observations, in a grey the coloured lines stand out from.
+const DATA: RGBColor = RGBColor(140, 140, 140);
+/// The mean over the training range.
+const FIT: RGBColor = RGBColor(31, 119, 180);
+/// The mean past the last observation.
+const FORECAST: RGBColor = RGBColor(214, 39, 40);
+/// The 95% band, drawn translucent.
+const BAND: RGBColor = RGBColor(100, 150, 230);
+
+/// The image formats the plot can be written in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Format {
+    /// A raster image (plotters' bitmap backend).
+    Png,
+    /// A vector image; its text is left to the viewer's sans-serif font.
+    Svg,
 }
 
-impl Plot {
-    /// A white canvas with a frame for the data ranges `x0..x1`, `y0..y1`.
-    pub fn new(w: usize, h: usize, range: (f64, f64, f64, f64)) -> Plot {
-        Plot { w, h, px: vec![[255; 3]; w * h], range, frame: (70, 40, w - 20, h - 50) }
-    }
-
-    fn to_px(&self, x: f64, y: f64) -> (f64, f64) {
-        let (x0, x1, y0, y1) = self.range;
-        let (l, t, r, b) = self.frame;
-        let fx = l as f64 + (x - x0) / (x1 - x0) * (r - l) as f64;
-        let fy = b as f64 - (y - y0) / (y1 - y0) * (b - t) as f64;
-        (fx, fy)
-    }
-
-    fn set(&mut self, x: i64, y: i64, c: Rgb) {
-        let (l, t, r, b) = self.frame;
-        let inside = x >= l as i64 && x <= r as i64 && y >= t as i64 && y <= b as i64;
-        if inside {
-            self.px[y as usize * self.w + x as usize] = c;
+impl Format {
+    /// The format that `path`'s extension names (`.png` or `.svg`, any case); `None` for
+    /// any other path, which the example refuses before fitting rather than after.
+    pub fn of(path: &Path) -> Option<Format> {
+        let ext = path.extension()?.to_str()?.to_ascii_lowercase();
+        match ext.as_str() {
+            "png" => Some(Format::Png),
+            "svg" => Some(Format::Svg),
+            _ => None,
         }
-    }
-
-    fn set_any(&mut self, x: i64, y: i64, c: Rgb) {
-        if x >= 0 && y >= 0 && (x as usize) < self.w && (y as usize) < self.h {
-            self.px[y as usize * self.w + x as usize] = c;
-        }
-    }
-
-    /// A shaded band between `lo` and `hi` over the sorted `xs`.
-    pub fn band(&mut self, xs: &[f64], lo: &[f64], hi: &[f64], c: Rgb) {
-        for i in 1..xs.len() {
-            let (a, _) = self.to_px(xs[i - 1], 0.0);
-            let (b, _) = self.to_px(xs[i], 0.0);
-            let (a, b) = (a.round() as i64, b.round() as i64);
-            for px in a..=b.max(a) {
-                let s = if b > a { (px - a) as f64 / (b - a) as f64 } else { 0.0 };
-                let l = lo[i - 1] + s * (lo[i] - lo[i - 1]);
-                let h = hi[i - 1] + s * (hi[i] - hi[i - 1]);
-                let (_, yl) = self.to_px(0.0, l);
-                let (_, yh) = self.to_px(0.0, h);
-                for py in yh.round() as i64..=yl.round() as i64 {
-                    self.set(px, py, c);
-                }
-            }
-        }
-    }
-
-    /// A polyline through the points, `width` pixels wide.
-    pub fn line(&mut self, xs: &[f64], ys: &[f64], c: Rgb, width: i64) {
-        for i in 1..xs.len() {
-            let (x0, y0) = self.to_px(xs[i - 1], ys[i - 1]);
-            let (x1, y1) = self.to_px(xs[i], ys[i]);
-            let steps = (x1 - x0).abs().max((y1 - y0).abs()).ceil().max(1.0) as usize;
-            for s in 0..=steps {
-                let f = s as f64 / steps as f64;
-                let (x, y) =
-                    ((x0 + f * (x1 - x0)).round() as i64, (y0 + f * (y1 - y0)).round() as i64);
-                for dx in 0..width {
-                    for dy in 0..width {
-                        self.set(x + dx - width / 2, y + dy - width / 2, c);
-                    }
-                }
-            }
-        }
-    }
-
-    /// Dots of 2x2 pixels.
-    pub fn points(&mut self, xs: &[f64], ys: &[f64], c: Rgb) {
-        for (&x, &y) in xs.iter().zip(ys) {
-            let (px, py) = self.to_px(x, y);
-            let (px, py) = (px.round() as i64, py.round() as i64);
-            for (dx, dy) in [(0, 0), (1, 0), (0, 1), (1, 1)] {
-                self.set(px + dx, py + dy, c);
-            }
-        }
-    }
-
-    /// Text at pixel (x, y) (top left), `scale` pixels per font dot.
-    pub fn text(&mut self, x: i64, y: i64, s: &str, c: Rgb, scale: i64) {
-        for (k, ch) in s.chars().enumerate() {
-            let g = glyph(ch);
-            for (row, bits) in g.iter().enumerate() {
-                for col in 0..5 {
-                    if bits >> (4 - col) & 1 == 1 {
-                        for sx in 0..scale {
-                            for sy in 0..scale {
-                                let px = x + (k as i64 * 6 + col) * scale + sx;
-                                self.set_any(px, y + row as i64 * scale + sy, c);
-                            }
-                        }
-                    }
-                }
-            }
-        }
-    }
-
-    /// The frame, ticks every `dx` and `dy` with their labels, and axis titles.
-    pub fn axes(&mut self, dx: f64, dy: f64, xlabel: &str, ylabel: &str) {
-        let (l, t, r, b) = self.frame;
-        let black = [0, 0, 0];
-        for x in l..=r {
-            self.set_any(x as i64, t as i64, black);
-            self.set_any(x as i64, b as i64, black);
-        }
-        for y in t..=b {
-            self.set_any(l as i64, y as i64, black);
-            self.set_any(r as i64, y as i64, black);
-        }
-        let (x0, x1, y0, y1) = self.range;
-        let mut v = (x0 / dx).ceil() * dx;
-        while v <= x1 {
-            let (px, _) = self.to_px(v, y0);
-            let px = px.round() as i64;
-            for k in 0..6 {
-                self.set_any(px, b as i64 - k, black);
-            }
-            let label = format!("{v:.0}");
-            self.text(px - 3 * label.len() as i64 * 2 / 2, b as i64 + 8, &label, black, 2);
-            v += dx;
-        }
-        let mut v = (y0 / dy).ceil() * dy;
-        while v <= y1 {
-            let (_, py) = self.to_px(x0, v);
-            let py = py.round() as i64;
-            for k in 0..6 {
-                self.set_any(l as i64 + k, py, black);
-            }
-            let label = format!("{v:.0}");
-            self.text(l as i64 - 8 - 12 * label.len() as i64, py - 7, &label, black, 2);
-            v += dy;
-        }
-        self.text((l + r) as i64 / 2 - 6 * xlabel.len() as i64, b as i64 + 30, xlabel, black, 2);
-        self.text(8, 12, ylabel, black, 2);
-    }
-
-    /// The image as PNG bytes (8-bit RGB, stored deflate blocks).
-    pub fn png(&self) -> Vec<u8> {
-        let mut raw = Vec::with_capacity(self.h * (1 + 3 * self.w));
-        for row in self.px.chunks(self.w) {
-            raw.push(0); // filter: none
-            for p in row {
-                raw.extend_from_slice(p);
-            }
-        }
-        // zlib: header, stored blocks of at most 65535 bytes, Adler-32
-        let mut z = vec![0x78, 0x01];
-        let mut blocks = raw.chunks(65535).peekable();
-        while let Some(block) = blocks.next() {
-            z.push(u8::from(blocks.peek().is_none()));
-            let len = block.len() as u16;
-            z.extend_from_slice(&len.to_le_bytes());
-            z.extend_from_slice(&(!len).to_le_bytes());
-            z.extend_from_slice(block);
-        }
-        let (mut a, mut b) = (1u32, 0u32);
-        for &byte in &raw {
-            a = (a + u32::from(byte)) % 65521;
-            b = (b + a) % 65521;
-        }
-        z.extend_from_slice(&((b << 16) | a).to_be_bytes());
-        let mut out = vec![0x89, b'P', b'N', b'G', 0x0d, 0x0a, 0x1a, 0x0a];
-        let mut ihdr = Vec::new();
-        ihdr.extend_from_slice(&(self.w as u32).to_be_bytes());
-        ihdr.extend_from_slice(&(self.h as u32).to_be_bytes());
-        ihdr.extend_from_slice(&[8, 2, 0, 0, 0]);
-        chunk(&mut out, *b"IHDR", &ihdr);
-        chunk(&mut out, *b"IDAT", &z);
-        chunk(&mut out, *b"IEND", &[]);
-        out
     }
 }
 
-fn chunk(out: &mut Vec<u8>, kind: [u8; 4], data: &[u8]) {
-    out.extend_from_slice(&(data.len() as u32).to_be_bytes());
-    let start = out.len();
-    out.extend_from_slice(&kind);
-    out.extend_from_slice(data);
-    let crc = crc32(&out[start..]);
-    out.extend_from_slice(&crc.to_be_bytes());
+/// What the plot shows: the observations and the predictive distribution on a grid.
+#[derive(Debug, Clone, Copy)]
+pub struct Forecast<'a> {
+    /// The observations' decimal years.
+    pub obs_x: &'a [f64],
+    /// The observations in ppm.
+    pub obs_y: &'a [f64],
+    /// The grid (sorted decimal years), from the first observation to past the last.
+    pub x: &'a [f64],
+    /// The predictive mean on the grid, in ppm.
+    pub mean: &'a [f64],
+    /// The lower end of the 95% band on the grid.
+    pub lo: &'a [f64],
+    /// The upper end of the 95% band on the grid.
+    pub hi: &'a [f64],
 }
 
-fn crc32(bytes: &[u8]) -> u32 {
-    let mut crc = 0xffff_ffffu32;
-    for &b in bytes {
-        crc ^= u32::from(b);
-        for _ in 0..8 {
-            crc = if crc & 1 == 1 { (crc >> 1) ^ 0xedb8_8320 } else { crc >> 1 };
+/// Writes the plot of `f` to `path`, as a PNG or an SVG by its extension ([`Format::of`];
+/// any other extension is an error).
+pub fn write(path: &Path, f: &Forecast<'_>) -> Result<(), Box<dyn Error>> {
+    register_font(FAMILY, FontStyle::Normal, FONT)
+        .map_err(|_| "the embedded font OpenSans-Regular.ttf does not parse")?;
+    let drawn = match Format::of(path) {
+        Some(Format::Png) => draw(&BitMapBackend::new(path, SIZE).into_drawing_area(), f),
+        Some(Format::Svg) => draw(&SVGBackend::new(path, SIZE).into_drawing_area(), f),
+        None => Err("the plot's name must end in .png or .svg".into()),
+    };
+    drawn.map_err(|e| format!("plot {}: {e}", path.display()).into())
+}
+
+/// `v` rounded down (`up` false) or up to a multiple of `step`.
+fn round_to(v: f64, step: f64, up: bool) -> f64 {
+    if up {
+        (v / step).ceil() * step
+    } else {
+        (v / step).floor() * step
+    }
+}
+
+/// `n` with its digits in groups of three: `2,225`.
+fn grouped(n: usize) -> String {
+    let digits = n.to_string();
+    let mut out = String::new();
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
+            out.push(',');
         }
+        out.push(c);
     }
-    !crc
+    out
 }
 
-/// A 5x7 glyph (rows top to bottom, bit 4 = leftmost column); lowercase as uppercase.
-fn glyph(c: char) -> [u8; 7] {
-    match c.to_ascii_uppercase() {
-        '0' => [0x0E, 0x11, 0x13, 0x15, 0x19, 0x11, 0x0E],
-        '1' => [0x04, 0x0C, 0x04, 0x04, 0x04, 0x04, 0x0E],
-        '2' => [0x0E, 0x11, 0x01, 0x02, 0x04, 0x08, 0x1F],
-        '3' => [0x1F, 0x02, 0x04, 0x02, 0x01, 0x11, 0x0E],
-        '4' => [0x02, 0x06, 0x0A, 0x12, 0x1F, 0x02, 0x02],
-        '5' => [0x1F, 0x10, 0x1E, 0x01, 0x01, 0x11, 0x0E],
-        '6' => [0x06, 0x08, 0x10, 0x1E, 0x11, 0x11, 0x0E],
-        '7' => [0x1F, 0x01, 0x02, 0x04, 0x08, 0x08, 0x08],
-        '8' => [0x0E, 0x11, 0x11, 0x0E, 0x11, 0x11, 0x0E],
-        '9' => [0x0E, 0x11, 0x11, 0x0F, 0x01, 0x02, 0x0C],
-        'A' => [0x0E, 0x11, 0x11, 0x1F, 0x11, 0x11, 0x11],
-        'B' => [0x1E, 0x11, 0x11, 0x1E, 0x11, 0x11, 0x1E],
-        'C' => [0x0E, 0x11, 0x10, 0x10, 0x10, 0x11, 0x0E],
-        'D' => [0x1C, 0x12, 0x11, 0x11, 0x11, 0x12, 0x1C],
-        'E' => [0x1F, 0x10, 0x10, 0x1E, 0x10, 0x10, 0x1F],
-        'F' => [0x1F, 0x10, 0x10, 0x1E, 0x10, 0x10, 0x10],
-        'G' => [0x0E, 0x11, 0x10, 0x17, 0x11, 0x11, 0x0F],
-        'H' => [0x11, 0x11, 0x11, 0x1F, 0x11, 0x11, 0x11],
-        'I' => [0x0E, 0x04, 0x04, 0x04, 0x04, 0x04, 0x0E],
-        'J' => [0x07, 0x02, 0x02, 0x02, 0x02, 0x12, 0x0C],
-        'K' => [0x11, 0x12, 0x14, 0x18, 0x14, 0x12, 0x11],
-        'L' => [0x10, 0x10, 0x10, 0x10, 0x10, 0x10, 0x1F],
-        'M' => [0x11, 0x1B, 0x15, 0x15, 0x11, 0x11, 0x11],
-        'N' => [0x11, 0x11, 0x19, 0x15, 0x13, 0x11, 0x11],
-        'O' => [0x0E, 0x11, 0x11, 0x11, 0x11, 0x11, 0x0E],
-        'P' => [0x1E, 0x11, 0x11, 0x1E, 0x10, 0x10, 0x10],
-        'Q' => [0x0E, 0x11, 0x11, 0x11, 0x15, 0x12, 0x0D],
-        'R' => [0x1E, 0x11, 0x11, 0x1E, 0x14, 0x12, 0x11],
-        'S' => [0x0F, 0x10, 0x10, 0x0E, 0x01, 0x01, 0x1E],
-        'T' => [0x1F, 0x04, 0x04, 0x04, 0x04, 0x04, 0x04],
-        'U' => [0x11, 0x11, 0x11, 0x11, 0x11, 0x11, 0x0E],
-        'V' => [0x11, 0x11, 0x11, 0x11, 0x11, 0x0A, 0x04],
-        'W' => [0x11, 0x11, 0x11, 0x15, 0x15, 0x15, 0x0A],
-        'X' => [0x11, 0x11, 0x0A, 0x04, 0x0A, 0x11, 0x11],
-        'Y' => [0x11, 0x11, 0x11, 0x0A, 0x04, 0x04, 0x04],
-        'Z' => [0x1F, 0x01, 0x02, 0x04, 0x08, 0x10, 0x1F],
-        '.' => [0, 0, 0, 0, 0, 0x0C, 0x0C],
-        ',' => [0, 0, 0, 0, 0x0C, 0x04, 0x08],
-        '-' => [0, 0, 0, 0x1F, 0, 0, 0],
-        '(' => [0x02, 0x04, 0x08, 0x08, 0x08, 0x04, 0x02],
-        ')' => [0x08, 0x04, 0x02, 0x02, 0x02, 0x04, 0x08],
-        '%' => [0x18, 0x19, 0x02, 0x04, 0x08, 0x13, 0x03],
-        ':' => [0, 0x0C, 0x0C, 0, 0x0C, 0x0C, 0],
-        '/' => [0, 0x01, 0x02, 0x04, 0x08, 0x10, 0],
-        '+' => [0, 0x04, 0x04, 0x1F, 0x04, 0x04, 0],
-        _ => [0; 7],
+/// The years the detail panel shows before the last observation and after it.
+const DETAIL: (f64, f64) = (6.0, 4.0);
+
+/// Draws the plot on `root` and presents it (writes the file): the whole record and
+/// forecast above, with the title and the legend; below, the last years of the record
+/// and the first of the forecast, where the observations show apart from the mean
+/// (at the scale of the whole record the mean runs through them and hides them).
+fn draw<DB: DrawingBackend>(
+    root: &DrawingArea<DB, Shift>,
+    f: &Forecast<'_>,
+) -> Result<(), Box<dyn Error>>
+where
+    DB::ErrorType: 'static,
+{
+    root.fill(&WHITE)?;
+    let (whole, detail) = root.split_vertically(SIZE.1 * 62 / 100);
+    let end = f.obs_x.iter().fold(f64::MIN, |m, &v| m.max(v));
+    let x = (f.x[0].floor() - 1.0, f.x[f.x.len() - 1].ceil() + 1.0);
+    let title = format!(
+        "Mauna Loa CO2, weekly {:.0}\u{2013}{:.0}: Gaussian-process fit and forecast to {:.0}",
+        f.obs_x[0].floor(),
+        end.floor(),
+        f.x[f.x.len() - 1].floor()
+    );
+    panel(&whole, f, x, &title, 30, 1.5)?;
+    let x = (end.round() - DETAIL.0, end.round() + DETAIL.1);
+    let caption = format!(
+        "detail, {:.0}\u{2013}{:.0}: the observations against the fit and the forecast's start",
+        x.0, x.1
+    );
+    panel(&detail, f, x, &caption, 22, 2.0)?;
+    root.present()?;
+    Ok(())
+}
+
+/// Draws one panel of the plot on `area`: years `x.0..x.1` (the values axis fitted to
+/// what falls there), a caption of `caption_size` pixels, the observations as dots of
+/// radius `dot`; the legend too when the panel starts with the record.
+fn panel<DB: DrawingBackend>(
+    area: &DrawingArea<DB, Shift>,
+    f: &Forecast<'_>,
+    x: (f64, f64),
+    caption: &str,
+    caption_size: u32,
+    dot: f64,
+) -> Result<(), Box<dyn Error>>
+where
+    DB::ErrorType: 'static,
+{
+    // plotters clamps points outside the axes onto the frame, so only those inside are
+    // drawn (the grid has a point on every whole year, the ends of the axes)
+    let inside = |t: f64| t >= x.0 - 1e-9 && t <= x.1 + 1e-9;
+    let shown = |xs: &'_ [f64], ys: &'_ [f64]| -> Vec<f64> {
+        xs.iter().zip(ys).filter(|(&t, _)| inside(t)).map(|(_, &y)| y).collect()
+    };
+    let obs = shown(f.obs_x, f.obs_y);
+    let top = shown(f.x, f.hi).iter().chain(&obs).fold(f64::MIN, |m, &v| m.max(v));
+    let bottom = shown(f.x, f.lo).iter().chain(&obs).fold(f64::MAX, |m, &v| m.min(v));
+    // the values axis: what is shown and a little room, its ends on multiples of 5 (of 1
+    // for a narrow range)
+    let step = if top - bottom > 40.0 { 5.0 } else { 1.0 };
+    let y = (round_to(bottom - step / 5.0, step, false), round_to(top + step / 5.0, step, true));
+    let whole = inside(f.x[0]);
+    let mut chart = ChartBuilder::on(area)
+        .caption(caption, (FAMILY, caption_size).into_font().color(&BLACK))
+        .margin(20)
+        .x_label_area_size(60)
+        .y_label_area_size(80)
+        .build_cartesian_2d(x.0..x.1, y.0..y.1)?;
+    chart
+        .configure_mesh()
+        .x_desc("year")
+        .y_desc("CO2 (ppm)")
+        .axis_desc_style((FAMILY, 22))
+        .label_style((FAMILY, 18))
+        .x_labels(16)
+        .y_labels(if whole { 16 } else { 8 })
+        .x_label_formatter(&|v| format!("{v:.0}"))
+        .y_label_formatter(&|v| format!("{v:.0}"))
+        .bold_line_style(BLACK.mix(0.12))
+        .light_line_style(BLACK.mix(0.05))
+        .max_light_lines(4)
+        .draw()?;
+
+    // the band first, under everything else: the upper edge left to right, then the
+    // lower edge back
+    let on = |ys: &'_ [f64]| -> Vec<(f64, f64)> {
+        f.x.iter().zip(ys).filter(|(&t, _)| inside(t)).map(|(&t, &y)| (t, y)).collect()
+    };
+    let mut edge = on(f.hi);
+    edge.extend(on(f.lo).iter().rev());
+    chart.draw_series(std::iter::once(Polygon::new(edge, BAND.mix(0.35).filled())))?;
+
+    // the observations and the mean: the mean up to the last observation, the forecast
+    // from there on (sharing the point where the two meet, so that the curve has no gap).
+    // Over the whole record the mean is drawn over the observations, which would hide
+    // it; in the detail, the observations over the mean, each apart.
+    let dots = f
+        .obs_x
+        .iter()
+        .zip(f.obs_y)
+        .filter(|(&t, _)| inside(t))
+        .map(|(&x, &y)| Circle::new((x, y), dot, DATA.filled()));
+    if whole {
+        chart.draw_series(dots.clone())?;
     }
+    let end = f.obs_x.iter().fold(f64::MIN, |m, &v| m.max(v));
+    let mean = on(f.mean);
+    let split = mean.iter().take_while(|&&(t, _)| t <= end).count();
+    if split > 0 {
+        chart.draw_series(LineSeries::new(mean[..split].to_vec(), FIT.stroke_width(2)))?;
+    }
+    chart.draw_series(LineSeries::new(
+        mean[split.saturating_sub(1)..].to_vec(),
+        FORECAST.stroke_width(2),
+    ))?;
+    if !whole {
+        chart.draw_series(dots)?;
+        return Ok(());
+    }
+
+    // the legend, in reading order rather than drawing order: an empty series per entry
+    let none = std::iter::empty::<Circle<(f64, f64), i32>>;
+    chart
+        .draw_series(none())?
+        .label(format!("observations ({})", grouped(f.obs_x.len())))
+        .legend(|(x, y)| Circle::new((x + 12, y), 3, DATA.filled()));
+    chart
+        .draw_series(none())?
+        .label("GP mean over the observations")
+        .legend(|(x, y)| PathElement::new([(x, y), (x + 24, y)], FIT.stroke_width(3)));
+    chart
+        .draw_series(none())?
+        .label("GP forecast")
+        .legend(|(x, y)| PathElement::new([(x, y), (x + 24, y)], FORECAST.stroke_width(3)));
+    chart
+        .draw_series(none())?
+        .label("95% predictive band")
+        .legend(|(x, y)| Rectangle::new([(x, y - 7), (x + 24, y + 7)], BAND.mix(0.35).filled()));
+    chart
+        .configure_series_labels()
+        .position(SeriesLabelPosition::UpperLeft)
+        .margin(15)
+        .label_font((FAMILY, 18))
+        .background_style(WHITE.mix(0.9))
+        .border_style(BLACK.mix(0.4))
+        .draw()?;
+    Ok(())
 }
