@@ -103,7 +103,8 @@
 //!
 //! **Threads.** Kernels split large work (a batch of matrices, a long elementwise pass,
 //! a big product) over rayon's global pool; the thread count is the pool's
-//! (`RAYON_NUM_THREADS`, or `rayon::ThreadPoolBuilder::build_global`). A call from outside
+//! ([`set_num_threads`] before the first parallel computation, `RAYON_NUM_THREADS`, or
+//! `rayon::ThreadPoolBuilder::build_global`). A call from outside
 //! any rayon pool (a program's `main`) works on its own share too, helped by a pool of
 //! cotangent's own with one thread fewer than the global pool (made at the first such
 //! call), so that the threads at work are as many as the global pool's. After a parallel
@@ -134,8 +135,9 @@
 //! device without them.
 //!
 //! ## Operators
-//! `&a + &b`, `&a - 1.0`, `&a * &b`, `-&a`... call the corresponding methods and panic on
-//! error, like ndarray's operators. Use the methods in code that handles bad input.
+//! `&a + &b`, `&a - 1.0`, `2.0 / &a`, `a * b`, `-&a`... (owned or borrowed tensors, an
+//! `f64` on either side) call the corresponding methods and panic on error, like
+//! ndarray's operators. Use the methods in code that handles bad input.
 
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
@@ -157,6 +159,7 @@ mod ops;
 pub mod optim;
 pub mod shape;
 mod tensor;
+mod threads;
 
 pub use autocast::{autocast, autocast_dtype};
 pub use autograd::Gradients;
@@ -166,3 +169,4 @@ pub use error::{Error, Result};
 pub use layout::Layout;
 pub use shape::Shape;
 pub use tensor::{Generator, Tensor, TensorId};
+pub use threads::{num_threads, set_num_threads};

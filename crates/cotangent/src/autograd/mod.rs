@@ -122,6 +122,28 @@ impl Tensor {
         self.backward_with(&ones)
     }
 
+    /// The gradient of this one-element tensor with respect to `x`, in one line: `y =
+    /// f(x)`, `y.grad_wrt(&x)?` is `torch.autograd.grad(y, x)[0]` (no graph recorded for
+    /// the gradient; [`grad`] with `create_graph` for higher orders). `x` may be a leaf or
+    /// an intermediate tensor of `y`'s history.
+    ///
+    /// Errors: `NonScalarBackward` if this tensor has more than one element; `NoGradFn`
+    /// if it does not require grad; `InputNoGrad` if `x` does not; `UnusedInput` if `y`
+    /// does not depend on `x`.
+    ///
+    /// ```
+    /// # use cotangent::Tensor;
+    /// let x = Tensor::from_vec(vec![1.0f64, 2.0], 2)?.with_requires_grad(true)?;
+    /// let y = (&x * &x).sum()?;
+    /// assert_eq!(y.grad_wrt(&x)?.to_vec::<f64>()?, vec![2.0, 4.0]);
+    /// # Ok::<(), cotangent::Error>(())
+    /// ```
+    pub fn grad_wrt(&self, x: &Tensor) -> Result<Tensor> {
+        let mut g = grad(&[self], &[None], &[x], GradOptions::default())?;
+        // `grad` returns one entry per input, `Some` unless unused (an error here)
+        g.pop().flatten().ok_or(Error::UnusedInput { index: 0 })
+    }
+
     /// Like [`Tensor::backward`] for any shape, with the output's cotangent given (cast
     /// to the output's dtype as [`grad`] casts it).
     ///

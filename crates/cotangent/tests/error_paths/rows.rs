@@ -155,6 +155,7 @@ pub fn tensor_rows() -> Vec<Row> {
         row!(InvalidArgument, "expand", ones(&[2, 3]).expand(&[3])),
         row!(InvalidArgument, "expand", ones(&[3]).expand(&[-1, 3])),
         row!(InvalidArgument, "expand", ones(&[3]).expand(&[-2])),
+        row!(InvalidArgument, "set_num_threads", cotangent::set_num_threads(0)),
         row!(BadShape, "narrow", scalar().narrow(0, 0, 1)),
         row!(IndexOutOfRange, "narrow", ones(&[3, 2]).narrow(0, 2, 2)),
         row!(InvalidArgument, "slice", ones(&[3]).slice(0, 0, 3, 0)),
