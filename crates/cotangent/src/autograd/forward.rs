@@ -259,6 +259,11 @@ impl JvpCtx<'_> {
     pub(crate) fn output(&self, i: usize) -> &Tensor {
         &self.outputs[i]
     }
+
+    /// The outputs.
+    pub(crate) fn outputs(&self) -> &[Tensor] {
+        self.outputs
+    }
 }
 
 /// The active levels at which some input carries a tangent, ascending; empty (no

@@ -25,11 +25,13 @@
 pub(crate) mod check;
 pub(crate) mod engine;
 pub mod forward;
+mod function;
 pub(crate) mod mode;
 pub(crate) mod node;
 #[cfg(test)]
 mod tests;
 
+pub use function::{Function, FunctionCtx};
 pub use check::{gradcheck, gradcheck_forward, gradgradcheck, GradcheckOptions, GradcheckReport};
 pub use mode::{enable_grad, is_grad_enabled, no_grad, GradModeGuard};
 

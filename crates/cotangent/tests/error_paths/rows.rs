@@ -807,11 +807,57 @@ pub fn interop_rows() -> Vec<Row> {
     ]
 }
 
+/// A user-defined op whose backward breaks the contract in the way its name says.
+struct Broken(&'static str);
+
+impl autograd::Function for Broken {
+    fn name(&self) -> &'static str {
+        self.0
+    }
+    fn forward(&self, inputs: &[Tensor]) -> Result<Vec<Tensor>> {
+        if self.0 == "no_outputs" {
+            return Ok(vec![]);
+        }
+        Ok(vec![inputs[0].mul_scalar(2.0)?])
+    }
+    fn backward(
+        &self,
+        _cx: &autograd::FunctionCtx<'_>,
+        g: &[Option<Tensor>],
+    ) -> Result<Vec<Option<Tensor>>> {
+        let g = g[0].clone().ok_or(cotangent::Error::UnusedInput { index: 0 })?;
+        Ok(match self.0 {
+            "two_grads" => vec![Some(g.clone()), Some(g)],
+            "summed_grad" => vec![Some(g.sum()?)],
+            _ => vec![Some(Tensor::complex(&g, &g)?)],
+        })
+    }
+}
+
+/// The gradient through [`Broken`] named `what`.
+fn broken(what: &'static str) -> Result<Tensor> {
+    use autograd::Function;
+    let x = leaf(&ones(&[2]));
+    Broken(what).apply(&[&x])?.remove(0).sum()?.grad_wrt(&x)
+}
+
+/// The rows of user-defined ops (`autograd::Function`), named by the user.
+pub fn function_rows() -> Vec<Row> {
+    use autograd::Function;
+    vec![
+        row!(InvalidArgument, "no_outputs" @ "autograd/function.rs::apply", Broken("no_outputs").apply(&[&ones(&[1])])),
+        row!(InvalidArgument, "two_grads" @ "autograd/function.rs::checked", broken("two_grads")),
+        row!(ShapeMismatch, "summed_grad" @ "autograd/function.rs::checked", broken("summed_grad")),
+        row!(DTypeMismatch, "complex_grad" @ "autograd/function.rs::checked", broken("complex_grad")),
+    ]
+}
+
 /// Every row.
 pub fn rows() -> Vec<Row> {
     let mut all = tensor_rows();
     all.extend(linalg_rows());
     all.extend(autograd_rows());
+    all.extend(function_rows());
     #[cfg(all(
         feature = "ndarray",
         feature = "nalgebra",
