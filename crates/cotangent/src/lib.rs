@@ -97,6 +97,27 @@
 //! **Optimisers.** [`optim`] has [`optim::Param`], SGD, Adam and L-BFGS with
 //! `torch.optim`'s defaults; a step takes a closure that computes the loss.
 //!
+//! **Forward mode and the functional API.** Every op has a forward-mode rule beside its
+//! backward: [`func`] has `jvp`, `vjp`, `jacrev`, `jacfwd`, `hessian`, `hvp`, `grad`
+//! and `grad_and_value` over closures, as `torch.func`; [`autograd::forward`] has dual
+//! tensors. [`Tensor::grad_wrt`] is the one-line gradient of a scalar.
+//!
+//! ```
+//! use cotangent::{func, Tensor};
+//! let x = Tensor::from_vec(vec![1.0f64, 2.0], 2)?;
+//! let h = func::hessian(|p: &[Tensor]| Ok(vec![p[0].pow_scalar(3.0)?.sum()?]), &[x])?;
+//! assert_eq!(h[0][0][0].to_vec::<f64>()?, vec![6.0, 0.0, 0.0, 12.0]); // diag(6x)
+//! # Ok::<(), cotangent::Error>(())
+//! ```
+//!
+//! **Your own ops.** [`autograd::Function`] defines an op by its forward, backward and
+//! forward-mode rule, recorded in the graph like the built-in ones (as
+//! `torch.autograd.Function`).
+//!
+//! **Other crates and files.** Behind cargo features: tensors to and from ndarray,
+//! nalgebra and faer arrays, zero-copy where the layouts allow ([`interop`]), and
+//! `.npy`/`.npz` and `.safetensors` files ([`io`]).
+//!
 //! **Errors.** Every function returns [`Result`]; [`Error`] variants name the op and carry
 //! shapes, dtypes and indices. The operators `+ - * /` on tensors are sugar that panics on
 //! invalid input (see [`ops`](crate#operators)).

@@ -31,8 +31,8 @@ pub(crate) mod node;
 #[cfg(test)]
 mod tests;
 
-pub use function::{Function, FunctionCtx};
 pub use check::{gradcheck, gradcheck_forward, gradgradcheck, GradcheckOptions, GradcheckReport};
+pub use function::{Function, FunctionCtx};
 pub use mode::{enable_grad, is_grad_enabled, no_grad, GradModeGuard};
 
 use crate::error::{Error, Result};
