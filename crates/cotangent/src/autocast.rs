@@ -54,8 +54,8 @@ pub(crate) fn suspend() -> Scope {
 ///   dtype).
 /// - f32: the decompositions and solvers PyTorch lists (`cholesky`, `cholesky_ex`,
 ///   `cholesky_solve`, `cholesky_inverse`, `solve`, `inv`, `inv_ex`, `tensorinv`,
-///   `tensorsolve`, `qr`, `householder_product`, `eigh`, `eigvalsh`, `svd`, `svdvals`,
-///   `lstsq`, `cond`, `matrix_rank`) and [`Tensor::prod`], [`Tensor::trace`]: inputs in
+///   `tensorsolve`, `qr`, `householder_product`, `eig`, `eigvals`, `eigh`, `eigvalsh`,
+///   `svd`, `svdvals`, `lstsq`, `cond`, `matrix_rank`) and [`Tensor::prod`], [`Tensor::trace`]: inputs in
 ///   bf16 or f16 are computed in f32 and the results stay f32.
 /// - every other op runs in its inputs' dtype; inputs of different dtypes promote as
 ///   PyTorch promotes them (`add(bf16, f32)` is f32; `cat` and `stack` take the widest).

@@ -24,10 +24,9 @@ use crate::host::HostBuffer;
 /// arithmetic, the elementary functions, sums and products, and their parts
 /// ([`Tensor::real`](crate::Tensor::real), [`Tensor::complex`](crate::Tensor::complex)
 /// and the like), all differentiable with PyTorch's convention (the crate docs,
-/// [complex numbers](crate#complex-numbers)), the matrix products, the structural ops
-/// and entrywise norms, the triangular solves and the Cholesky family; the other
-/// factorisations do not take them yet and report
-/// [`Error::UnsupportedDType`](crate::Error::UnsupportedDType).
+/// [complex numbers](crate#complex-numbers)), the matrix products, the structural ops,
+/// every norm, and every op of [`linalg`](crate::linalg) (the crate docs'
+/// [complex numbers](crate#complex-numbers) list them).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 #[non_exhaustive]
 pub enum DType {
