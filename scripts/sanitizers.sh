@@ -30,7 +30,15 @@ if [[ $what == miri || $what == all ]]; then
     # the engine, the tensor views and shapes, the buffer cache and the thread runner,
     # and the portable strided kernels; the lane kernels' SIMD intrinsics and faer's
     # GEMM are out of Miri's reach or too slow under it
-    COTANGENT_SIMD=portable MIRIFLAGS="-Zmiri-disable-isolation" \
+    # Tree Borrows: rayon's crossbeam-epoch breaks Stacked Borrows' rules (crossbeam's
+    # issue 545; crossbeam's own Miri CI uses Tree Borrows), which stops the run inside
+    # rayon before our code; deterministic floats: Miri otherwise adds a random error of
+    # an ulp or so to exp and the like, which the exact comparisons of the autograd
+    # tests (a kernel's exp against std's) would take for a wrong gradient; ignore
+    # leaks: rayon's global pool and the runner's helpers live as long as the process
+    # and are never joined (memory leaks are the ASan run's, with detect_leaks=1)
+    COTANGENT_SIMD=portable MIRIFLAGS="-Zmiri-disable-isolation -Zmiri-tree-borrows \
+        -Zmiri-deterministic-floats -Zmiri-ignore-leaks" \
         cargo +nightly miri test -p cotangent --lib --target-dir target/miri -- \
         autograd:: layout:: shape:: tensor:: backend::cpu::pool backend::cpu::par \
         backend::cpu::strided
