@@ -169,6 +169,33 @@ impl DType {
         }
     }
 
+    /// The dtype of an elementwise op's result between two tensors, told whether each is
+    /// 0-d (`torch.result_type`): as [`DType::promote`] when both or neither are 0-d;
+    /// otherwise a 0-d operand does not widen the other within its category, only lifts
+    /// it to a higher one (f32 with a 0-d f64 gives f32, bf16 with a 0-d f64 gives bf16,
+    /// i64 with a 0-d f32 gives f32, f32 with a 0-d c128 gives c64, f64 with a 0-d c64
+    /// gives c128). A 16-bit float with a 0-d complex gives `C64` (PyTorch's complex32
+    /// is not a dtype here).
+    pub fn result_type(a: DType, a_zero_dim: bool, b: DType, b_zero_dim: bool) -> DType {
+        if a_zero_dim == b_zero_dim {
+            return DType::promote(a, b);
+        }
+        let (dim, zero) = if b_zero_dim { (a, b) } else { (b, a) };
+        if dim.is_complex() || dim.is_floating_point() && !zero.is_complex() {
+            dim
+        } else if zero.is_complex() {
+            if dim.is_floating_point() {
+                dim.to_complex()
+            } else {
+                zero
+            }
+        } else if dim == DType::Bool || zero.is_floating_point() {
+            DType::promote(dim, zero)
+        } else {
+            dim
+        }
+    }
+
     /// The dtype of an op between a tensor of dtype `self` and a Python-like float scalar:
     /// floating and complex tensors keep their dtype, integer and bool tensors become `F32`
     /// (PyTorch's default dtype).
@@ -428,5 +455,36 @@ mod tests {
             assert_eq!(DType::promote(a, b), want, "{a:?} {b:?}");
             assert_eq!(DType::promote(b, a), want, "{b:?} {a:?}");
         }
+    }
+
+    #[test]
+    fn zero_dim_operands_follow_torch_result_type() {
+        // torch.result_type(torch.ones(2, dtype=a), torch.ones((), dtype=b)) from
+        // PyTorch 2.15, every pair but a 16-bit float with a 0-d complex (complex32 there)
+        #[rustfmt::skip]
+        let cases = [
+            (Bool, Bool, Bool), (Bool, I64, I64), (Bool, Bf16, Bf16), (Bool, F16, F16),
+            (Bool, F32, F32), (Bool, F64, F64), (Bool, C64, C64), (Bool, C128, C128),
+            (I64, Bool, I64), (I64, I64, I64), (I64, Bf16, Bf16), (I64, F16, F16),
+            (I64, F32, F32), (I64, F64, F64), (I64, C64, C64), (I64, C128, C128),
+            (Bf16, Bool, Bf16), (Bf16, I64, Bf16), (Bf16, Bf16, Bf16), (Bf16, F16, Bf16),
+            (Bf16, F32, Bf16), (Bf16, F64, Bf16),
+            (F16, Bool, F16), (F16, I64, F16), (F16, Bf16, F16), (F16, F16, F16),
+            (F16, F32, F16), (F16, F64, F16),
+            (F32, Bool, F32), (F32, I64, F32), (F32, Bf16, F32), (F32, F16, F32),
+            (F32, F32, F32), (F32, F64, F32), (F32, C64, C64), (F32, C128, C64),
+            (F64, Bool, F64), (F64, I64, F64), (F64, Bf16, F64), (F64, F16, F64),
+            (F64, F32, F64), (F64, F64, F64), (F64, C64, C128), (F64, C128, C128),
+            (C64, Bool, C64), (C64, I64, C64), (C64, Bf16, C64), (C64, F16, C64),
+            (C64, F32, C64), (C64, F64, C64), (C64, C64, C64), (C64, C128, C64),
+            (C128, Bool, C128), (C128, I64, C128), (C128, Bf16, C128), (C128, F16, C128),
+            (C128, F32, C128), (C128, F64, C128), (C128, C64, C128), (C128, C128, C128),
+        ];
+        for (dim, zero, want) in cases {
+            assert_eq!(DType::result_type(dim, false, zero, true), want, "{dim:?} {zero:?}");
+            assert_eq!(DType::result_type(zero, true, dim, false), want, "{zero:?} {dim:?}");
+            assert_eq!(DType::result_type(dim, true, zero, true), DType::promote(dim, zero));
+        }
+        assert_eq!(DType::result_type(Bf16, false, C128, true), C64);
     }
 }

@@ -60,9 +60,10 @@ fn arithmetic_matches_closed_forms() {
     assert_c(&a.add_scalar(1.5).unwrap(), &[2.5], &[2.0]);
     assert_c(&a.mul_scalar(-2.0).unwrap(), &[-2.0], &[-4.0]);
     assert_c(&a.div_scalar(2.0).unwrap(), &[0.5], &[1.0]);
-    // c64 with f64 promotes to c128, as torch.result_type
+    // c64 with f64 promotes to c128, as torch.result_type; a 0-d f64 does not widen it
     let a64 = a.to_dtype(DType::C64).unwrap();
-    assert_eq!(a64.mul(&two).unwrap().dtype(), DType::C128);
+    assert_eq!(a64.mul(&two.reshape(1).unwrap()).unwrap().dtype(), DType::C128);
+    assert_eq!(a64.mul(&two).unwrap().dtype(), DType::C64);
     assert_eq!(a64.mul(&two.to_dtype(DType::F32).unwrap()).unwrap().dtype(), DType::C64);
 }
 

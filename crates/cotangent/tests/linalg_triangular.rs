@@ -148,28 +148,33 @@ fn empty_and_f32_and_bf16() {
 }
 
 #[test]
-fn mixed_dtypes_promote() {
-    // as PyTorch: f64 A with an f32 B gives an f64 solution
+fn mixed_dtypes_take_a_dtype() {
+    // as PyTorch 2.15: B is cast to A's dtype (f64 A with f32 B gives f64, f32 A with
+    // f64 B gives f32, an integer B is cast too); a complex B with a real A is refused
+    // (PyTorch drops its imaginary part)
     let a = well_conditioned(&[3, 3], 1);
     let b = randn(&[3, 2], 2);
-    let x = solve_triangular(
-        &a,
-        &b.to_dtype(DType::F32).unwrap(),
-        Uplo::Lower,
-        Side::Left,
-        Diag::NonUnit,
-    )
-    .unwrap();
+    let solve =
+        |a: &Tensor, b: &Tensor| solve_triangular(a, b, Uplo::Lower, Side::Left, Diag::NonUnit);
+    let b32 = b.to_dtype(DType::F32).unwrap();
+    let x = solve(&a, &b32).unwrap();
     assert_eq!(x.dtype(), DType::F64);
-    let want = solve_triangular(
-        &a,
-        &b.to_dtype(DType::F32).unwrap().to_dtype(DType::F64).unwrap(),
-        Uplo::Lower,
-        Side::Left,
-        Diag::NonUnit,
-    )
-    .unwrap();
-    assert_close(&x, &want, 0.0);
+    assert_close(&x, &solve(&a, &b32.to_dtype(DType::F64).unwrap()).unwrap(), 0.0);
+    let a32 = a.to_dtype(DType::F32).unwrap();
+    let x = solve(&a32, &b).unwrap();
+    assert_eq!(x.dtype(), DType::F32);
+    assert_close(&x, &solve(&a32, &b32).unwrap(), 0.0);
+    let bi = Tensor::from_vec(vec![1i64, 2, 3, 4, 5, 6], (3, 2)).unwrap();
+    let x = solve(&a, &bi).unwrap();
+    assert_eq!(x.dtype(), DType::F64);
+    assert_close(&x, &solve(&a, &bi.to_dtype(DType::F64).unwrap()).unwrap(), 0.0);
+    let err = solve(&a, &b.to_dtype(DType::C128).unwrap()).unwrap_err();
+    assert!(matches!(err, Error::DTypeMismatch { op: "linalg.solve_triangular", .. }), "{err}");
+    // a complex A takes a real B, cast to complex
+    let ac = a.to_dtype(DType::C128).unwrap();
+    let x = solve(&ac, &b).unwrap();
+    assert_eq!(x.dtype(), DType::C128);
+    assert_close(&x.real().unwrap(), &solve(&a, &b).unwrap(), 1e-15);
 }
 
 #[test]
@@ -181,7 +186,7 @@ fn errors_name_the_op() {
         (a.clone(), randn(&[3], 2)),
         (a.clone(), randn(&[4, 2], 2)),
         (randn(&[2, 3, 3], 1), randn(&[3, 3, 2], 2)),
-        (a.clone(), randn(&[3, 2], 2).to_dtype(DType::I64).unwrap()),
+        (a.to_dtype(DType::I64).unwrap(), randn(&[3, 2], 2)),
     ];
     for (a, b) in cases {
         let e = solve_triangular(&a, &b, Uplo::Lower, Side::Left, Diag::NonUnit).unwrap_err();

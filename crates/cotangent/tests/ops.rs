@@ -481,6 +481,72 @@ fn mixed_dtypes_promote_and_gradients_keep_each_input_dtype() {
 }
 
 #[test]
+fn zero_dim_operands_promote_as_torch_result_type() {
+    // torch.ones(2) * torch.tensor(0.5, dtype=float64) is float32 (PyTorch 2.15): a 0-d
+    // tensor does not widen a dimensioned one within its category; the 0-d operand's
+    // gradient keeps its dtype: d Σ a·s / ds = Σ a = 3
+    let a = Tensor::from_vec(vec![1.0f32, 2.0], 2).unwrap().with_requires_grad(true).unwrap();
+    let s = Tensor::scalar(0.5f64).with_requires_grad(true).unwrap();
+    let y = a.mul(&s).unwrap();
+    assert_eq!(y.dtype(), DType::F32);
+    assert_eq!(y.to_vec::<f32>().unwrap(), vec![0.5, 1.0]);
+    let g =
+        autograd::grad(&[&y.sum().unwrap()], &[None], &[&a, &s], GradOptions::default()).unwrap();
+    let (ga, gs) = (g[0].as_ref().unwrap(), g[1].as_ref().unwrap());
+    assert_eq!((ga.dtype(), gs.dtype()), (DType::F32, DType::F64));
+    assert_eq!(gs.to_vec::<f64>().unwrap(), vec![3.0]);
+    // the operand order does not matter; two 0-d tensors promote as usual
+    assert_eq!(s.add(&a).unwrap().dtype(), DType::F32);
+    assert_eq!(Tensor::scalar(1.0f32).mul(&s).unwrap().dtype(), DType::F64);
+    // a higher category lifts: f32 with a 0-d c128 is c64, i64 with a 0-d f64 is f64
+    let z = Tensor::scalar(num_complex::Complex64::new(0.0, 1.0));
+    let yz = a.mul(&z).unwrap();
+    assert_eq!(yz.dtype(), DType::C64);
+    assert_eq!(yz.imag().unwrap().to_vec::<f32>().unwrap(), vec![1.0, 2.0]);
+    let i = Tensor::from_vec(vec![1i64, 2], 2).unwrap();
+    assert_eq!(i.add(&s).unwrap().dtype(), DType::F64);
+    // comparisons run in the result dtype: 1 + 1e-10 rounds to 1 in f32
+    let near = Tensor::scalar(1.0f64 + 1e-10);
+    assert_eq!(a.eq(&near).unwrap().to_vec::<bool>().unwrap(), vec![true, false]);
+    // where too
+    let m = Tensor::from_vec(vec![true, false], 2).unwrap();
+    let w = Tensor::where_cond(&m, &a, &s).unwrap();
+    assert_eq!(w.dtype(), DType::F32);
+    assert_eq!(w.to_vec::<f32>().unwrap(), vec![1.0, 0.5]);
+}
+
+#[test]
+fn promotion_of_cat_outer_kron_and_logsumexp() {
+    // cat counts a skipped empty tensor's dtype (PyTorch 2.15: f64)
+    let a = Tensor::from_vec(vec![1.0f32, 2.0], 2).unwrap();
+    let e = Tensor::zeros(0, DType::F64).unwrap();
+    let c = Tensor::cat(&[&a, &e], 0).unwrap();
+    assert_eq!(c.dtype(), DType::F64);
+    assert_eq!(c.to_vec::<f64>().unwrap(), vec![1.0, 2.0]);
+    let e32 = Tensor::zeros(0, DType::F32).unwrap();
+    assert_eq!(Tensor::cat(&[&e32, &e], 0).unwrap().dtype(), DType::F64);
+    // outer and kron promote: f32 with f64 gives f64
+    let b = v(&[3.0, 4.0]);
+    let o = a.outer(&b).unwrap();
+    assert_eq!(o.dtype(), DType::F64);
+    assert_values(&o, &[2, 2], &[3.0, 4.0, 6.0, 8.0]);
+    let k = a.kron(&b).unwrap();
+    assert_eq!(k.dtype(), DType::F64);
+    assert_values(&k, &[4], &[3.0, 4.0, 6.0, 8.0]);
+    // a 0-d operand of kron widens too (PyTorch reshapes it first)
+    assert_eq!(a.kron(&Tensor::scalar(2.0f64)).unwrap().dtype(), DType::F64);
+    // logsumexp of integers and bools is computed in f32: log(e + e² + e³)
+    let i = Tensor::from_vec(vec![1i64, 2, 3], 3).unwrap();
+    let l = i.logsumexp(&[0], false).unwrap();
+    assert_eq!(l.dtype(), DType::F32);
+    let want = (1f64.exp() + 2f64.exp() + 3f64.exp()).ln() as f32;
+    assert!((l.item::<f32>().unwrap() - want).abs() <= 1e-6, "{l:?}");
+    let bl = Tensor::from_vec(vec![true, false], 2).unwrap();
+    let l = bl.logsumexp(&[0], false).unwrap().item::<f32>().unwrap();
+    assert!((l - (1f32.exp() + 1.0).ln()).abs() <= 1e-6);
+}
+
+#[test]
 fn integer_and_bool_reductions() {
     // Σ [1, 2, 3] = 6 and Π = 6 in i64; Σ of bools counts the trues, in i64
     let i = Tensor::from_vec(vec![1i64, 2, 3], 3).unwrap();

@@ -85,17 +85,11 @@ impl Tensor {
         c.reshape(dims)
     }
 
-    /// Outer product of two 1-d tensors, `(n,) x (m,) -> (n, m)` (`torch.outer`).
+    /// Outer product of two 1-d tensors, `(n,) x (m,) -> (n, m)` (`torch.outer`); the
+    /// dtypes are promoted as [`Tensor::mul`]'s (f32 with f64 gives f64).
     pub fn outer(&self, other: &Tensor) -> Result<Tensor> {
         need_rank("outer", self, 1, "1-d vectors")?;
         need_rank("outer", other, 1, "1-d vectors")?;
-        if self.dtype() != other.dtype() {
-            return Err(Error::DTypeMismatch {
-                op: "outer",
-                lhs: self.dtype(),
-                rhs: other.dtype(),
-            });
-        }
         self.unsqueeze(-1)?.mul(&other.unsqueeze(0)?)
     }
 

@@ -123,11 +123,9 @@ impl Tensor {
 
     /// The Kronecker product (`torch.kron`): for `a: (a₀, a₁, …)`, `b: (b₀, b₁, …)` (ranks
     /// padded with leading 1s) the result is `(a₀b₀, a₁b₁, …)` with
-    /// `out[i·b + j] = a[i] · b[j]`.
+    /// `out[i·b + j] = a[i] · b[j]`. The dtypes are promoted as two dimensioned tensors'
+    /// (`DType::promote`; a 0-d operand too, as PyTorch).
     pub fn kron(&self, other: &Tensor) -> Result<Tensor> {
-        if self.dtype() != other.dtype() {
-            return Err(Error::DTypeMismatch { op: "kron", lhs: self.dtype(), rhs: other.dtype() });
-        }
         let r = self.rank().max(other.rank());
         let pad = |t: &Tensor| {
             let mut d = vec![1usize; r - t.rank()];

@@ -91,13 +91,16 @@ impl Op for SolveTriangular {
 /// `Diag::Unit`): the other entries of `A` are not read, and their gradient is zero.
 /// Differentiable to any order.
 ///
-/// Dtypes: f32, f64, c64, c128 (gradients with `Aᴴ` for `Aᵀ`); operands of different
-/// dtypes are promoted (as PyTorch does for this
-/// op); bf16 and f16 are computed in f32.
+/// Dtypes: f32, f64, c64, c128 (gradients with `Aᴴ` for `Aᵀ`); bf16 and f16 are computed
+/// in f32. The result has `a`'s dtype: a `b` of another real dtype (integer and bool
+/// included) is cast to it first, as PyTorch does for this op (unlike `solve`, which
+/// refuses mixed dtypes). A complex `b` with a real `a` is refused, where PyTorch casts it
+/// to the real dtype and drops its imaginary part without a word; cast `a` to complex
+/// for a complex solution.
 ///
 /// Errors: `BadShape` if `a` is not square or `b` has fewer than 2 dims; `ShapeMismatch`
 /// if the shapes do not agree or the batch dims do not broadcast; `UnsupportedDType` for
-/// non-float operands.
+/// an integer or bool `a`; `DTypeMismatch` for a complex `b` with a real `a`.
 ///
 /// ```
 /// # use cotangent::Tensor;
@@ -116,7 +119,9 @@ pub fn solve_triangular(
     diag: Diag,
 ) -> Result<Tensor> {
     check_float_or_complex(OP, a)?;
-    check_float_or_complex(OP, b)?;
+    if b.dtype().is_complex() && !a.dtype().is_complex() {
+        return Err(Error::DTypeMismatch { op: OP, lhs: a.dtype(), rhs: b.dtype() });
+    }
     let n = check_square(OP, a)?;
     if b.rank() < 2 {
         return Err(Error::BadShape {
@@ -136,9 +141,8 @@ pub fn solve_triangular(
     }
     let (a, b) = broadcast_batch(OP, a, 2, b, 2)?;
     if a.dtype() != b.dtype() {
-        // PyTorch promotes here (unlike solve and lu_solve)
-        let dt = DType::promote(a.dtype(), b.dtype());
-        return solve_triangular(&a.to_dtype(dt)?, &b.to_dtype(dt)?, uplo, side, diag);
+        // PyTorch casts B to A's dtype here (unlike solve and lu_solve, which refuse)
+        return solve_triangular(&a, &b.to_dtype(a.dtype())?, uplo, side, diag);
     }
     if a.dtype().is_half() {
         let x =

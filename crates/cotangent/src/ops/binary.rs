@@ -21,8 +21,9 @@ use crate::layout::Layout;
 use crate::shape::{broadcast_shapes, Shape};
 use crate::tensor::Tensor;
 
-/// Promotes both operands to their common dtype and broadcasts them to a common shape.
-/// Operands that need neither are borrowed, not cloned.
+/// Promotes both operands to their result dtype (`torch.result_type`: a 0-d operand does
+/// not widen a dimensioned one within its category) and broadcasts them to a common
+/// shape. Operands that need neither are borrowed, not cloned.
 fn prepare<'a>(
     op: &'static str,
     a: &'a Tensor,
@@ -31,7 +32,7 @@ fn prepare<'a>(
     if a.dtype() == b.dtype() && a.dims() == b.dims() {
         return Ok((Cow::Borrowed(a), Cow::Borrowed(b)));
     }
-    let dt = DType::promote(a.dtype(), b.dtype());
+    let dt = DType::result_type(a.dtype(), a.rank() == 0, b.dtype(), b.rank() == 0);
     let a = if a.dtype() == dt { a.clone() } else { a.to_dtype(dt)? };
     let b = if b.dtype() == dt { b.clone() } else { b.to_dtype(dt)? };
     if a.dims() == b.dims() {
@@ -284,7 +285,8 @@ impl Op for Where {
 
 impl Tensor {
     /// Elementwise `condition ? a : b` with broadcasting of all three (`torch.where`).
-    /// `condition` must be `Bool`; `a` and `b` are promoted to a common dtype.
+    /// `condition` must be `Bool`; `a` and `b` are promoted to their result dtype (as the
+    /// arithmetic ops: a 0-d tensor does not widen the other within its category).
     ///
     /// ```
     /// # use cotangent::Tensor;

@@ -241,8 +241,14 @@ impl Tensor {
     }
 
     /// `log Σ exp(x)` over `dims`, computed stably by shifting by the maximum
-    /// (`torch.logsumexp`). Its gradient is the softmax over `dims`.
+    /// (`torch.logsumexp`). Its gradient is the softmax over `dims`. Integer and bool
+    /// input is computed in f32, as PyTorch does.
+    ///
+    /// Errors: `UnsupportedDType` for complex input (PyTorch takes it).
     pub fn logsumexp(&self, dims: &[isize], keepdim: bool) -> Result<Tensor> {
+        if matches!(self.dtype(), DType::I64 | DType::Bool) {
+            return self.to_dtype(DType::F32)?.logsumexp(dims, keepdim);
+        }
         if !self.dtype().is_floating_point() {
             return Err(Error::UnsupportedDType { op: "logsumexp", dtype: self.dtype() });
         }

@@ -71,7 +71,8 @@ impl Op for Flip {
 
 impl Tensor {
     /// Concatenates tensors along `dim` (`torch.cat`). Shapes must agree except in `dim`;
-    /// dtypes are promoted to a common one; 1-d empty tensors are skipped, as in PyTorch.
+    /// dtypes are promoted to a common one (`DType::promote`); 1-d empty tensors are skipped
+    /// but their dtypes count, as in PyTorch.
     ///
     /// Errors: `InvalidArgument` for an empty list; `ShapeMismatch`; `DimOutOfRange`.
     ///
@@ -93,8 +94,10 @@ impl Tensor {
                 reason: "expected a non-empty list of tensors",
             });
         };
+        // the skipped empty tensors' dtypes count, as in PyTorch
+        let dtype = tensors.iter().fold(first.dtype(), |a, t| DType::promote(a, t.dtype()));
         if parts.is_empty() {
-            return Ok(first.clone());
+            return if first.dtype() == dtype { Ok(first.clone()) } else { first.to_dtype(dtype) };
         }
         if first.rank() == 0 {
             return Err(Error::BadShape {
@@ -104,7 +107,6 @@ impl Tensor {
             });
         }
         let d = resolve_dim(OP, dim, first.rank())?;
-        let dtype = parts.iter().fold(first.dtype(), |a, t| DType::promote(a, t.dtype()));
         let mut total = 0usize;
         let mut cast = Vec::with_capacity(parts.len());
         for t in &parts {
