@@ -250,8 +250,8 @@ fn forward(op: &str, xs: &[Tensor]) -> Result<Vec<Tensor>> {
             vec![r.u, r.s, r.vh]
         }
         "svdvals" => vec![linalg::svdvals(&xs[0])?],
-        "pinv" => vec![linalg::pinv(&xs[0], None, None, false)?],
-        "lstsq" => vec![linalg::lstsq(&xs[0], &xs[1], None, None)?.solution],
+        "pinv" => vec![linalg::pinv(&xs[0], linalg::PinvOptions::default())?],
+        "lstsq" => vec![linalg::lstsq(&xs[0], &xs[1], linalg::LstsqOptions::default())?.solution],
         // matrix_norm(A) (Frobenius) and vector_norm(A, dim=(-2, -1))
         "matrix_norm" => vec![linalg::matrix_norm(&xs[0], NormOrd::Fro, [-2, -1], false)?],
         "vector_norm" => vec![linalg::vector_norm(&xs[0], 2.0, Some(&[-2, -1]), false)?],

@@ -20,7 +20,7 @@ mod hard;
 use cotangent::autograd::{gradcheck, gradgradcheck, GradcheckOptions};
 use cotangent::linalg::{
     cholesky, det, eig, eigh, eigvals, eigvalsh, inv, lstsq, lu, matrix_exp, pinv, qr, slogdet,
-    solve, svd, svdvals, LstsqDriver, QrMode, Side, Uplo,
+    solve, svd, svdvals, LstsqDriver, PinvOptions, QrMode, Side, Uplo,
 };
 use cotangent::{DType, Tensor};
 use hard::{
@@ -745,7 +745,7 @@ fn pinv_lstsq_check(c: &Case, dtype: DType) -> Ratios {
     let order = m.max(n);
     let e = eps(dtype);
     let t = c.a.tensor(dtype);
-    let x = &Mat::of_tensor(&pinv(&t, None, None, false).map_err(|e| e.to_string())?)[0];
+    let x = &Mat::of_tensor(&pinv(&t, PinvOptions::default()).map_err(|e| e.to_string())?)[0];
     let (ua, ux) = (pow2_near(c.a.amax()), pow2_near(x.amax()));
     let (a1, x1) = (c.a.scaled(1.0 / ua), x.scaled(1.0 / ux));
     let kappa = (a1.norm1() * ua * x1.norm1() * ux).max(1.0);
@@ -758,8 +758,7 @@ fn pinv_lstsq_check(c: &Case, dtype: DType) -> Ratios {
     ];
     let mut rng = hard::Rng::new(order as u64);
     let b = Mat { m, n: 2, a: rng.normals(2 * m) }.rounded(dtype);
-    let s =
-        lstsq(&t, &b.tensor(dtype), None, Some(LstsqDriver::Gelsd)).map_err(|e| e.to_string())?;
+    let s = lstsq(&t, &b.tensor(dtype), LstsqDriver::Gelsd).map_err(|e| e.to_string())?;
     let sol = &Mat::of_tensor(&s.solution)[0];
     let us = pow2_near(sol.amax());
     let res = b.sub(&a1.matmul(&sol.scaled(1.0 / us)).scaled(ua * us));
@@ -1171,7 +1170,7 @@ fn more_gradients_on_hard_matrices() {
         let w = &w;
         for c in general_cases(m, n, DType::F64, 4).iter().filter(|c| defined(&c.name)) {
             check(&format!("pinv {m}x{n} {}", c.name), &c.a.tensor(DType::F64), m == 5, &|x| {
-                Ok(vec![pinv(x, None, None, false)?.mul(w)?.sum()?])
+                Ok(vec![pinv(x, PinvOptions::default())?.mul(w)?.sum()?])
             });
             count += 1;
         }

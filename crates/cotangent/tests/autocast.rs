@@ -41,7 +41,7 @@ fn the_product_family_runs_in_the_region_dtype() {
                 // composites PyTorch builds on matmul inherit it
                 ("inner", a.inner(&s)?),
                 ("matrix_power", spd32(3, 12).matrix_power(3)?),
-                ("pinv", linalg::pinv(&a, None, None, false)?),
+                ("pinv", linalg::pinv(&a, linalg::PinvOptions::default())?),
             ])
         })
         .unwrap();
@@ -96,7 +96,7 @@ fn the_listed_decompositions_run_in_f32() {
             s.u,
             s.s,
             linalg::svdvals(&a)?,
-            linalg::lstsq(&a, &b, None, None)?.solution,
+            linalg::lstsq(&a, &b, linalg::LstsqOptions::default())?.solution,
             linalg::cond(&a, None)?,
             a.trace()?,
             a.prod()?,

@@ -7,14 +7,14 @@
 mod common;
 
 use common::{assert_close, check2, crandn, cwell, rg};
-use cotangent::linalg::{cond, det, matrix_norm, matrix_rank, pinv, svdvals, NormOrd};
+use cotangent::linalg::{cond, det, matrix_norm, matrix_rank, pinv, svdvals, NormOrd, PinvOptions};
 use cotangent::{DType, Tensor};
 
 #[test]
 fn pinv_satisfies_the_penrose_conditions() {
     for (m, n) in [(5, 3), (3, 5), (4, 4)] {
         let a = crandn(&[2, m, n], 3 + m as u64);
-        let p = pinv(&a, None, None, false).unwrap();
+        let p = pinv(&a, PinvOptions::default()).unwrap();
         assert_eq!(p.dims(), &[2, n, m]);
         // A P A = A, P A P = P, (A P)ᴴ = A P, (P A)ᴴ = P A
         let ap = a.matmul(&p).unwrap();
@@ -26,9 +26,9 @@ fn pinv_satisfies_the_penrose_conditions() {
     }
     // rank-deficient: rank 2 of 5 x 4
     let x = crandn(&[5, 2], 7).matmul(&crandn(&[2, 4], 8)).unwrap();
-    let p = pinv(&x, None, None, false).unwrap();
+    let p = pinv(&x, PinvOptions::default()).unwrap();
     assert_close(&x.matmul(&p).unwrap().matmul(&x).unwrap(), &x, 1e-12);
-    assert_eq!(matrix_rank(&x, None, None, false).unwrap().to_vec::<i64>().unwrap(), vec![2]);
+    assert_eq!(matrix_rank(&x, PinvOptions::default()).unwrap().to_vec::<i64>().unwrap(), vec![2]);
     // hermitian: the lower triangle read as a Hermitian matrix
     let h = crandn(&[4, 4], 9);
     let herm = h.tril(-1).unwrap();
@@ -36,11 +36,17 @@ fn pinv_satisfies_the_penrose_conditions() {
     let full =
         herm.add(&herm.mH().unwrap()).unwrap().add(&d.to_dtype(DType::C128).unwrap()).unwrap();
     assert_close(
-        &pinv(&h, None, None, true).unwrap(),
-        &pinv(&full, None, None, false).unwrap(),
+        &pinv(&h, PinvOptions { hermitian: true, ..Default::default() }).unwrap(),
+        &pinv(&full, PinvOptions::default()).unwrap(),
         1e-12,
     );
-    assert_eq!(matrix_rank(&h, None, None, true).unwrap().to_vec::<i64>().unwrap(), vec![4]);
+    assert_eq!(
+        matrix_rank(&h, PinvOptions { hermitian: true, ..Default::default() })
+            .unwrap()
+            .to_vec::<i64>()
+            .unwrap(),
+        vec![4]
+    );
 }
 
 #[test]
@@ -70,13 +76,13 @@ fn spectral_norms_and_condition_numbers() {
 #[test]
 fn gradients() {
     let z = |shape: &[usize], seed| rg(crandn(shape, seed));
-    check2("pinv tall", &[z(&[4, 3], 31)], |x| Ok(vec![pinv(&x[0], None, None, false)?]));
-    check2("pinv wide", &[z(&[2, 3, 4], 32)], |x| Ok(vec![pinv(&x[0], None, None, false)?]));
+    check2("pinv tall", &[z(&[4, 3], 31)], |x| Ok(vec![pinv(&x[0], PinvOptions::default())?]));
+    check2("pinv wide", &[z(&[2, 3, 4], 32)], |x| Ok(vec![pinv(&x[0], PinvOptions::default())?]));
     // (hermitian: the gradient is the general pinv gradient, as PyTorch's, so the input
     // is made Hermitian first, and every perturbation is one the op sees)
     check2("pinv hermitian", &[z(&[3, 3], 33)], |x| {
         let h = x[0].add(&x[0].mH()?)?.mul_scalar(0.5)?;
-        Ok(vec![pinv(&h, None, None, true)?])
+        Ok(vec![pinv(&h, PinvOptions { hermitian: true, ..Default::default() })?])
     });
     check2("matrix_norm 2", &[z(&[3, 4], 34)], |x| {
         Ok(vec![matrix_norm(&x[0], NormOrd::P(2.0), [-2, -1], false)?])
@@ -152,7 +158,7 @@ fn least_squares() {
     let a = crandn(&[2, 6, 3], 61);
     let b = crandn(&[2, 6, 2], 62);
     for driver in [LstsqDriver::Gels, LstsqDriver::Gelsy, LstsqDriver::Gelsd, LstsqDriver::Gelss] {
-        let r = lstsq(&a, &b, None, Some(driver)).unwrap();
+        let r = lstsq(&a, &b, driver).unwrap();
         let res = a.matmul(&r.solution).unwrap().sub(&b).unwrap();
         let normal = a.mH().unwrap().matmul(&res).unwrap();
         assert!(common::max_abs(&normal.abs().unwrap()) < 1e-12, "{driver:?}");
@@ -165,14 +171,14 @@ fn least_squares() {
     // wide: the least-norm solution A⁺ B
     let w = crandn(&[3, 5], 63);
     let bw = crandn(&[3, 2], 64);
-    let x = lstsq(&w, &bw, None, Some(LstsqDriver::Gels)).unwrap().solution;
-    assert_close(&x, &pinv(&w, None, None, false).unwrap().matmul(&bw).unwrap(), 1e-12);
+    let x = lstsq(&w, &bw, LstsqDriver::Gels).unwrap().solution;
+    assert_close(&x, &pinv(&w, PinvOptions::default()).unwrap().matmul(&bw).unwrap(), 1e-12);
     let z = |shape: &[usize], seed| rg(crandn(shape, seed));
     check2("lstsq gelsd", &[z(&[5, 3], 65), z(&[5, 2], 66)], |x| {
-        let r = lstsq(&x[0], &x[1], None, Some(LstsqDriver::Gelsd))?;
+        let r = lstsq(&x[0], &x[1], LstsqDriver::Gelsd)?;
         Ok(vec![r.solution, r.residuals])
     });
     check2("lstsq gels wide", &[z(&[3, 4], 67), z(&[3], 68)], |x| {
-        Ok(vec![lstsq(&x[0], &x[1], None, Some(LstsqDriver::Gels))?.solution])
+        Ok(vec![lstsq(&x[0], &x[1], LstsqDriver::Gels)?.solution])
     });
 }

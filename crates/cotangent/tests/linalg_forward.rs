@@ -265,7 +265,7 @@ fn least_squares_pinv_and_ldl() {
     for (a, b) in [([5, 3], [5, 2]), ([3, 5], [3, 2])] {
         for driver in [linalg::LstsqDriver::Gelsd, linalg::LstsqDriver::Gels] {
             check_fwd("lstsq", &[r(&a, 71), r(&b, 72)], |x| {
-                let l = linalg::lstsq(&x[0], &x[1], None, Some(driver))?;
+                let l = linalg::lstsq(&x[0], &x[1], driver)?;
                 let mut out = vec![l.solution];
                 if l.residuals.numel() > 0 {
                     out.push(l.residuals);
@@ -275,23 +275,28 @@ fn least_squares_pinv_and_ldl() {
         }
     }
     check_fwd("lstsq c", &[c(&[5, 3], 73), c(&[5, 2], 74)], |x| {
-        let l = linalg::lstsq(&x[0], &x[1], None, None)?;
+        let l = linalg::lstsq(&x[0], &x[1], linalg::LstsqOptions::default())?;
         Ok(vec![l.solution, l.residuals])
     });
     for shape in [vec![4, 3], vec![3, 4], vec![2, 3, 3]] {
-        check_fwd("pinv", &[r(&shape, 75)], |x| Ok(vec![linalg::pinv(&x[0], None, None, false)?]));
+        check_fwd("pinv", &[r(&shape, 75)], |x| {
+            Ok(vec![linalg::pinv(&x[0], linalg::PinvOptions::default())?])
+        });
         check_fwd("pinv c", &[c(&shape, 76)], |x| {
-            Ok(vec![linalg::pinv(&x[0], None, None, false)?])
+            Ok(vec![linalg::pinv(&x[0], linalg::PinvOptions::default())?])
         });
     }
     // rank-deficient (constant rank 2 along the perturbation: A = X Y)
     check_fwd("pinv rank 2", &[r(&[4, 2], 77), r(&[2, 5], 78)], |x| {
-        Ok(vec![linalg::pinv(&x[0].matmul(&x[1])?, None, None, false)?])
+        Ok(vec![linalg::pinv(&x[0].matmul(&x[1])?, linalg::PinvOptions::default())?])
     });
     // hermitian: of a symmetric matrix (the rules' convention, as PyTorch's: the tangent
     // of a symmetric input is symmetric)
     check_fwd("pinv hermitian", &[r(&[3, 3], 79)], |x| {
-        Ok(vec![linalg::pinv(&x[0].add(&x[0].mT()?)?, None, None, true)?])
+        Ok(vec![linalg::pinv(
+            &x[0].add(&x[0].mT()?)?,
+            linalg::PinvOptions { hermitian: true, ..Default::default() },
+        )?])
     });
     // ldl_solve: differentiable in B only (as PyTorch)
     let a = r(&[3, 3], 80).detach();
@@ -387,8 +392,8 @@ fn jacfwd_equals_jacrev_on_every_linalg_op() {
         }),
         ("pinv, lstsq", vec![r(&[4, 3], 121), r(&[4, 2], 122)], |x| {
             Ok(vec![
-                linalg::pinv(&x[0], None, None, false)?,
-                linalg::lstsq(&x[0], &x[1], None, None)?.solution,
+                linalg::pinv(&x[0], linalg::PinvOptions::default())?,
+                linalg::lstsq(&x[0], &x[1], linalg::LstsqOptions::default())?.solution,
             ])
         }),
         ("matrix_exp, norms", vec![r(&[3, 3], 123)], |x| {

@@ -6,7 +6,7 @@
 mod common;
 
 use common::{assert_close, check2, max_abs, randn, rg};
-use cotangent::linalg::{lstsq, pinv, LstsqDriver};
+use cotangent::linalg::{lstsq, pinv, LstsqDriver, LstsqOptions, PinvOptions};
 use cotangent::{DType, Error, Tensor};
 
 const DRIVERS: [Option<LstsqDriver>; 5] = [
@@ -29,9 +29,9 @@ fn outputs_per_driver_as_pytorch() {
         (&[2], &[], &[3]),
         (&[2], &[], &[3]),
     ];
-    let x_ref = pinv(&a, None, None, false).unwrap().matmul(&b).unwrap();
+    let x_ref = pinv(&a, PinvOptions::default()).unwrap().matmul(&b).unwrap();
     for (d, (res, rank, sv)) in DRIVERS.iter().zip(expect) {
-        let r = lstsq(&a, &b, None, *d).unwrap();
+        let r = lstsq(&a, &b, LstsqOptions { rcond: None, driver: *d }).unwrap();
         assert_eq!(r.solution.dims(), &[3, 2]);
         assert_close(&r.solution, &x_ref, 1e-12);
         assert_eq!((r.residuals.dims(), r.rank.dims(), r.singular_values.dims()), (res, rank, sv));
@@ -48,9 +48,9 @@ fn outputs_per_driver_as_pytorch() {
     // wide and square: no residuals for any driver
     for (m, n) in [(3, 5), (3, 3)] {
         let (a, b) = (randn(&[m, n], 3), randn(&[m, 2], 4));
-        let x_ref = pinv(&a, None, None, false).unwrap().matmul(&b).unwrap();
+        let x_ref = pinv(&a, PinvOptions::default()).unwrap().matmul(&b).unwrap();
         for d in DRIVERS {
-            let r = lstsq(&a, &b, None, d).unwrap();
+            let r = lstsq(&a, &b, LstsqOptions { rcond: None, driver: d }).unwrap();
             assert_eq!(r.residuals.dims(), &[0]);
             // the minimum-norm solution (gels' LQ too)
             assert_close(&r.solution, &x_ref, 1e-11);
@@ -64,14 +64,14 @@ fn rank_deficient_and_rcond() {
     // except gels (which assumes full rank and still reports them)
     let a = randn(&[5, 2], 5).matmul(&randn(&[2, 3], 6)).unwrap();
     let b = randn(&[5, 2], 7);
-    let x_ref = pinv(&a, None, None, false).unwrap().matmul(&b).unwrap();
+    let x_ref = pinv(&a, PinvOptions::default()).unwrap().matmul(&b).unwrap();
     for d in [None, Some(LstsqDriver::Gelsd), Some(LstsqDriver::Gelss)] {
-        let r = lstsq(&a, &b, None, d).unwrap();
+        let r = lstsq(&a, &b, LstsqOptions { rcond: None, driver: d }).unwrap();
         assert_close(&r.solution, &x_ref, 1e-10);
         assert_eq!(r.rank.to_vec::<i64>().unwrap(), vec![2]);
         assert_eq!(r.residuals.dims(), &[0]);
     }
-    assert_eq!(lstsq(&a, &b, None, Some(LstsqDriver::Gels)).unwrap().residuals.dims(), &[2]);
+    assert_eq!(lstsq(&a, &b, LstsqDriver::Gels).unwrap().residuals.dims(), &[2]);
     // PyTorch 2.15 on diag(1, 1e-3, 1e-9), b = 1: rank and solution per rcond
     let d = Tensor::from_vec(vec![1.0f64, 1e-3, 1e-9], 3).unwrap().diag_embed(0, -2, -1).unwrap();
     let ones = Tensor::ones((3, 1), DType::F64).unwrap();
@@ -82,19 +82,24 @@ fn rank_deficient_and_rcond() {
             (Some(1e-2), 1, [1.0, 0.0, 0.0]),
             (Some(-1.0), 3, [1.0, 1000.0, 1e9]),
         ] {
-            let r = lstsq(&d, &ones, rc, Some(drv)).unwrap();
+            let r = lstsq(&d, &ones, LstsqOptions { rcond: rc, driver: Some(drv) }).unwrap();
             assert_eq!(r.rank.to_vec::<i64>().unwrap(), vec![rank], "{drv:?} {rc:?}");
             common::close(&r.solution.to_vec_f64(), &x, 1e-9);
         }
     }
     // f32: the default rcond is max(m, n) · eps(f32)
     let d32 = Tensor::from_vec(vec![1.0f32, 1e-3, 1e-7], 3).unwrap().diag_embed(0, -2, -1).unwrap();
-    let r = lstsq(&d32, &ones.to_dtype(DType::F32).unwrap(), None, Some(LstsqDriver::Gelsd));
+    let r = lstsq(&d32, &ones.to_dtype(DType::F32).unwrap(), LstsqDriver::Gelsd);
     assert_eq!(r.unwrap().rank.to_vec::<i64>().unwrap(), vec![2]);
     // a zero matrix: a zero solution (LAPACK), every driver
     let z = Tensor::zeros((3, 3), DType::F64).unwrap();
     for d in DRIVERS {
-        let r = lstsq(&z, &Tensor::ones((3, 2), DType::F64).unwrap(), None, d).unwrap();
+        let r = lstsq(
+            &z,
+            &Tensor::ones((3, 2), DType::F64).unwrap(),
+            LstsqOptions { rcond: None, driver: d },
+        )
+        .unwrap();
         assert_eq!(max_abs(&r.solution), 0.0, "{d:?}");
     }
 }
@@ -108,13 +113,13 @@ fn gelsy_batches_mixing_full_rank_and_rank_deficient_matrices() {
         let low = randn(&[m, 1], 51).matmul(&randn(&[1, n], 52)).unwrap();
         let a = Tensor::stack(&[&full, &low, &full.mul_scalar(3.0).unwrap()], 0).unwrap();
         let b = randn(&[3, m, 2], 53);
-        let y = lstsq(&a, &b, None, None).unwrap();
-        let z = lstsq(&a, &b, None, Some(LstsqDriver::Gelsd)).unwrap();
+        let y = lstsq(&a, &b, LstsqOptions::default()).unwrap();
+        let z = lstsq(&a, &b, LstsqDriver::Gelsd).unwrap();
         let k = m.min(n) as i64;
         assert_eq!(y.rank.to_vec::<i64>().unwrap(), vec![k, 1, k]);
         assert_eq!(z.rank.to_vec::<i64>().unwrap(), vec![k, 1, k]);
         assert_close(&y.solution, &z.solution, 1e-10);
-        let want = pinv(&a, None, None, false).unwrap().matmul(&b).unwrap();
+        let want = pinv(&a, PinvOptions::default()).unwrap().matmul(&b).unwrap();
         assert_close(&y.solution, &want, 1e-10);
     }
 }
@@ -124,24 +129,25 @@ fn shapes_vector_broadcast_and_empty() {
     // PyTorch: rank and singular values keep A's batch, solution and residuals broadcast
     let a = randn(&[1, 5, 3], 8);
     let b = randn(&[4, 5, 2], 9);
-    let r = lstsq(&a, &b, None, Some(LstsqDriver::Gelsd)).unwrap();
+    let r = lstsq(&a, &b, LstsqDriver::Gelsd).unwrap();
     assert_eq!(r.solution.dims(), &[4, 3, 2]);
     assert_eq!(r.residuals.dims(), &[4, 2]);
     assert_eq!(r.rank.dims(), &[1]);
     assert_eq!(r.singular_values.dims(), &[1, 3]);
-    let r = lstsq(&randn(&[2, 1, 5, 3], 1), &randn(&[1, 4, 5, 2], 2), None, None).unwrap();
+    let r =
+        lstsq(&randn(&[2, 1, 5, 3], 1), &randn(&[1, 4, 5, 2], 2), LstsqOptions::default()).unwrap();
     assert_eq!((r.solution.dims(), r.rank.dims()), (&[2, 4, 3, 2][..], &[2, 1][..]));
     // vector b: (m,) with a (m, n); (*, m) with a (*, m, n); residuals keep a 1
     let a = randn(&[5, 3], 10);
     let v = randn(&[5], 11);
-    let r = lstsq(&a, &v, None, Some(LstsqDriver::Gelsd)).unwrap();
+    let r = lstsq(&a, &v, LstsqDriver::Gelsd).unwrap();
     assert_eq!(
         (r.solution.dims(), r.residuals.dims(), r.rank.dims()),
         (&[3][..], &[1][..], &[][..])
     );
-    let want = lstsq(&a, &v.unsqueeze(-1).unwrap(), None, None).unwrap().solution;
+    let want = lstsq(&a, &v.unsqueeze(-1).unwrap(), LstsqOptions::default()).unwrap().solution;
     assert_close(&r.solution, &want.squeeze_dim(-1).unwrap(), 1e-12);
-    let r = lstsq(&randn(&[2, 5, 3], 12), &randn(&[2, 5], 13), None, Some(LstsqDriver::Gels));
+    let r = lstsq(&randn(&[2, 5, 3], 12), &randn(&[2, 5], 13), LstsqDriver::Gels);
     let r = r.unwrap();
     assert_eq!((r.solution.dims(), r.residuals.dims()), (&[2, 3][..], &[2, 1][..]));
     // empty
@@ -151,8 +157,7 @@ fn shapes_vector_broadcast_and_empty() {
         let r = lstsq(
             &Tensor::zeros(am.to_vec(), DType::F64).unwrap(),
             &Tensor::zeros(bm.to_vec(), DType::F64).unwrap(),
-            None,
-            None,
+            LstsqOptions::default(),
         )
         .unwrap();
         assert_eq!(r.solution.dims(), &sol);
@@ -160,14 +165,15 @@ fn shapes_vector_broadcast_and_empty() {
     }
     // (3, 0) with gelsd: m > n and rank 0 == n: residuals are ‖b‖²
     let b = randn(&[3, 2], 14);
-    let r = lstsq(&Tensor::zeros((3, 0), DType::F64).unwrap(), &b, None, Some(LstsqDriver::Gelsd));
+    let r = lstsq(&Tensor::zeros((3, 0), DType::F64).unwrap(), &b, LstsqDriver::Gelsd);
     let want = b.mul(&b).unwrap().sum_dims(&[-2], false).unwrap();
     assert_close(&r.unwrap().residuals, &want, 1e-12);
     // dtypes
     let (a, b) = (randn(&[2, 5, 3], 15), randn(&[2, 5, 2], 16));
-    let x64 = lstsq(&a, &b, None, None).unwrap().solution;
+    let x64 = lstsq(&a, &b, LstsqOptions::default()).unwrap().solution;
     for (dt, tol) in [(DType::F32, 1e-4), (DType::Bf16, 1e-1)] {
-        let r = lstsq(&a.to_dtype(dt).unwrap(), &b.to_dtype(dt).unwrap(), None, None).unwrap();
+        let r = lstsq(&a.to_dtype(dt).unwrap(), &b.to_dtype(dt).unwrap(), LstsqOptions::default())
+            .unwrap();
         assert_eq!(r.solution.dtype(), dt);
         assert_close(&r.solution.to_dtype(DType::F64).unwrap(), &x64, tol);
     }
@@ -187,7 +193,7 @@ fn gradients_first_and_second_order() {
             let a = rg(randn(&ad, 41));
             let b = rg(randn(&bd, 42));
             check2(&format!("lstsq {ad:?} {bd:?} {d:?}"), &[a, b], move |x| {
-                Ok(vec![lstsq(&x[0], &x[1], None, d)?.solution])
+                Ok(vec![lstsq(&x[0], &x[1], LstsqOptions { rcond: None, driver: d })?.solution])
             });
         }
     }
@@ -204,7 +210,7 @@ fn gradients_first_and_second_order() {
             let a = rg(randn(&ad, 43));
             let b = rg(randn(&bd, 44));
             check2(&format!("lstsq residuals {ad:?} {bd:?} {d:?}"), &[a, b], move |x| {
-                let r = lstsq(&x[0], &x[1], None, Some(d))?;
+                let r = lstsq(&x[0], &x[1], d)?;
                 assert!(r.residuals.numel() > 0, "residuals returned");
                 Ok(vec![r.residuals, r.solution])
             });
@@ -212,7 +218,7 @@ fn gradients_first_and_second_order() {
     }
     // rank and singular values carry no history; residuals do
     let a = rg(randn(&[5, 3], 1));
-    let r = lstsq(&a, &randn(&[5, 2], 2), None, Some(LstsqDriver::Gelsd)).unwrap();
+    let r = lstsq(&a, &randn(&[5, 2], 2), LstsqDriver::Gelsd).unwrap();
     assert!(r.solution.requires_grad() && r.residuals.requires_grad());
     assert!(!r.singular_values.requires_grad());
 }
@@ -222,7 +228,7 @@ fn residual_gradient_is_two_r_xt() {
     // the closed form, against values computed here: gA = 2 R diag(g) Xᵀ, gB = −2 R diag(g)
     let a = rg(randn(&[6, 3], 5));
     let b = rg(randn(&[6, 2], 6));
-    let r = lstsq(&a, &b, None, Some(LstsqDriver::Gelsd)).unwrap();
+    let r = lstsq(&a, &b, LstsqDriver::Gelsd).unwrap();
     let g = Tensor::from_vec(vec![0.7f64, -1.3], 2).unwrap();
     let grads = r.residuals.mul(&g).unwrap().sum().unwrap().backward().unwrap();
     let (av, bv, xv) = (a.to_vec_f64(), b.to_vec_f64(), r.solution.to_vec_f64());
@@ -246,21 +252,23 @@ fn residual_gradient_is_two_r_xt() {
 #[test]
 fn errors_name_the_op() {
     let a = randn(&[5, 3], 1);
-    let e = lstsq(&randn(&[5], 1), &randn(&[5, 2], 1), None, None).unwrap_err();
+    let e = lstsq(&randn(&[5], 1), &randn(&[5, 2], 1), LstsqOptions::default()).unwrap_err();
     assert!(matches!(e, Error::BadShape { op: "linalg.lstsq", .. }), "{e:?}");
     for b in [randn(&[4, 2], 2), randn(&[2, 5, 2], 2), randn(&[4], 2)] {
-        let e = lstsq(&a, &b, None, None).unwrap_err();
+        let e = lstsq(&a, &b, LstsqOptions::default()).unwrap_err();
         assert!(matches!(e, Error::ShapeMismatch { op: "linalg.lstsq", .. }), "{e:?}");
     }
-    let e = lstsq(&randn(&[2, 5, 3], 1), &randn(&[3, 5, 2], 2), None, None).unwrap_err();
+    let e =
+        lstsq(&randn(&[2, 5, 3], 1), &randn(&[3, 5, 2], 2), LstsqOptions::default()).unwrap_err();
     assert!(matches!(e, Error::ShapeMismatch { op: "linalg.lstsq", .. }), "{e:?}");
-    let e = lstsq(&a, &randn(&[5, 2], 2).to_dtype(DType::F32).unwrap(), None, None).unwrap_err();
+    let e = lstsq(&a, &randn(&[5, 2], 2).to_dtype(DType::F32).unwrap(), LstsqOptions::default())
+        .unwrap_err();
     assert!(matches!(e, Error::DTypeMismatch { op: "linalg.lstsq", .. }), "{e:?}");
     let i = a.to_dtype(DType::I64).unwrap();
-    let e = lstsq(&i, &i, None, None).unwrap_err();
+    let e = lstsq(&i, &i, LstsqOptions::default()).unwrap_err();
     assert!(matches!(e, Error::UnsupportedDType { op: "linalg.lstsq", .. }), "{e:?}");
     let nan = Tensor::from_vec(vec![f64::NAN, 1.0, 0.0, 1.0], (2, 2)).unwrap();
-    let e = lstsq(&nan, &randn(&[2, 1], 3), None, None).unwrap_err();
+    let e = lstsq(&nan, &randn(&[2, 1], 3), LstsqOptions::default()).unwrap_err();
     assert!(matches!(e, Error::NoConvergence { op: "linalg.svd", .. }), "{e:?}");
 }
 
@@ -269,8 +277,13 @@ fn non_contiguous_inputs() {
     let a = randn(&[2, 3, 5], 61).mT().unwrap(); // (2, 5, 3), transposed view
     let b = randn(&[2, 5, 4], 62).narrow(-1, 1, 2).unwrap(); // sliced
     for d in DRIVERS {
-        let r = lstsq(&a, &b, None, d).unwrap();
-        let c = lstsq(&a.contiguous().unwrap(), &b.contiguous().unwrap(), None, d).unwrap();
+        let r = lstsq(&a, &b, LstsqOptions { rcond: None, driver: d }).unwrap();
+        let c = lstsq(
+            &a.contiguous().unwrap(),
+            &b.contiguous().unwrap(),
+            LstsqOptions { rcond: None, driver: d },
+        )
+        .unwrap();
         assert_close(&r.solution, &c.solution, 1e-12);
         assert_eq!(r.residuals.dims(), c.residuals.dims());
     }

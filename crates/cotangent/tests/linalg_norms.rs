@@ -269,6 +269,36 @@ fn vector_norm_empty_inputs_and_errors() {
     ));
     let i = Tensor::from_vec(vec![1i64, 2], 2).unwrap();
     assert!(matches!(vector_norm(&i, 2.0, None, false), Err(Error::UnsupportedDType { .. })));
+    // the matrix orders are not vector orders
+    for ord in [NormOrd::Fro, NormOrd::Nuc] {
+        assert!(matches!(
+            vector_norm(&x, ord, None, false),
+            Err(Error::InvalidArgument { op: "linalg.vector_norm", arg: "ord", .. })
+        ));
+    }
+}
+
+#[test]
+fn norm_orders_as_an_enum() {
+    // NormOrd's constants are the numeric orders; vector_norm takes either spelling
+    let x = Tensor::from_vec(vec![3.0f64, -4.0, 1.0, 0.5], (2, 2)).unwrap();
+    for (ord, p) in [
+        (NormOrd::L1, 1.0),
+        (NormOrd::L2, 2.0),
+        (NormOrd::INF, INF),
+        (NormOrd::NEG_INF, -INF),
+        (NormOrd::P(3.0), 3.0),
+    ] {
+        let by_enum = vector_norm(&x, ord, Some(&[1]), false).unwrap().to_vec_f64();
+        let by_f64 = vector_norm(&x, p, Some(&[1]), false).unwrap().to_vec_f64();
+        assert_eq!(by_enum, by_f64, "{ord:?}");
+        let want: Vec<f64> = [[3.0, -4.0], [1.0, 0.5]].iter().map(|r| naive(r, p)).collect();
+        close(&by_enum, &want, 1e-15);
+    }
+    // and matrix_norm's numeric orders
+    let a = Tensor::from_vec(vec![1.0f64, -2.0, 3.0, 4.0], (2, 2)).unwrap();
+    let by_const = matrix_norm(&a, NormOrd::INF, [-2, -1], false).unwrap();
+    assert_eq!(by_const.item::<f64>().unwrap(), 7.0);
 }
 
 #[test]

@@ -6,7 +6,7 @@
 mod common;
 
 use common::{assert_close, check2, max_abs, randn, rg};
-use cotangent::linalg::{matrix_rank, pinv};
+use cotangent::linalg::{matrix_rank, pinv, PinvOptions};
 use cotangent::{DType, Error, Tensor};
 
 const SIZES: [usize; 7] = [0, 1, 2, 3, 5, 17, 64];
@@ -23,7 +23,7 @@ fn moore_penrose_conditions_over_a_size_sweep() {
                 let mut shape = batch.clone();
                 shape.extend([m, n]);
                 let a = randn(&shape, (7 * m + n) as u64);
-                let p = pinv(&a, None, None, false).unwrap();
+                let p = pinv(&a, PinvOptions::default()).unwrap();
                 let mut pd = batch.clone();
                 pd.extend([n, m]);
                 assert_eq!(p.dims(), &pd[..]);
@@ -36,7 +36,7 @@ fn moore_penrose_conditions_over_a_size_sweep() {
                 for x in [a.matmul(&p).unwrap(), p.matmul(&a).unwrap()] {
                     assert!(max_abs(&x.sub(&x.mT().unwrap()).unwrap()) < tol, "{what}: sym");
                 }
-                let r = matrix_rank(&a, None, None, false).unwrap();
+                let r = matrix_rank(&a, PinvOptions::default()).unwrap();
                 assert_eq!(r.dtype(), DType::I64);
                 assert_eq!(r.dims(), &batch[..]);
                 assert!(r.to_vec::<i64>().unwrap().iter().all(|&x| x == m.min(n) as i64));
@@ -58,19 +58,28 @@ fn tolerances_follow_pytorch() {
         (Some(-1.0), None, [1.0, 1000.0, 0.0], 2),
         (Some(1e-4), Some(0.0), [1.0, 1000.0, 0.0], 2),
     ] {
-        let p = pinv(&a, atol, rtol, false).unwrap();
+        let p = pinv(&a, PinvOptions { atol, rtol, ..Default::default() }).unwrap();
         let d = p.diagonal(0, -2, -1).unwrap().to_vec_f64();
         common::close(&d, &diag, 1e-12);
-        let r = matrix_rank(&a, atol, rtol, false).unwrap().to_vec::<i64>().unwrap();
+        let r = matrix_rank(&a, PinvOptions { atol, rtol, ..Default::default() })
+            .unwrap()
+            .to_vec::<i64>()
+            .unwrap();
         assert_eq!(r, vec![rank], "{atol:?} {rtol:?}");
-        let ph = pinv(&a, atol, rtol, true).unwrap();
+        let ph = pinv(&a, PinvOptions { atol, rtol, hermitian: true }).unwrap();
         assert_close(&ph, &p, 1e-12);
     }
     // the cutoff is strict (σ > cutoff) and relative to each matrix's σ_max
     let b = Tensor::stack(&[&diag3([2.0, 1.0, 0.5]), &diag3([4.0, 1.0, 0.5])], 0).unwrap();
-    let r = matrix_rank(&b, None, Some(0.25), false).unwrap().to_vec::<i64>().unwrap();
+    let r = matrix_rank(&b, PinvOptions { rtol: Some(0.25), ..Default::default() })
+        .unwrap()
+        .to_vec::<i64>()
+        .unwrap();
     assert_eq!(r, vec![2, 1]); // 0.5 is not above 0.25 · 2
-    let r = matrix_rank(&b, Some(1.0), None, false).unwrap().to_vec::<i64>().unwrap();
+    let r = matrix_rank(&b, PinvOptions { atol: Some(1.0), ..Default::default() })
+        .unwrap()
+        .to_vec::<i64>()
+        .unwrap();
     assert_eq!(r, vec![1, 1]);
 }
 
@@ -112,7 +121,7 @@ fn batches_mixing_full_rank_and_rank_deficient_matrices() {
         let graded = q1.matmul(&Tensor::from_vec(d, (m, n)).unwrap()).unwrap().matmul(&q2).unwrap();
         let zero = Tensor::zeros((m, n), DType::F64).unwrap();
         let batch = Tensor::stack(&[&full, &low, &graded, &zero, &full.neg().unwrap()], 0).unwrap();
-        let p = pinv(&batch, None, None, false).unwrap();
+        let p = pinv(&batch, PinvOptions::default()).unwrap();
         let eps = m.max(n) as f64 * f64::EPSILON;
         let want = pinv_by_svd(&batch, eps);
         for i in 0..5 {
@@ -123,10 +132,10 @@ fn batches_mixing_full_rank_and_rank_deficient_matrices() {
             let err = max_abs(&pi.sub(&wi).unwrap());
             assert!(err < tol, "{m}x{n} matrix {i}: {err:e}");
         }
-        let r = matrix_rank(&batch, None, None, false).unwrap().to_vec::<i64>().unwrap();
+        let r = matrix_rank(&batch, PinvOptions::default()).unwrap().to_vec::<i64>().unwrap();
         assert_eq!(r, vec![k as i64, 2, k as i64, 0, k as i64]);
         // a cutoff above the graded matrix's smallest values sends it to the SVD path
-        let p = pinv(&batch, None, Some(1e-4), false).unwrap();
+        let p = pinv(&batch, PinvOptions { rtol: Some(1e-4), ..Default::default() }).unwrap();
         let want = pinv_by_svd(&batch, 1e-4);
         assert_close(&p, &want, 1e-9);
     }
@@ -137,16 +146,22 @@ fn hermitian_reads_the_lower_triangle() {
     let x = randn(&[2, 4, 4], 3);
     let low = x.tril(0).unwrap();
     let sym = low.add(&x.tril(-1).unwrap().mT().unwrap()).unwrap();
-    let ph = pinv(&x, None, None, true).unwrap();
-    assert_close(&ph, &pinv(&sym, None, None, false).unwrap(), 1e-10);
+    let ph = pinv(&x, PinvOptions { hermitian: true, ..Default::default() }).unwrap();
+    assert_close(&ph, &pinv(&sym, PinvOptions::default()).unwrap(), 1e-10);
     // an indefinite symmetric matrix: the rank counts |eigenvalues|
     let s = Tensor::from_vec(vec![1.0f64, 2.0, 2.0, -5.0], (2, 2)).unwrap();
-    assert_eq!(matrix_rank(&s, Some(3.0), None, true).unwrap().to_vec::<i64>().unwrap(), vec![1]);
+    assert_eq!(
+        matrix_rank(&s, PinvOptions { atol: Some(3.0), hermitian: true, ..Default::default() })
+            .unwrap()
+            .to_vec::<i64>()
+            .unwrap(),
+        vec![1]
+    );
     // garbage above the diagonal is not read
     let g = Tensor::from_vec(vec![1.0f64, 99.0, 2.0, -5.0], (2, 2)).unwrap();
     assert_close(
-        &pinv(&g, None, None, true).unwrap(),
-        &pinv(&s, None, None, false).unwrap(),
+        &pinv(&g, PinvOptions { hermitian: true, ..Default::default() }).unwrap(),
+        &pinv(&s, PinvOptions::default()).unwrap(),
         1e-12,
     );
 }
@@ -155,17 +170,20 @@ fn hermitian_reads_the_lower_triangle() {
 fn empty_and_dtypes() {
     for (m, n) in [(0, 3), (3, 0), (0, 0)] {
         let a = Tensor::zeros((2, m, n), DType::F64).unwrap();
-        let p = pinv(&a, None, None, false).unwrap();
+        let p = pinv(&a, PinvOptions::default()).unwrap();
         assert_eq!(p.dims(), &[2, n, m]);
-        assert_eq!(matrix_rank(&a, None, None, false).unwrap().to_vec::<i64>().unwrap(), [0, 0]);
+        assert_eq!(
+            matrix_rank(&a, PinvOptions::default()).unwrap().to_vec::<i64>().unwrap(),
+            [0, 0]
+        );
     }
     let a = randn(&[3, 5, 4], 9);
-    let p64 = pinv(&a, None, None, false).unwrap();
+    let p64 = pinv(&a, PinvOptions::default()).unwrap();
     for (dt, tol) in [(DType::F32, 1e-4), (DType::Bf16, 1e-1)] {
-        let p = pinv(&a.to_dtype(dt).unwrap(), None, None, false).unwrap();
+        let p = pinv(&a.to_dtype(dt).unwrap(), PinvOptions::default()).unwrap();
         assert_eq!(p.dtype(), dt);
         assert_close(&p.to_dtype(DType::F64).unwrap(), &p64, tol);
-        let r = matrix_rank(&a.to_dtype(dt).unwrap(), None, None, false).unwrap();
+        let r = matrix_rank(&a.to_dtype(dt).unwrap(), PinvOptions::default()).unwrap();
         assert_eq!(r.to_vec::<i64>().unwrap(), vec![4, 4, 4]);
     }
 }
@@ -174,28 +192,30 @@ fn empty_and_dtypes() {
 fn gradients_first_and_second_order() {
     for shape in [vec![4, 3], vec![3, 4], vec![3, 3], vec![2, 3, 5], vec![2, 5, 2]] {
         let a = rg(randn(&shape, 31));
-        check2(&format!("pinv {shape:?}"), &[a], |x| Ok(vec![pinv(&x[0], None, None, false)?]));
+        check2(&format!("pinv {shape:?}"), &[a], |x| {
+            Ok(vec![pinv(&x[0], PinvOptions::default())?])
+        });
     }
     // hermitian: the general pinv gradient at the symmetric matrix read (PyTorch's at
     // symmetric input); checked on symmetric input through a symmetric parametrisation
     let x = rg(randn(&[2, 3, 3], 32));
     check2("pinv hermitian", &[x], |x| {
         let s = x[0].add(&x[0].mT()?)?;
-        Ok(vec![pinv(&s, None, None, true)?])
+        Ok(vec![pinv(&s, PinvOptions { hermitian: true, ..Default::default() })?])
     });
     // rank-deficient of constant rank (A = B Cᵀ with B, C of 2 columns)
     let b = rg(randn(&[4, 2], 33));
     let c = rg(randn(&[3, 2], 34));
     check2("pinv rank 2", &[b, c], |x| {
         let a = x[0].matmul(&x[1].mT()?)?;
-        Ok(vec![pinv(&a, None, None, false)?])
+        Ok(vec![pinv(&a, PinvOptions::default())?])
     });
 }
 
 #[test]
 fn matrix_rank_is_not_differentiable() {
     let a = rg(randn(&[3, 3], 1));
-    let r = matrix_rank(&a, None, None, false).unwrap();
+    let r = matrix_rank(&a, PinvOptions::default()).unwrap();
     assert!(!r.requires_grad());
     assert_eq!(r.dtype(), DType::I64);
 }
@@ -203,26 +223,26 @@ fn matrix_rank_is_not_differentiable() {
 #[test]
 fn errors_name_the_op() {
     let v = randn(&[3], 1);
-    let e = pinv(&v, None, None, false).unwrap_err();
+    let e = pinv(&v, PinvOptions::default()).unwrap_err();
     assert!(matches!(e, Error::BadShape { op: "linalg.pinv", .. }), "{e:?}");
-    let e = matrix_rank(&v, None, None, false).unwrap_err();
+    let e = matrix_rank(&v, PinvOptions::default()).unwrap_err();
     assert!(matches!(e, Error::BadShape { op: "linalg.matrix_rank", .. }), "{e:?}");
     let r = randn(&[3, 4], 1);
-    let e = pinv(&r, None, None, true).unwrap_err();
+    let e = pinv(&r, PinvOptions { hermitian: true, ..Default::default() }).unwrap_err();
     assert!(matches!(e, Error::BadShape { op: "linalg.pinv", .. }), "{e:?}");
     assert!(e.to_string().contains("square"), "{e}");
-    let e = matrix_rank(&r, None, None, true).unwrap_err();
+    let e = matrix_rank(&r, PinvOptions { hermitian: true, ..Default::default() }).unwrap_err();
     assert!(matches!(e, Error::BadShape { op: "linalg.matrix_rank", .. }), "{e:?}");
     let i = r.to_dtype(DType::I64).unwrap();
-    let e = pinv(&i, None, None, false).unwrap_err();
+    let e = pinv(&i, PinvOptions::default()).unwrap_err();
     assert!(matches!(e, Error::UnsupportedDType { op: "linalg.pinv", .. }), "{e:?}");
-    let e = matrix_rank(&i, None, None, false).unwrap_err();
+    let e = matrix_rank(&i, PinvOptions::default()).unwrap_err();
     assert!(matches!(e, Error::UnsupportedDType { op: "linalg.matrix_rank", .. }), "{e:?}");
     // NaN: PyTorch raises from its SVD
     let nan = Tensor::from_vec(vec![1.0f64, f64::NAN, 0.0, 1.0], (2, 2)).unwrap();
     for e in [
-        pinv(&nan, None, None, false).unwrap_err(),
-        matrix_rank(&nan, None, None, false).unwrap_err(),
+        pinv(&nan, PinvOptions::default()).unwrap_err(),
+        matrix_rank(&nan, PinvOptions::default()).unwrap_err(),
     ] {
         assert!(matches!(e, Error::NoConvergence { op: "linalg.svd", .. }), "{e:?}");
     }
@@ -233,14 +253,17 @@ fn non_contiguous_inputs() {
     // a transposed view and a sliced view give the same results as contiguous copies
     let a = randn(&[2, 6, 4], 51);
     let at = a.mT().unwrap(); // (2, 4, 6), not contiguous
-    let p = pinv(&at, None, None, false).unwrap();
-    assert_close(&p, &pinv(&at.contiguous().unwrap(), None, None, false).unwrap(), 1e-12);
-    assert_close(&p, &pinv(&a, None, None, false).unwrap().mT().unwrap(), 1e-12);
+    let p = pinv(&at, PinvOptions::default()).unwrap();
+    assert_close(&p, &pinv(&at.contiguous().unwrap(), PinvOptions::default()).unwrap(), 1e-12);
+    assert_close(&p, &pinv(&a, PinvOptions::default()).unwrap().mT().unwrap(), 1e-12);
     let sl = randn(&[5, 7], 52).narrow(-1, 1, 4).unwrap();
     assert_close(
-        &pinv(&sl, None, None, false).unwrap(),
-        &pinv(&sl.contiguous().unwrap(), None, None, false).unwrap(),
+        &pinv(&sl, PinvOptions::default()).unwrap(),
+        &pinv(&sl.contiguous().unwrap(), PinvOptions::default()).unwrap(),
         1e-12,
     );
-    assert_eq!(matrix_rank(&at, None, None, false).unwrap().to_vec::<i64>().unwrap(), vec![4, 4]);
+    assert_eq!(
+        matrix_rank(&at, PinvOptions::default()).unwrap().to_vec::<i64>().unwrap(),
+        vec![4, 4]
+    );
 }

@@ -216,8 +216,8 @@ fn linalg_cases() -> Vec<Case> {
             "lstsq, pinv",
             vec![tall.clone(), randn(&[2, 5, 2], dt)],
             Box::new(|x| {
-                let l = linalg::lstsq(&x[0], &x[1], None, None)?;
-                Ok(vec![l.solution, linalg::pinv(&x[0], None, None, false)?])
+                let l = linalg::lstsq(&x[0], &x[1], linalg::LstsqOptions::default())?;
+                Ok(vec![l.solution, linalg::pinv(&x[0], linalg::PinvOptions::default())?])
             }),
         );
         add(

@@ -34,14 +34,20 @@ pub(crate) fn svdvals(a: &Args<'_>, _: &Attrs<'_>) -> Res<Vec<Tensor>> {
 pub(crate) fn pinv(a: &Args<'_>, at: &Attrs<'_>) -> Res<Vec<Tensor>> {
     a.count(1, 1)?;
     let (atol, rtol) = (at.float("atol")?, at.float("rtol")?);
-    one(linalg::pinv(a.t(0)?, atol, rtol, at.bool_or("hermitian", false)?))
+    one(linalg::pinv(
+        a.t(0)?,
+        linalg::PinvOptions { atol, rtol, hermitian: at.bool_or("hermitian", false)? },
+    ))
 }
 
 /// `linalg.matrix_rank(A, atol=None, rtol=None, hermitian=False)`.
 pub(crate) fn matrix_rank(a: &Args<'_>, at: &Attrs<'_>) -> Res<Vec<Tensor>> {
     a.count(1, 1)?;
     let (atol, rtol) = (at.float("atol")?, at.float("rtol")?);
-    one(linalg::matrix_rank(a.t(0)?, atol, rtol, at.bool_or("hermitian", false)?))
+    one(linalg::matrix_rank(
+        a.t(0)?,
+        linalg::PinvOptions { atol, rtol, hermitian: at.bool_or("hermitian", false)? },
+    ))
 }
 
 /// `linalg.lstsq(A, B, rcond=None, driver=None)`: outputs `(solution, residuals, rank,
@@ -64,6 +70,10 @@ pub(crate) fn lstsq(a: &Args<'_>, at: &Attrs<'_>) -> Res<Vec<Tensor>> {
             ))
         }
     };
-    let r = linalg::lstsq(a.t(0)?, a.t(1)?, at.float("rcond")?, driver)?;
+    let r = linalg::lstsq(
+        a.t(0)?,
+        a.t(1)?,
+        linalg::LstsqOptions { rcond: at.float("rcond")?, driver },
+    )?;
     Ok(vec![r.solution, r.residuals, r.rank, r.singular_values])
 }

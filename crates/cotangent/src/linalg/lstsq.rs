@@ -1,7 +1,7 @@
 //! `linalg.lstsq` (an explicit composite: forward by QR or the SVD, per driver; the
 //! solution's VJP is PyTorch's, through the pseudo-inverse).
 
-use super::pinv::{pinv, pinv_backward, pinv_detached, pinv_jvp};
+use super::pinv::{pinv, pinv_backward, pinv_detached, pinv_jvp, PinvOptions};
 use super::util::{broadcast_batch, check_float_or_complex, check_same_dtype};
 use super::{qr, solve_triangular, Diag, QrMode, Side, Uplo};
 use crate::autograd::forward::JvpCtx;
@@ -26,6 +26,42 @@ pub enum LstsqDriver {
     Gelsd,
     /// SVD based, as `Gelsd`.
     Gelss,
+}
+
+/// The options of [`lstsq`] (`torch.linalg.lstsq`'s `rcond` and `driver`, of the same
+/// defaults).
+///
+/// `Default` is PyTorch's: `rcond = None` (`max(m, n) · eps`), the `Gelsy` driver.
+/// `From<LstsqDriver>` takes a driver alone, so `lstsq(&a, &b, LstsqDriver::Gelsd)`
+/// reads as PyTorch's `driver='gelsd'`.
+///
+/// ```
+/// # use cotangent::Tensor;
+/// use cotangent::linalg::{lstsq, LstsqDriver, LstsqOptions};
+/// let a = Tensor::from_vec(vec![1.0f64, 0.0, 0.0, 1e-9, 0.0, 0.0], (3, 2))?;
+/// let b = Tensor::from_vec(vec![1.0f64, 1.0, 1.0], 3)?;
+/// assert_eq!(lstsq(&a, &b, LstsqOptions::default())?.rank.item::<i64>()?, 2);
+/// let loose = LstsqOptions { rcond: Some(1e-6), driver: Some(LstsqDriver::Gelsd) };
+/// let r = lstsq(&a, &b, loose)?;
+/// assert_eq!(r.rank.item::<i64>()?, 1);
+/// assert_eq!(r.solution.to_vec::<f64>()?, vec![1.0, 0.0]);
+/// assert_eq!(lstsq(&a, &b, LstsqDriver::Gelsd)?.singular_values.dims(), &[2]);
+/// # Ok::<(), cotangent::Error>(())
+/// ```
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct LstsqOptions {
+    /// Singular values at most `rcond · σ_max` count as zero (PyTorch's `rcond`,
+    /// default `None`: `max(m, n) · eps` of the dtype; a negative value is `eps`).
+    /// Ignored by `Gels`.
+    pub rcond: Option<f64>,
+    /// The driver (PyTorch's `driver`, default `None`: `Gelsy`).
+    pub driver: Option<LstsqDriver>,
+}
+
+impl From<LstsqDriver> for LstsqOptions {
+    fn from(driver: LstsqDriver) -> LstsqOptions {
+        LstsqOptions { rcond: None, driver: Some(driver) }
+    }
 }
 
 /// The result of [`lstsq`] (PyTorch's named tuple `(solution, residuals, rank,
@@ -72,7 +108,7 @@ impl Op for LstsqOp {
         let (a, b) = (cx.input(0), cx.input(1));
         let (p, full_rank) = match &self.pinv {
             Some((p, full)) if !cx.create_graph() => (p.clone(), *full),
-            _ => (pinv(a, None, None, false)?, false),
+            _ => (pinv(a, PinvOptions::default())?, false),
         };
         let ga = if cx.needs_input_grad(0) {
             Some(pinv_backward(&g.matmul(&b.mH()?)?, &p, a, full_rank)?)
@@ -86,7 +122,7 @@ impl Op for LstsqOp {
     // X = pinv(A) B as the VJP differentiates it: dX = dP B + P dB with dP pinv's tangent
     fn jvp(&self, cx: &JvpCtx<'_>, t: &[Option<Tensor>]) -> Result<Vec<Option<Tensor>>> {
         let (a, b) = (cx.input(0), cx.input(1));
-        let p = pinv(a, None, None, false)?;
+        let p = pinv(a, PinvOptions::default())?;
         let mut dx = t[1].as_ref().map(|db| p.matmul(db)).transpose()?;
         if let Some(da) = &t[0] {
             let term = pinv_jvp(a, &p, da, false)?.matmul(b)?;
@@ -182,7 +218,8 @@ fn zero_for_zero_a(a: &Tensor, x: &Tensor) -> Result<Tensor> {
 ///
 /// Math: for `a: (*, m, n)` and `b: (*, m, k)` (or a vector `b: (*, m)`, when `b` has one
 /// dim less than `a`), the solution `X = A⁺ B` of minimum norm. The drivers follow
-/// PyTorch's CPU ones (LAPACK):
+/// PyTorch's CPU ones (LAPACK), chosen by `options` (a [`LstsqOptions`], or a
+/// [`LstsqDriver`] alone):
 /// - `Gels` (QR for `m >= n`, LQ through the QR of `Aᵀ` for `m < n`): assumes full rank;
 ///   a rank-deficient `A` gives inf/NaN or huge values (LAPACK: huge values, a zero
 ///   solution for a zero matrix, as here);
@@ -228,20 +265,17 @@ fn zero_for_zero_a(a: &Tensor, x: &Tensor) -> Result<Tensor> {
 /// // fit y = c0 + c1 t through (0, 1), (1, 3), (2, 5)
 /// let a = Tensor::from_vec(vec![1.0f64, 0.0, 1.0, 1.0, 1.0, 2.0], (3, 2))?;
 /// let y = Tensor::from_vec(vec![1.0f64, 3.0, 5.0], 3)?;
-/// let r = lstsq(&a, &y, None, Some(LstsqDriver::Gelsd))?;
+/// let r = lstsq(&a, &y, LstsqDriver::Gelsd)?;
 /// let c = r.solution.to_vec::<f64>()?;
 /// assert!((c[0] - 1.0).abs() < 1e-12 && (c[1] - 2.0).abs() < 1e-12);
 /// assert_eq!(r.rank.to_vec::<i64>()?, vec![2]);
 /// # Ok::<(), cotangent::Error>(())
 /// ```
-pub fn lstsq(
-    a: &Tensor,
-    b: &Tensor,
-    rcond: Option<f64>,
-    driver: Option<LstsqDriver>,
-) -> Result<Lstsq> {
+pub fn lstsq(a: &Tensor, b: &Tensor, options: impl Into<LstsqOptions>) -> Result<Lstsq> {
+    let options = options.into();
+    let LstsqOptions { rcond, driver } = options;
     if let Some(c) = crate::autocast::fp32(&[a, b])? {
-        return lstsq(&c[0], &c[1], rcond, driver);
+        return lstsq(&c[0], &c[1], options);
     }
     if a.rank() < 2 {
         return Err(Error::BadShape {
@@ -266,7 +300,7 @@ pub fn lstsq(
     check_same_dtype(OP, a, b)?;
     let dt = a.dtype();
     if dt.is_half() {
-        let r = lstsq(&a.to_dtype(DType::F32)?, &b.to_dtype(DType::F32)?, rcond, driver)?;
+        let r = lstsq(&a.to_dtype(DType::F32)?, &b.to_dtype(DType::F32)?, options)?;
         return Ok(Lstsq {
             solution: r.solution.to_dtype(dt)?,
             residuals: r.residuals.to_dtype(dt)?,

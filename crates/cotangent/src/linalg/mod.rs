@@ -64,14 +64,14 @@ pub use det::{det, logdet, slogdet, Slogdet};
 pub use eig::{eig, eigvals, Eig};
 pub use eigh::{eigh, eigvalsh, Eigh};
 pub use ldl::{ldl_factor, ldl_factor_ex, ldl_solve, LdlFactor, LdlFactorEx};
-pub use lstsq::{lstsq, Lstsq, LstsqDriver};
+pub use lstsq::{lstsq, Lstsq, LstsqDriver, LstsqOptions};
 pub use lu::{lu, lu_factor, lu_factor_ex, lu_solve, lu_unpack, Lu, LuFactor, LuFactorEx};
 pub use matrix_fn::matrix_exp;
 pub use norms::{cond, matrix_norm, norm, vector_norm, NormOrd};
-pub use pinv::{matrix_rank, pinv};
+pub use pinv::{matrix_rank, pinv, PinvOptions};
 pub use qr::{householder_product, qr, Qr, QrMode};
 pub use solve::{inv, inv_ex, solve, solve_ex, tensorinv, tensorsolve, InvEx, SolveEx};
-pub use svd::{svd, svdvals, Svd};
+pub use svd::{svd, svdvals, Svd, SvdOptions};
 pub use triangular::solve_triangular;
 
 /// Which triangle of a matrix an op reads or returns (PyTorch's `upper=` / `UPLO=`).

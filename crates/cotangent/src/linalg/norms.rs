@@ -25,10 +25,12 @@ const OP_M: &str = "linalg.matrix_norm";
 const OP_N: &str = "linalg.norm";
 const OP_C: &str = "linalg.cond";
 
-/// The order of a matrix norm (PyTorch's `ord` / `p`: a number, `'fro'` or `'nuc'`).
+/// The order of a vector or matrix norm (PyTorch's `ord` / `p`: a number, `'fro'` or
+/// `'nuc'`).
 ///
-/// `NormOrd::P(f64::INFINITY)` is PyTorch's `inf`. `From<f64>` gives `P`, so `2.0.into()`
-/// reads as PyTorch's `ord=2`.
+/// `NormOrd::P(f64::INFINITY)` (or [`NormOrd::INF`]) is PyTorch's `inf`. `From<f64>` gives
+/// `P`, so [`vector_norm`] takes a plain `f64` too, and `2.0.into()` reads as PyTorch's
+/// `ord=2`. Vector norms take the numeric orders only; `Fro` and `Nuc` are matrix norms.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum NormOrd {
     /// A numeric order: for matrices `1`, `-1` (max/min column sum of `|a|`), `2`, `-2`
@@ -39,6 +41,17 @@ pub enum NormOrd {
     Fro,
     /// The nuclear norm, the sum of the singular values (`'nuc'`).
     Nuc,
+}
+
+impl NormOrd {
+    /// The 1-norm (`ord=1`): `Σ |x_i|`, or the max column sum of a matrix.
+    pub const L1: NormOrd = NormOrd::P(1.0);
+    /// The 2-norm (`ord=2`): `sqrt(Σ |x_i|²)`, or the largest singular value of a matrix.
+    pub const L2: NormOrd = NormOrd::P(2.0);
+    /// `ord=inf`: `max |x_i|`, or the max row sum of a matrix.
+    pub const INF: NormOrd = NormOrd::P(f64::INFINITY);
+    /// `ord=-inf`: `min |x_i|`, or the min row sum of a matrix.
+    pub const NEG_INF: NormOrd = NormOrd::P(f64::NEG_INFINITY);
 }
 
 impl From<f64> for NormOrd {
@@ -178,7 +191,8 @@ impl VectorNorm {
 /// Math: `‖x‖_p = (Σ |x_i|^p)^(1/p)` over the elements of the dims in `dim` (`None`, or an
 /// empty list, reduces every element, whatever the shape), for every `ord`: `2` (the
 /// default in PyTorch), `1`, `inf` (`max |x_i|`), `-inf` (`min |x_i|`), `0` (the number of
-/// non-zero entries) and any other `p`, negative and fractional included.
+/// non-zero entries) and any other `p`, negative and fractional included. `ord` is an
+/// `f64` or a numeric [`NormOrd`] (`NormOrd::INF`, ...).
 /// Shapes: the dims in `dim` are removed (kept with size 1 if `keepdim`); a 0-d input is a
 /// vector of one element.
 /// Dtypes: f32, f64; bf16 and f16 are computed in f32 and rounded back; c64 and c128 give
@@ -197,22 +211,40 @@ impl VectorNorm {
 ///
 /// Errors: `UnsupportedDType` for integer and bool inputs; `DimOutOfRange`, or
 /// `InvalidArgument` for a repeated dim; `InvalidArgument` for `ord = inf` or `ord < 0`
-/// on an empty input reduced whole or along an empty dim (no identity), as PyTorch.
+/// on an empty input reduced whole or along an empty dim (no identity), as PyTorch;
+/// `InvalidArgument` for `NormOrd::Fro` and `NormOrd::Nuc` (PyTorch takes numbers only).
 ///
 /// ```
 /// # use cotangent::Tensor;
-/// use cotangent::linalg::vector_norm;
+/// use cotangent::linalg::{vector_norm, NormOrd};
 /// let x = Tensor::from_vec(vec![3.0f64, -4.0, 0.0, 1.0], (2, 2))?;
 /// assert_eq!(vector_norm(&x, 2.0, None, false)?.item::<f64>()?, 26f64.sqrt());
-/// assert_eq!(vector_norm(&x, f64::INFINITY, Some(&[1]), false)?.to_vec::<f64>()?, vec![4.0, 1.0]);
+/// assert_eq!(vector_norm(&x, NormOrd::INF, Some(&[1]), false)?.to_vec::<f64>()?, vec![4.0, 1.0]);
 /// assert_eq!(vector_norm(&x, 0.0, Some(&[0]), true)?.to_vec::<f64>()?, vec![1.0, 2.0]);
 /// # Ok::<(), cotangent::Error>(())
 /// ```
-pub fn vector_norm(x: &Tensor, ord: f64, dim: Option<&[isize]>, keepdim: bool) -> Result<Tensor> {
+pub fn vector_norm(
+    x: &Tensor,
+    ord: impl Into<NormOrd>,
+    dim: Option<&[isize]>,
+    keepdim: bool,
+) -> Result<Tensor> {
+    match ord.into() {
+        NormOrd::P(p) => vector_norm_p(x, p, dim, keepdim),
+        NormOrd::Fro | NormOrd::Nuc => Err(Error::InvalidArgument {
+            op: OP_V,
+            arg: "ord",
+            reason: "vector norms have numeric orders; 'fro' and 'nuc' are matrix norms",
+        }),
+    }
+}
+
+/// [`vector_norm`] of a numeric order.
+fn vector_norm_p(x: &Tensor, ord: f64, dim: Option<&[isize]>, keepdim: bool) -> Result<Tensor> {
     if x.dtype().is_complex() {
         // the norm of the moduli: the same value, and the gradient through `abs`
         // (`g · z/|z|`, 0 at 0), as PyTorch's
-        return vector_norm(&x.abs()?, ord, dim, keepdim);
+        return vector_norm_p(&x.abs()?, ord, dim, keepdim);
     }
     check_float(OP_V, x)?;
     let rank = x.rank();
@@ -239,7 +271,7 @@ pub fn vector_norm(x: &Tensor, ord: f64, dim: Option<&[isize]>, keepdim: bool) -
         });
     }
     if x.dtype().is_half() {
-        return vector_norm(&x.to_dtype(DType::F32)?, ord, dim, keepdim)?.to_dtype(x.dtype());
+        return vector_norm_p(&x.to_dtype(DType::F32)?, ord, dim, keepdim)?.to_dtype(x.dtype());
     }
     let keep: Vec<usize> =
         x.dims().iter().enumerate().map(|(i, &n)| if dims.contains(&i) { 1 } else { n }).collect();

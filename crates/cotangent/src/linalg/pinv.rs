@@ -283,12 +283,43 @@ fn pinv_svd(a: &Tensor, atol: Option<f64>, rtol: Option<f64>, need_sv: bool) -> 
     Ok(PinvParts { p, ranks, certified: false, sv: need_sv.then_some(f.s), k })
 }
 
+/// The tolerances of [`pinv`] and [`matrix_rank`] (the keyword arguments of
+/// `torch.linalg.pinv` and `torch.linalg.matrix_rank`, of the same names and defaults).
+///
+/// `Default` is PyTorch's default: no `atol`, no `rtol` (so `rtol = max(m, n) · eps`),
+/// a general matrix. A singular value counts when it is above
+/// `max(atol, rtol · σ_max)`; see [`pinv`] for the rules when only one is given.
+///
+/// ```
+/// # use cotangent::Tensor;
+/// use cotangent::linalg::{matrix_rank, pinv, PinvOptions};
+/// let a = Tensor::from_vec(vec![1.0f64, 0.0, 0.0, 1e-9], (2, 2))?;
+/// assert_eq!(matrix_rank(&a, PinvOptions::default())?.item::<i64>()?, 2);
+/// let loose = PinvOptions { rtol: Some(1e-6), ..Default::default() };
+/// assert_eq!(matrix_rank(&a, loose)?.item::<i64>()?, 1);
+/// // the small singular value cut: A⁺ = diag(1, 0)
+/// assert_eq!(pinv(&a, loose)?.to_vec::<f64>()?, vec![1.0, 0.0, 0.0, 0.0]);
+/// # Ok::<(), cotangent::Error>(())
+/// ```
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct PinvOptions {
+    /// The absolute tolerance on the singular values (PyTorch's `atol`, default `None`).
+    pub atol: Option<f64>,
+    /// The tolerance relative to the largest singular value (PyTorch's `rtol`, default
+    /// `None`).
+    pub rtol: Option<f64>,
+    /// Read `A` as the Hermitian (symmetric) matrix of its lower triangle (PyTorch's
+    /// `hermitian`, default `false`).
+    pub hermitian: bool,
+}
+
 /// The Moore–Penrose pseudo-inverse (`torch.linalg.pinv`; an explicit composite).
 ///
 /// Math: `A⁺ = V diag(1/σ_i) Uᵀ` over the singular values `σ_i > cutoff`, with
 /// `cutoff = max(atol, rtol · σ_max)` per matrix (PyTorch's rule: when both tolerances
 /// are `None`, `rtol = max(m, n) · eps` of the dtype and `atol = 0`; when only `atol` is
-/// given and it is `> 0`, `rtol = 0`; a missing `atol` is 0). `hermitian`: `A` is taken
+/// given and it is `> 0`, `rtol = 0`; a missing `atol` is 0), the tolerances from
+/// `options` ([`PinvOptions`]). `hermitian`: `A` is taken
 /// as the symmetric matrix of its lower triangle (the upper one is not read), as PyTorch
 /// (which goes through `eigh`; here its SVD, whose singular values are the eigenvalues'
 /// magnitudes).
@@ -321,20 +352,21 @@ fn pinv_svd(a: &Tensor, atol: Option<f64>, rtol: Option<f64>, need_sv: bool) -> 
 ///
 /// ```
 /// # use cotangent::Tensor;
-/// use cotangent::linalg::pinv;
+/// use cotangent::linalg::{pinv, PinvOptions};
 /// // a rank-1 matrix: A⁺ = Aᵀ / ‖A‖²
 /// let a = Tensor::from_vec(vec![1.0f64, 2.0, 2.0, 4.0], (2, 2))?;
-/// let p = pinv(&a, None, None, false)?.to_vec::<f64>()?;
+/// let p = pinv(&a, PinvOptions::default())?.to_vec::<f64>()?;
 /// assert!(p.iter().zip([0.04, 0.08, 0.08, 0.16]).all(|(x, y)| (x - y).abs() < 1e-15));
 /// # Ok::<(), cotangent::Error>(())
 /// ```
-pub fn pinv(a: &Tensor, atol: Option<f64>, rtol: Option<f64>, hermitian: bool) -> Result<Tensor> {
+pub fn pinv(a: &Tensor, options: PinvOptions) -> Result<Tensor> {
+    let PinvOptions { atol, rtol, hermitian } = options;
     if let Some(d) = crate::autocast::autocast_dtype() {
         // PyTorch's pinv ends in a matmul, which its autocast runs in the region's dtype:
         // the result is rounded to it here (f64 excepted, as autocast leaves f64 alone)
         let p = {
             let _plain = crate::autocast::suspend();
-            pinv(a, atol, rtol, hermitian)?
+            pinv(a, options)?
         };
         return if p.dtype() == DType::F64 { Ok(p) } else { p.to_dtype(d) };
     }
@@ -344,7 +376,7 @@ pub fn pinv(a: &Tensor, atol: Option<f64>, rtol: Option<f64>, hermitian: bool) -
         check_square(OP_PINV, a)?;
     }
     if a.dtype().is_half() {
-        return pinv(&a.to_dtype(DType::F32)?, atol, rtol, hermitian)?.to_dtype(a.dtype());
+        return pinv(&a.to_dtype(DType::F32)?, options)?.to_dtype(a.dtype());
     }
     let (p, full_rank) = {
         let _guard = no_grad();
@@ -360,7 +392,7 @@ pub fn pinv(a: &Tensor, atol: Option<f64>, rtol: Option<f64>, hermitian: bool) -
 /// The numerical rank of matrices (`torch.linalg.matrix_rank`).
 ///
 /// Math: the number of singular values `σ_i > max(atol, rtol · σ_max)`, with
-/// [`pinv`]'s tolerance rules; with `hermitian`, of the symmetric matrix of the lower
+/// [`pinv`]'s tolerance rules (the same [`PinvOptions`]); with `hermitian`, of the symmetric matrix of the lower
 /// triangle (its eigenvalues' magnitudes, as PyTorch's `eigvalsh` path).
 ///
 /// Shapes: `a: (*, m, n)` → `(*)`, `I64`. Empty matrices have rank 0.
@@ -376,21 +408,17 @@ pub fn pinv(a: &Tensor, atol: Option<f64>, rtol: Option<f64>, hermitian: bool) -
 ///
 /// ```
 /// # use cotangent::Tensor;
-/// use cotangent::linalg::matrix_rank;
+/// use cotangent::linalg::{matrix_rank, PinvOptions};
 /// let a = Tensor::from_vec(vec![1.0f64, 2.0, 2.0, 4.0, 0.0, 1.0], (3, 2))?;
-/// assert_eq!(matrix_rank(&a, None, None, false)?.to_vec::<i64>()?, vec![2]);
+/// assert_eq!(matrix_rank(&a, PinvOptions::default())?.to_vec::<i64>()?, vec![2]);
 /// let b = Tensor::from_vec(vec![1.0f64, 2.0, 2.0, 4.0], (2, 2))?;
-/// assert_eq!(matrix_rank(&b, None, None, false)?.to_vec::<i64>()?, vec![1]);
+/// assert_eq!(matrix_rank(&b, PinvOptions::default())?.to_vec::<i64>()?, vec![1]);
 /// # Ok::<(), cotangent::Error>(())
 /// ```
-pub fn matrix_rank(
-    a: &Tensor,
-    atol: Option<f64>,
-    rtol: Option<f64>,
-    hermitian: bool,
-) -> Result<Tensor> {
+pub fn matrix_rank(a: &Tensor, options: PinvOptions) -> Result<Tensor> {
+    let PinvOptions { atol, rtol, hermitian } = options;
     if let Some(c) = crate::autocast::fp32(&[a])? {
-        return matrix_rank(&c[0], atol, rtol, hermitian);
+        return matrix_rank(&c[0], options);
     }
     check_matrix(OP_RANK, a)?;
     check_float_or_complex(OP_RANK, a)?;

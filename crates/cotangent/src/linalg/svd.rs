@@ -28,6 +28,39 @@ pub struct Svd {
     pub vh: Tensor,
 }
 
+/// The options of [`svd`] (`torch.linalg.svd`'s keyword arguments).
+///
+/// `Default` is PyTorch's default, full matrices; `From<bool>` reads a `bool` as
+/// `full_matrices`, so `svd(&a, false)` is the reduced SVD.
+///
+/// ```
+/// # use cotangent::{DType, Tensor};
+/// use cotangent::linalg::{svd, SvdOptions};
+/// let a = Tensor::ones((3, 2), DType::F64)?;
+/// assert_eq!(svd(&a, SvdOptions::default())?.u.dims(), &[3, 3]);
+/// assert_eq!(svd(&a, SvdOptions { full_matrices: false })?.u.dims(), &[3, 2]);
+/// assert_eq!(svd(&a, false)?.u.dims(), &[3, 2]);
+/// # Ok::<(), cotangent::Error>(())
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SvdOptions {
+    /// `U: (*, m, m)` and `Vh: (*, n, n)` (with an orthonormal completion) when `true`;
+    /// `U: (*, m, k)` and `Vh: (*, k, n)` when `false`. PyTorch's default is `true`.
+    pub full_matrices: bool,
+}
+
+impl Default for SvdOptions {
+    fn default() -> SvdOptions {
+        SvdOptions { full_matrices: true }
+    }
+}
+
+impl From<bool> for SvdOptions {
+    fn from(full_matrices: bool) -> SvdOptions {
+        SvdOptions { full_matrices }
+    }
+}
+
 #[derive(Debug)]
 struct SvdOp {
     full: bool,
@@ -477,6 +510,7 @@ fn svdvals_grad(u: &Tensor, gs: &Tensor, vh: &Tensor) -> Result<Tensor> {
 /// threads, and on the Jacobi paths `svdvals` gives the same bits as `svd` (elsewhere
 /// `svdvals` without gradient takes a values-only path and may differ in the last bits).
 ///
+/// `options`: a [`SvdOptions`], or a `bool` for its `full_matrices`.
 /// `full_matrices` (PyTorch's default is `true`): `u: (*, m, m)`, `vh: (*, n, n)`, where
 /// the columns of `U` (rows of `Vh`) beyond `k` are an orthonormal completion; `false`:
 /// `u: (*, m, k)`, `vh: (*, k, n)`. Always `s: (*, k)`. Empty matrices give empty
@@ -526,7 +560,8 @@ fn svdvals_grad(u: &Tensor, gs: &Tensor, vh: &Tensor) -> Result<Tensor> {
 /// assert_eq!(f.vh.to_vec::<f64>()?, vec![0.0, -1.0, 1.0, 0.0]);
 /// # Ok::<(), cotangent::Error>(())
 /// ```
-pub fn svd(a: &Tensor, full_matrices: bool) -> Result<Svd> {
+pub fn svd(a: &Tensor, options: impl Into<SvdOptions>) -> Result<Svd> {
+    let full_matrices = options.into().full_matrices;
     if let Some(c) = crate::autocast::fp32(&[a])? {
         return svd(&c[0], full_matrices);
     }

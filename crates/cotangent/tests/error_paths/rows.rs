@@ -504,11 +504,15 @@ pub fn linalg_rows() -> Vec<Row> {
                 Diag::NonUnit
             )
         ),
-        row!(BadShape, "linalg.lstsq", linalg::lstsq(&ones(&[2]), &ones(&[2]), None, None)),
+        row!(
+            BadShape,
+            "linalg.lstsq",
+            linalg::lstsq(&ones(&[2]), &ones(&[2]), linalg::LstsqOptions::default())
+        ),
         row!(
             ShapeMismatch,
             "linalg.lstsq",
-            linalg::lstsq(&eye(2), &ones(&[3, 1]), None, Some(LstsqDriver::Gelsd))
+            linalg::lstsq(&eye(2), &ones(&[3, 1]), LstsqDriver::Gelsd)
         ),
         // qr, svd, eigen
         row!(NotDifferentiable, "linalg.qr", {
@@ -575,6 +579,11 @@ pub fn linalg_rows() -> Vec<Row> {
             InvalidArgument,
             "linalg.vector_norm",
             linalg::vector_norm(&zeros(&[0]), f64::INFINITY, None, false)
+        ),
+        row!(
+            InvalidArgument,
+            "linalg.vector_norm",
+            linalg::vector_norm(&ones(&[2]), NormOrd::Fro, None, false)
         ),
         row!(
             InvalidArgument,
