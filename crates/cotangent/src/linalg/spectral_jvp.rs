@@ -3,6 +3,7 @@
 //! singular values), with PyTorch's answer where a gap is zero, and the diagonal term that
 //! keeps complex vectors in the forward's phase gauge.
 
+use crate::autograd::node::should_record;
 use crate::error::Result;
 use crate::tensor::Tensor;
 
@@ -17,6 +18,10 @@ use crate::tensor::Tensor;
 /// reaches only what depends on the vectors. `num` and `gap` have one shape (`gap` real,
 /// or complex of `num`'s dtype).
 pub(crate) fn gap_quotient(num: &Tensor, gap: &Tensor, tol: &[f64], eps: f64) -> Result<Tensor> {
+    let real = !num.dtype().is_complex() && !gap.dtype().is_complex();
+    if real && crate::backend::fast_paths() && !should_record(&[num, gap]) {
+        return gap_quotient_values(num, gap, tol, eps);
+    }
     let n = gap.dims()[gap.rank() - 1];
     let nn = (n * n).max(1);
     let g = gap.detach().abs()?.to_vec_f64();
@@ -56,6 +61,39 @@ pub(crate) fn gap_quotient(num: &Tensor, gap: &Tensor, tol: &[f64], eps: f64) ->
     Tensor::where_cond(&undefined, &q.full_like(f64::NAN)?, &q)
 }
 
+/// [`gap_quotient`] of real tensors that nothing differentiates: the same values (the
+/// same division of the same numbers), in one pass over the matrices read back, where the
+/// tensor-op form makes a dozen passes and its masks. Off with the fast paths
+/// (`COTANGENT_FAST_PATHS=0`), so that both forms stay tested.
+fn gap_quotient_values(num: &Tensor, gap: &Tensor, tol: &[f64], eps: f64) -> Result<Tensor> {
+    let n = gap.dims()[gap.rank() - 1];
+    let nn = (n * n).max(1);
+    let g = gap.to_vec_f64();
+    let mut q = num.to_vec_f64();
+    for (b, (gb, qb)) in g.chunks_exact(nn).zip(q.chunks_exact_mut(nn)).enumerate() {
+        let amax = qb.iter().fold(0.0f64, |m, x| m.max(x.abs()));
+        let small = eps.sqrt() * amax;
+        for i in 0..n {
+            for j in 0..n {
+                let k = i * n + j;
+                qb[k] = if i == j {
+                    0.0
+                } else if gb[k].abs() <= tol[b] {
+                    if qb[k].abs() <= small {
+                        0.0
+                    } else {
+                        f64::NAN
+                    }
+                } else {
+                    qb[k] / gb[k]
+                };
+            }
+        }
+    }
+    let dt = num.dtype();
+    Tensor::from_vec(q, num.shape().clone())?.to_dtype(dt)
+}
+
 /// `dv` plus the term `V diag(iθ)` that keeps each column of complex `v: (*, m, k)` in
 /// the forward's gauge (its component of largest modulus, the first on ties, real and
 /// positive): `θ_j = −Im(dv_pj) / V_pj` at that component `p`. Real `v` is returned as
@@ -93,4 +131,43 @@ pub(crate) fn gauge_rotation(v: &Tensor, dv: &Tensor) -> Result<Option<Tensor>> 
     let vp = v.gather(-2, &p)?.real()?;
     let theta = dv.gather(-2, &p)?.imag()?.div(&vp)?.neg()?;
     Ok(Some(Tensor::complex(&theta.zeros_like()?, &theta)?))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_one_pass_quotient_is_the_tensor_ops_one() {
+        // two 3 x 3 matrices: a zero gap with a negligible and with a large numerator, a
+        // NaN numerator, ordinary pairs; the tensor-op path taken by making `num` require
+        // grad (recorded), the one-pass path without
+        #[rustfmt::skip]
+        let num = vec![
+            1.0, 2.0, 1e-12, -3.0, 4.0, 5.0, 0.5, f64::NAN, 7.0,
+            2.0, -1.0, 0.25, 8.0, 3.0, -2.0, 1.5, 9.0, 4.0,
+        ];
+        #[rustfmt::skip]
+        let gap = vec![
+            0.0, 0.0, 0.0, 2.0, 0.0, -1.0, 4.0, 3.0, 0.0,
+            0.0, 0.5, -0.5, 1e-18, 0.0, 2.0, 0.25, -4.0, 0.0,
+        ];
+        let tol = [1e-10, 1e-10];
+        for dt in [crate::DType::F64, crate::DType::F32] {
+            let n = Tensor::from_vec(num.clone(), (2, 3, 3)).unwrap().to_dtype(dt).unwrap();
+            let g = Tensor::from_vec(gap.clone(), (2, 3, 3)).unwrap().to_dtype(dt).unwrap();
+            let fast = gap_quotient(&n, &g, &tol, 1e-16).unwrap();
+            let slow = gap_quotient(&n.with_requires_grad(true).unwrap(), &g, &tol, 1e-16).unwrap();
+            assert_eq!(fast.dtype(), dt);
+            let (f, s) = (fast.to_vec_f64(), slow.to_vec_f64());
+            for (a, b) in f.iter().zip(&s) {
+                assert!(a.to_bits() == b.to_bits() || a.is_nan() && b.is_nan(), "{f:?}\n{s:?}");
+            }
+            // the cases: 0 on the diagonal, 0 for the negligible numerator over a zero
+            // gap, NaN for a large one, the quotient elsewhere
+            assert_eq!((f[0], f[2], f[4]), (0.0, 0.0, 0.0));
+            assert!(f[1].is_nan() && f[7].is_nan());
+            assert_eq!(f[3], -1.5);
+        }
+    }
 }
