@@ -1467,6 +1467,19 @@ cases("linalg.matrix_exp", [
     Case("vector", [F((3,))], dtypes=F64, error="ShapeMismatch"),
 ])
 
+# the principal square root (crates/cotangent/src/linalg/matrix_sqrth.rs): PyTorch 2.15's
+# new function, its gradient and tangent through the Sylvester equation
+cases("linalg.matrix_sqrth", [
+    Case("3x3", [S((3, 3))]),
+    Case("1x1", [S((1, 1))]),
+    Case("batched", [S((2, 3, 4, 4))]),
+    Case("20x20", [S((20, 20))], dtypes=F64),
+    Case("empty", [S((0, 0))], dtypes=F64),
+    Case("empty-batch", [S((0, 3, 3))], dtypes=F64),
+    Case("not-square", [F((3, 4))], dtypes=F64, error="NotSquare"),
+    Case("vector", [F((3,))], dtypes=F64, error="ShapeMismatch"),
+])
+
 
 # --------------------------------------------------------------------------------------
 # svd, pinv, lstsq (crates/cotangent/src/linalg/{svd,pinv,lstsq}.rs). SVD's singular
@@ -2093,6 +2106,10 @@ COMPLEX_CASES = {
         Case("real-batched", [F((3, 3, 3))], dtypes=("f64",)),
         Case("complex-3x3", [F((3, 3))], dtypes=C128_C64),
         Case("complex-batched", [F((2, 4, 4))], dtypes=("c128",)),
+    ],
+    "linalg.matrix_sqrth": [
+        Case("complex-3x3", [S((3, 3))], dtypes=C128_C64),
+        Case("complex-batched", [S((2, 4, 4))], dtypes=("c128",)),
     ],
     "linalg.matrix_exp": [
         Case("complex-3x3", [F((3, 3))], dtypes=C128_C64),

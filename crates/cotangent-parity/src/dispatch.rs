@@ -218,6 +218,7 @@ pub const OPS: &[OpSpec] = &[
     op("linalg.eig", &[], sv::eig),
     op("linalg.eigvals", &[], sv::eigvals),
     op("linalg.matrix_exp", &[], sv::matrix_exp),
+    op("linalg.matrix_sqrth", &[], sv::matrix_sqrth),
 ];
 
 /// The names of every op of the runner, in table order.

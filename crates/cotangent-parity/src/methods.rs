@@ -209,4 +209,6 @@ pub const LIBRARY_METHODS: &[(&str, Coverage)] = &[
     ("eigvals", Coverage::Op("linalg.eigvals")),
     // src/linalg/matrix_fn.rs
     ("matrix_exp", Coverage::Op("linalg.matrix_exp")),
+    // src/linalg/matrix_sqrth.rs
+    ("matrix_sqrth", Coverage::Op("linalg.matrix_sqrth")),
 ];

@@ -1,5 +1,5 @@
 //! `linalg.eigh`, `linalg.eigvalsh`, `linalg.eig`, `linalg.eigvals` and
-//! `linalg.matrix_exp`.
+//! `linalg.matrix_exp`, `linalg.matrix_sqrth`.
 
 use cotangent::linalg::{self, Uplo};
 use cotangent::Tensor;
@@ -43,6 +43,12 @@ pub(crate) fn eig(a: &Args<'_>, _: &Attrs<'_>) -> Res<Vec<Tensor>> {
 pub(crate) fn eigvals(a: &Args<'_>, _: &Attrs<'_>) -> Res<Vec<Tensor>> {
     a.count(1, 1)?;
     one(linalg::eigvals(a.t(0)?))
+}
+
+/// `linalg.matrix_sqrth(A)`.
+pub(crate) fn matrix_sqrth(a: &Args<'_>, _: &Attrs<'_>) -> Res<Vec<Tensor>> {
+    a.count(1, 1)?;
+    one(linalg::matrix_sqrth(a.t(0)?))
 }
 
 /// `linalg.matrix_exp(A)`.

@@ -12,7 +12,7 @@ mod svd;
 mod triangular;
 
 pub(crate) use cholesky::{cholesky, cholesky_ex, cholesky_inverse, cholesky_solve};
-pub(crate) use eigh::{eig, eigh, eigvals, eigvalsh, matrix_exp};
+pub(crate) use eigh::{eig, eigh, eigvals, eigvalsh, matrix_exp, matrix_sqrth};
 pub(crate) use ldl::{ldl_factor, ldl_factor_ex, ldl_solve};
 pub(crate) use lu::{
     det, inv, inv_ex, logdet, lu, lu_factor, lu_factor_ex, lu_solve, lu_unpack, slogdet, solve,

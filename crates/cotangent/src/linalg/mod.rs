@@ -33,6 +33,7 @@
 //! | [`eigh`] (`Uplo`), [`eigvalsh`] | primitive (Jacobi for `n <= 4`, tridiagonal QL to 16, batches 8 matrices at a time in SIMD lanes with the same bits; above, root-free tridiagonal QL for eigenvalues alone, tridiagonal QR with vectors below 128, own divide and conquer with vectors from 128); eigenvector signs: largest component positive | `gA = V (diag(gw) + F ∘ skew(VᵀgV)) Vᵀ`, `F_ij = 1/(w_j − w_i)`; eigvalsh `V diag(gw) Vᵀ` (no gaps); `NotDifferentiable` for basis-dependent losses at repeated eigenvalues |
 //! | [`eig`], [`eigvals`] | primitive (faer's complex Schur-based solver; real input as complex; complex outputs; eigenvectors of unit norm, largest component real positive) | `gA = V⁻ᴴ (diag(gw) + X / Ē) Vᴴ` (PyTorch's); `NotDifferentiable` for phase-dependent losses and basis-dependent ones at repeated eigenvalues |
 //! | [`matrix_exp`] | primitive (scaling and squaring, Padé degree 3–13 by the 1-norm) | `gA = [exp([[Aᵀ, G], [0, Aᵀ]])]₁₂` on `n x n` blocks (any order) |
+//! | [`matrix_sqrth`] | primitive through `eigh` (`V diag(√w) Vᵀ`, the lower triangle read) | the Sylvester equation's `V [(Vᵀ G V) / (√w_i + √w_j)] Vᵀ` (no gaps) |
 //!
 //! bf16 and f16 inputs are computed in f32 and rounded back (results and gradients in the
 //! input dtype). Complex inputs (c64, c128) are taken by every op above except `ldl_*` (not
@@ -48,6 +49,7 @@ mod lstsq;
 mod lu;
 mod matmul;
 mod matrix_fn;
+mod matrix_sqrth;
 mod norms;
 mod pinv;
 mod products;
@@ -67,6 +69,7 @@ pub use ldl::{ldl_factor, ldl_factor_ex, ldl_solve, LdlFactor, LdlFactorEx};
 pub use lstsq::{lstsq, Lstsq, LstsqDriver, LstsqOptions};
 pub use lu::{lu, lu_factor, lu_factor_ex, lu_solve, lu_unpack, Lu, LuFactor, LuFactorEx};
 pub use matrix_fn::matrix_exp;
+pub use matrix_sqrth::matrix_sqrth;
 pub use norms::{cond, matrix_norm, norm, vector_norm, NormOrd};
 pub use pinv::{matrix_rank, pinv, PinvOptions};
 pub use qr::{householder_product, qr, Qr, QrMode};
