@@ -1467,6 +1467,20 @@ cases("linalg.matrix_exp", [
     Case("vector", [F((3,))], dtypes=F64, error="ShapeMismatch"),
 ])
 
+# the polar decomposition (crates/cotangent/src/linalg/polar.rs): PyTorch 2.15's new
+# function; U and H are unique at full column rank, so no gauge to align
+cases("linalg.polar", [
+    Case("3x3", [F((3, 3))]),
+    Case("tall-5x3", [F((5, 3))]),
+    Case("1x1", [F((1, 1))]),
+    Case("batched", [F((2, 3, 4, 3))]),
+    Case("20x12", [F((20, 12))], dtypes=F64),
+    Case("empty", [F((0, 0))], dtypes=F64),
+    Case("no-columns", [F((3, 0))], dtypes=F64),
+    Case("wide", [F((2, 3))], dtypes=F64, error="InvalidArgument"),
+    Case("vector", [F((3,))], dtypes=F64, error="ShapeMismatch"),
+])
+
 # the principal square root (crates/cotangent/src/linalg/matrix_sqrth.rs): PyTorch 2.15's
 # new function, its gradient and tangent through the Sylvester equation
 cases("linalg.matrix_sqrth", [
@@ -2106,6 +2120,10 @@ COMPLEX_CASES = {
         Case("real-batched", [F((3, 3, 3))], dtypes=("f64",)),
         Case("complex-3x3", [F((3, 3))], dtypes=C128_C64),
         Case("complex-batched", [F((2, 4, 4))], dtypes=("c128",)),
+    ],
+    "linalg.polar": [
+        Case("complex-3x3", [F((3, 3))], dtypes=C128_C64),
+        Case("complex-tall-batched", [F((2, 5, 3))], dtypes=("c128",)),
     ],
     "linalg.matrix_sqrth": [
         Case("complex-3x3", [S((3, 3))], dtypes=C128_C64),

@@ -205,6 +205,7 @@ pub const OPS: &[OpSpec] = &[
     op("linalg.householder_product", &[], sv::householder_product),
     op("linalg.svd", &["full_matrices"], sv::svd),
     op("linalg.svdvals", &[], sv::svdvals),
+    op("linalg.polar", &[], sv::polar),
     op("linalg.pinv", &["atol", "rtol", "hermitian"], sv::pinv),
     op("linalg.matrix_rank", &["atol", "rtol", "hermitian"], sv::matrix_rank),
     op("linalg.lstsq", &["rcond", "driver"], sv::lstsq),

@@ -79,7 +79,7 @@
 //! (`trace`, `diagonal`, `tril`/`triu`, `kron`, `cross`, `matrix_power`), every norm
 //! and `cond`, and the linear algebra: the triangular solves, the Cholesky family
 //! (Hermitian matrices), the LU family (`solve`, `inv`, `det`, `slogdet` with a complex
-//! sign, ...), QR, the Hermitian `eigh`, the SVD, `pinv`, `lstsq`, `matrix_exp`,
+//! sign, ...), QR, the Hermitian `eigh`, the SVD, `polar`, `pinv`, `lstsq`, `matrix_exp`,
 //! `matrix_sqrth`, and the
 //! symmetric and Hermitian `ldl_*`; [`linalg::eig`] and [`linalg::eigvals`] take real or
 //! complex input and always answer complex. A cast to a real dtype keeps the real part,

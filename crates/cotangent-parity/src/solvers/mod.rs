@@ -20,5 +20,5 @@ pub(crate) use lu::{
 };
 pub(crate) use norms::{cond, matrix_norm, norm, torch_norm, vector_norm};
 pub(crate) use qr::{householder_product, qr};
-pub(crate) use svd::{lstsq, matrix_rank, pinv, svd, svdvals};
+pub(crate) use svd::{lstsq, matrix_rank, pinv, polar, svd, svdvals};
 pub(crate) use triangular::solve_triangular;

@@ -1,4 +1,5 @@
-//! `linalg.svd`, `linalg.svdvals`, `linalg.pinv`, `linalg.matrix_rank`, `linalg.lstsq`.
+//! `linalg.svd`, `linalg.svdvals`, `linalg.polar`, `linalg.pinv`, `linalg.matrix_rank`,
+//! `linalg.lstsq`.
 
 use cotangent::linalg::{self, LstsqDriver};
 use cotangent::Tensor;
@@ -22,6 +23,13 @@ pub(crate) fn svd(a: &Args<'_>, at: &Attrs<'_>) -> Res<Vec<Tensor>> {
     }
     let f = linalg::svd(x, full)?;
     Ok(vec![f.u, f.s, f.vh])
+}
+
+/// `linalg.polar(A)`: outputs `(U, H)`.
+pub(crate) fn polar(a: &Args<'_>, _: &Attrs<'_>) -> Res<Vec<Tensor>> {
+    a.count(1, 1)?;
+    let p = linalg::polar(a.t(0)?)?;
+    Ok(vec![p.u, p.h])
 }
 
 /// `linalg.svdvals(A)`.

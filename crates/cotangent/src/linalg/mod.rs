@@ -26,6 +26,7 @@
 //! | [`svd()`] (`full_matrices`), [`svdvals`] | primitive (one-sided Jacobi up to 8 x 8, and 16 x 16 in batches (8 matrices in SIMD lanes), LAPACK's `gesdd` stages (our own) above; sign gauge: largest entry of each column of `U` positive) | PyTorch's `svd_backward` (tall, wide, square); `U diag(gS) Vh` for `S` only (no gaps); `NotDifferentiable` at a zero gap where the loss depends on the basis |
 //! | [`pinv`] (`atol`, `rtol`, `hermitian`) | explicit composite (SVD under no-grad) | PyTorch's `pinv_backward` in tensor ops |
 //! | [`matrix_rank`] | singular values above the tolerance | none (`I64`) |
+//! | [`polar`] | primitive through the SVD (`U = W Vᴴ`, `H = V S Vᴴ`) | through the Sylvester equation of `UᴴdU`'s skew part (no gaps); full column rank |
 //! | [`lstsq`] (`rcond`, `driver`) | explicit composite (QR/LQ for `Gels`, the SVD for `Gelsy`, `Gelsd`, `Gelss`) | of the solution: `pinv(A) B`'s (PyTorch's); of the residuals: `2 R diag(g) Xᵀ`, `−2 R diag(g)` |
 //! | [`vector_norm`] (every `ord`: `2`, `1`, `±inf`, `0`, any `p`) | explicit composite (one reduction kernel: plain multiply-adds, rescaled only on overflow/underflow) | PyTorch's `norm_backward`: 0 at `x = 0`, ties of `±inf` share evenly, none for `0` |
 //! | [`matrix_norm`] (`Fro`, `Nuc`, `±1`, `±2`, `±inf`), [`norm`] | implicit composites of `vector_norm`, `amax`/`amin` and the singular values | inherited (the spectral orders gap-free, through `svdvals`) |
@@ -52,6 +53,7 @@ mod matrix_fn;
 mod matrix_sqrth;
 mod norms;
 mod pinv;
+mod polar;
 mod products;
 mod qr;
 mod solve;
@@ -72,6 +74,7 @@ pub use matrix_fn::matrix_exp;
 pub use matrix_sqrth::matrix_sqrth;
 pub use norms::{cond, matrix_norm, norm, vector_norm, NormOrd};
 pub use pinv::{matrix_rank, pinv, PinvOptions};
+pub use polar::{polar, Polar};
 pub use qr::{householder_product, qr, Qr, QrMode};
 pub use solve::{inv, inv_ex, solve, solve_ex, tensorinv, tensorsolve, InvEx, SolveEx};
 pub use svd::{svd, svdvals, Svd, SvdOptions};

@@ -504,6 +504,7 @@ pub fn linalg_rows() -> Vec<Row> {
                 Diag::NonUnit
             )
         ),
+        row!(InvalidArgument, "linalg.polar", linalg::polar(&ones(&[2, 3]))),
         row!(
             BadShape,
             "linalg.lstsq",
