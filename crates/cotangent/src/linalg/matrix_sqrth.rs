@@ -2,6 +2,7 @@
 //! positive-definite matrices, through [`eigh`], differentiated through the Sylvester
 //! equation `X dX + dX X = dA` rather than through the eigenvectors (no eigenvalue gaps).
 
+use super::spectral_jvp::sylvester;
 use super::util::{check_float_or_complex, check_matrix, check_square};
 use super::{eigh, Uplo};
 use crate::autograd::forward::JvpCtx;
@@ -28,13 +29,9 @@ fn spectral(a: &Tensor) -> Result<(Tensor, Tensor)> {
     Ok((e.eigenvectors, e.eigenvalues.clamp(Some(0.0), None)?.sqrt()?))
 }
 
-/// `V [(Vᴴ C V)_ij / (s_i + s_j)] Vᴴ` with `C = ½ (M + Mᴴ)`: the solution `Y` of
-/// `X Y + Y X = C` for `X = V diag(s) Vᴴ` (a zero `s_i + s_j` gives inf or NaN).
-fn sylvester(v: &Tensor, s: &Tensor, m: &Tensor) -> Result<Tensor> {
-    let c = m.add(&m.mH()?)?.mul_scalar(0.5)?;
-    let ct = v.mH()?.matmul(&c)?.matmul(v)?;
-    let denom = s.unsqueeze(-1)?.add(&s.unsqueeze(-2)?)?;
-    v.matmul(&ct.div(&denom)?)?.matmul(&v.mH()?)
+/// The solution `Y` of `X Y + Y X = ½ (M + Mᴴ)` for `X = V diag(s) Vᴴ`.
+fn sylvester_herm(v: &Tensor, s: &Tensor, m: &Tensor) -> Result<Tensor> {
+    sylvester(v, s, &m.add(&m.mH()?)?.mul_scalar(0.5)?)
 }
 
 impl Op for MatrixSqrth {
@@ -53,9 +50,9 @@ impl Op for MatrixSqrth {
         let Some(g) = &g[0] else { return Ok(vec![None]) };
         let ga = if cx.create_graph() {
             let (v, s) = spectral(cx.input(0))?;
-            sylvester(&v, &s, g)?
+            sylvester_herm(&v, &s, g)?
         } else {
-            sylvester(&self.v, &self.s, g)?
+            sylvester_herm(&self.v, &self.s, g)?
         };
         Ok(vec![Some(ga)])
     }
@@ -65,9 +62,9 @@ impl Op for MatrixSqrth {
         let a = cx.input(0);
         let dx = if should_record(&[a, da]) {
             let (v, s) = spectral(a)?;
-            sylvester(&v, &s, da)?
+            sylvester_herm(&v, &s, da)?
         } else {
-            sylvester(&self.v, &self.s, da)?
+            sylvester_herm(&self.v, &self.s, da)?
         };
         Ok(vec![Some(dx)])
     }

@@ -1,6 +1,7 @@
 //! `linalg.polar`: the polar decomposition `A = U H` through the SVD, differentiated
 //! through the Sylvester equation of the rotation's skew part (no singular value gaps).
 
+use super::spectral_jvp::sylvester;
 use super::svd;
 use super::util::{check_float_or_complex, check_matrix};
 use crate::autograd::forward::JvpCtx;
@@ -34,14 +35,6 @@ struct PolarOp {
 fn spectral(a: &Tensor) -> Result<(Tensor, Tensor)> {
     let f = svd(a, false).map_err(|e| e.in_op(OP))?;
     Ok((f.vh.mH()?, f.s))
-}
-
-/// `V [(Vᴴ Y V)_ij / (s_i + s_j)] Vᴴ`: the solution `X` of `X H + H X = Y` for
-/// `H = V diag(s) Vᴴ`.
-fn sylvester(v: &Tensor, s: &Tensor, y: &Tensor) -> Result<Tensor> {
-    let yt = v.mH()?.matmul(y)?.matmul(v)?;
-    let denom = s.unsqueeze(-1)?.add(&s.unsqueeze(-2)?)?;
-    v.matmul(&yt.div(&denom)?)?.matmul(&v.mH()?)
 }
 
 /// `½ (M + Mᴴ)`.

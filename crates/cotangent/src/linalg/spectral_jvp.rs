@@ -1,7 +1,8 @@
 //! What the forward-mode rules of the spectral decompositions (eigh, svd, eig) share:
 //! the quotient of a projected tangent by the gaps between eigenvalues (or squared
 //! singular values), with PyTorch's answer where a gap is zero, and the diagonal term that
-//! keeps complex vectors in the forward's phase gauge.
+//! keeps complex vectors in the forward's phase gauge; and the Sylvester solve of the
+//! square root's and the polar decomposition's rules.
 
 use crate::autograd::node::should_record;
 use crate::error::Result;
@@ -59,6 +60,16 @@ pub(crate) fn gap_quotient(num: &Tensor, gap: &Tensor, tol: &[f64], eps: f64) ->
     let q = num.div(&safe)?;
     let q = Tensor::where_cond(&zero, &q.zeros_like()?, &q)?;
     Tensor::where_cond(&undefined, &q.full_like(f64::NAN)?, &q)
+}
+
+/// `V [(Vᴴ Y V)_ij / (s_i + s_j)] Vᴴ`: the solution `X` of the Sylvester equation
+/// `X H + H X = Y` for `H = V diag(s) Vᴴ` (`s`: `(*, n)`, real), a self-adjoint map for
+/// the real inner product; a zero `s_i + s_j` gives inf or NaN. The rules of
+/// `matrix_sqrth` and `polar` (no eigenvalue gaps: sums, not differences).
+pub(crate) fn sylvester(v: &Tensor, s: &Tensor, y: &Tensor) -> Result<Tensor> {
+    let yt = v.mH()?.matmul(y)?.matmul(v)?;
+    let denom = s.unsqueeze(-1)?.add(&s.unsqueeze(-2)?)?;
+    v.matmul(&yt.div(&denom)?)?.matmul(&v.mH()?)
 }
 
 /// [`gap_quotient`] of real tensors that nothing differentiates: the same values (the
