@@ -2,7 +2,7 @@
 //! positive-definite matrices, through [`eigh`], differentiated through the Sylvester
 //! equation `X dX + dX X = dA` rather than through the eigenvectors (no eigenvalue gaps).
 
-use super::spectral_jvp::sylvester;
+use super::spectral_jvp::{herm, sylvester, v_diag_vh};
 use super::util::{check_float_or_complex, check_matrix, check_square};
 use super::{eigh, Uplo};
 use crate::autograd::forward::JvpCtx;
@@ -31,7 +31,7 @@ fn spectral(a: &Tensor) -> Result<(Tensor, Tensor)> {
 
 /// The solution `Y` of `X Y + Y X = ½ (M + Mᴴ)` for `X = V diag(s) Vᴴ`.
 fn sylvester_herm(v: &Tensor, s: &Tensor, m: &Tensor) -> Result<Tensor> {
-    sylvester(v, s, &m.add(&m.mH()?)?.mul_scalar(0.5)?)
+    sylvester(v, s, &herm(m)?)
 }
 
 impl Op for MatrixSqrth {
@@ -117,6 +117,6 @@ pub fn matrix_sqrth(a: &Tensor) -> Result<Tensor> {
         let _guard = no_grad();
         spectral(&a.detach())?
     };
-    let x = v.mul(&s.to_dtype(v.dtype())?.unsqueeze(-2)?)?.matmul(&v.mH()?)?;
+    let x = v_diag_vh(&v, &s)?;
     record1(MatrixSqrth { v, s }, &[a], x, false)
 }

@@ -1,7 +1,7 @@
 //! `linalg.polar`: the polar decomposition `A = U H` through the SVD, differentiated
 //! through the Sylvester equation of the rotation's skew part (no singular value gaps).
 
-use super::spectral_jvp::sylvester;
+use super::spectral_jvp::{herm, sylvester, v_diag_vh};
 use super::svd;
 use super::util::{check_float_or_complex, check_matrix};
 use crate::autograd::forward::JvpCtx;
@@ -37,11 +37,6 @@ fn spectral(a: &Tensor) -> Result<(Tensor, Tensor)> {
     Ok((f.vh.mH()?, f.s))
 }
 
-/// `½ (M + Mᴴ)`.
-fn herm(m: &Tensor) -> Result<Tensor> {
-    m.add(&m.mH()?)?.mul_scalar(0.5)
-}
-
 /// `½ (M − Mᴴ)`.
 fn skew(m: &Tensor) -> Result<Tensor> {
     m.sub(&m.mH()?)?.mul_scalar(0.5)
@@ -49,7 +44,7 @@ fn skew(m: &Tensor) -> Result<Tensor> {
 
 /// `H⁻¹ = V diag(1/s) Vᴴ`.
 fn h_inverse(v: &Tensor, s: &Tensor) -> Result<Tensor> {
-    v.mul(&s.reciprocal()?.to_dtype(v.dtype())?.unsqueeze(-2)?)?.matmul(&v.mH()?)
+    v_diag_vh(v, &s.reciprocal()?)
 }
 
 impl PolarOp {
@@ -176,7 +171,7 @@ pub fn polar(a: &Tensor) -> Result<Polar> {
         let f = svd(&a.detach(), false).map_err(|e| e.in_op(OP))?;
         let v = f.vh.mH()?;
         let u = f.u.matmul(&f.vh)?;
-        let h = v.mul(&f.s.to_dtype(v.dtype())?.unsqueeze(-2)?)?.matmul(&f.vh)?;
+        let h = v_diag_vh(&v, &f.s)?;
         (u, h, v, f.s)
     };
     let mut out = record(PolarOp { v, s }, &[a], vec![u, h], true)?.into_iter();

@@ -72,6 +72,17 @@ pub(crate) fn sylvester(v: &Tensor, s: &Tensor, y: &Tensor) -> Result<Tensor> {
     v.matmul(&yt.div(&denom)?)?.matmul(&v.mH()?)
 }
 
+/// `V diag(d) Vᴴ` for `d: (*, n)` real: `H` from its eigenvectors and eigenvalues, or a
+/// function of it (`H⁻¹`, `H^½`).
+pub(crate) fn v_diag_vh(v: &Tensor, d: &Tensor) -> Result<Tensor> {
+    v.mul(&d.to_dtype(v.dtype())?.unsqueeze(-2)?)?.matmul(&v.mH()?)
+}
+
+/// `½ (M + Mᴴ)`.
+pub(crate) fn herm(m: &Tensor) -> Result<Tensor> {
+    m.add(&m.mH()?)?.mul_scalar(0.5)
+}
+
 /// [`gap_quotient`] of real tensors that nothing differentiates: the same values (the
 /// same division of the same numbers), in one pass over the matrices read back, where the
 /// tensor-op form makes a dozen passes and its masks. Off with the fast paths
